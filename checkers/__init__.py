@@ -1,0 +1,1 @@
+"""PySpark jobs that judge a history; they know only ../shared/spec/history.md."""

@@ -1,0 +1,1 @@
+"""Starts the system under test, drives workloads against it and records the history."""

@@ -1,0 +1,1 @@
+"""Durable topic storage: ledgers on bookies, and managed ledgers with cursors on top."""

@@ -1,0 +1,146 @@
+"""The contract between the broker's protocol front end and topic storage.
+
+The broker front end (impl/broker) only ever sees these types; the managed ledger
+(impl/storage/managed_ledger.py) implements them over bookies and ZooKeeper. Keeping the
+contract in one small module lets either side be read, tested and replaced alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """A message's place in a topic: `ledgerId:entryId`, ordered as Pulsar orders them."""
+
+    ledger_id: int
+    entry_id: int
+
+    def __str__(self) -> str:
+        return f"{self.ledger_id}:{self.entry_id}"
+
+    @classmethod
+    def parse(cls, text: str) -> Position:
+        ledger, _, entry = text.partition(":")
+        return cls(int(ledger), int(entry))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One stored entry: a whole SEND payload (metadata and, for batches, every message)."""
+
+    position: Position
+    data: bytes
+
+
+class InitialPosition(Enum):
+    LATEST = 0
+    EARLIEST = 1
+
+
+class StorageError(Exception):
+    """Base of the storage errors the front end maps onto protocol errors."""
+
+
+class TopicTerminated(StorageError):
+    """The topic was terminated: every later add fails (Pulsar's TopicTerminatedError)."""
+
+
+class OwnershipLost(StorageError):
+    """Our ledger was fenced by a newer owner: this broker must not acknowledge the write."""
+
+
+class ManagedCursor(Protocol):
+    """A durable subscription position: mark-delete plus individually deleted ranges.
+
+    Reads go forward from the read position; acknowledgements never move it backwards.
+    """
+
+    name: str
+
+    @property
+    def mark_delete_position(self) -> Position: ...
+
+    @property
+    def individually_deleted(self) -> list[tuple[Position, Position]]:
+        """Acknowledged ranges above mark-delete, as (exclusive start, inclusive end) pairs,
+        the way Pulsar's stats print `individuallyDeletedMessages`."""
+        ...
+
+    @property
+    def read_position(self) -> Position: ...
+
+    async def read_entries(self, max_entries: int) -> list[Entry]:
+        """Entries from the read position onward that are not yet acknowledged; advances the
+        read position past what it returns. Empty when caught up."""
+        ...
+
+    def has_more(self) -> bool:
+        """Whether an unacknowledged entry exists at or after the read position."""
+        ...
+
+    async def wait_for_more(self) -> None:
+        """Return once an entry exists past the read position (or the topic is closed)."""
+        ...
+
+    def rewind(self) -> None:
+        """Move the read position back to the first unacknowledged entry (redelivery)."""
+        ...
+
+    async def read_positions(self, positions: list[Position]) -> list[Entry]:
+        """The given entries, for redelivering specific messages; acknowledged ones skipped."""
+        ...
+
+    async def mark_delete(self, position: Position) -> None:
+        """Cumulative acknowledgement of everything at or before position; persisted."""
+        ...
+
+    async def delete(self, positions: list[Position]) -> None:
+        """Individual acknowledgement; persisted; mark-delete advances over closed gaps."""
+        ...
+
+    def backlog(self) -> int:
+        """Entries not yet acknowledged."""
+        ...
+
+
+class ManagedLedger(Protocol):
+    """One topic's log. Opening it as a new owner fences the previous owner's ledger."""
+
+    name: str
+
+    @property
+    def last_confirmed(self) -> Position | None: ...
+
+    @property
+    def terminated(self) -> bool: ...
+
+    async def add_entry(self, data: bytes) -> Position:
+        """Durably append; returns only after the bookie has fsynced the entry.
+
+        Raises TopicTerminated after termination and OwnershipLost once fenced.
+        """
+        ...
+
+    async def terminate(self) -> Position | None:
+        """Persistently terminate; returns the last position."""
+        ...
+
+    async def open_cursor(self, name: str, initial: InitialPosition) -> ManagedCursor:
+        """Open (or create, at `initial`) the named durable cursor."""
+        ...
+
+    async def delete_cursor(self, name: str) -> None: ...
+
+    def cursors(self) -> dict[str, ManagedCursor]: ...
+
+    async def close(self) -> None:
+        """Release in-memory state; does not terminate or delete anything."""
+        ...
+
+    async def delete(self) -> None:
+        """Delete the topic's ledgers, cursors and metadata."""
+        ...

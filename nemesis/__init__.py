@@ -1,0 +1,1 @@
+"""Faults: partitions, kills, pauses, ZooKeeper session expiry."""

@@ -1,0 +1,1 @@
+"""HTML fault reports, suite indexes and JUnit XML, from results and history only."""

@@ -1,0 +1,1 @@
+"""Declarative scenario files and suites."""

@@ -1,0 +1,1 @@
+"""The `starquake` command line: one entry point over every package."""

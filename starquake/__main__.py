@@ -1,0 +1,3 @@
+from starquake.cli import main
+
+main()
