@@ -19,12 +19,19 @@ def starquake() -> None:
     """Jepsen-style testing for Pulsar-style messaging systems."""
 
 
+@starquake.group()
+def bench() -> None:
+    """Benchmarks: each prints its figures and the ratios the targets are stated in."""
+
+
 def _register() -> None:
     # Commands import their heavy dependencies (pyspark, docker) inside their bodies so
     # that `starquake --help` stays fast.
+    from harness.bench_history import bench_history
     from harness.zk_cli import zk
 
     starquake.add_command(zk)
+    bench.add_command(bench_history, "history")
 
 
 def main(argv: list[str] | None = None) -> None:
