@@ -27,9 +27,11 @@ def bench() -> None:
 def _register() -> None:
     # Commands import their heavy dependencies (pyspark, docker) inside their bodies so
     # that `starquake --help` stays fast.
+    from checkers.cli import check
     from harness.bench_history import bench_history
     from harness.zk_cli import zk
 
+    starquake.add_command(check)
     starquake.add_command(zk)
     bench.add_command(bench_history, "history")
 

@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.fixtures.zookeeper"]
+pytest_plugins = ["tests.fixtures.zookeeper", "tests.fixtures.spark"]

@@ -1,0 +1,45 @@
+"""What a checker is: a function from the shared frames to a DataFrame of anomalies.
+
+An anomaly row is `(run, sort_key, weight, example)`: usually one row per counted unit (a
+pair, a value, an event, a failover, as the spec defines each count) with weight 1; a row
+may stand for several units (all of one key's out-of-order pairs) with that many as its
+weight. The count is the sum of weights; the examples are the first rows by `sort_key`,
+each a JSON object naming its proving events under `events`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from checkers.frames import HistoryFrames
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    duplicate_window_bound_ms: int | None = None
+    """Overrides every run's `meta` bound when set (the command-line flag)."""
+
+
+@dataclass(frozen=True)
+class Checker:
+    name: str
+    find: Callable[[HistoryFrames, CheckSettings], DataFrame]
+    needs_drain: bool = False
+    """Cannot decide a run without a completed `drain`: reports unknown there."""
+
+
+def anomalies(frame: DataFrame, sort_key: str | Column, events: list[str | Column],
+              weight: str | None = None, **facts: str | Column) -> DataFrame:
+    """Shape a checker's findings: `events` are the columns holding proving indexes."""
+    indexes = F.array(*[F.col(e) if isinstance(e, str) else e for e in events])
+    example = F.to_json(F.struct(
+        F.array_sort(F.array_distinct(F.filter(indexes, lambda i: i.isNotNull()))).alias("events"),
+        *[(F.col(v) if isinstance(v, str) else v).alias(k) for k, v in facts.items()]))
+    key = F.col(sort_key) if isinstance(sort_key, str) else sort_key
+    units = F.col(weight) if weight else F.lit(1)
+    return frame.select("run", key.cast("long").alias("sort_key"),
+                        units.cast("long").alias("weight"), example.alias("example"))

@@ -1,0 +1,110 @@
+"""`starquake check`: judge one history, one run directory, or every run below a directory."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import click
+
+from checkers.anomaly import CheckSettings
+from checkers.load import HistoryError, find_history, prepare
+from starquake.errors import INVALID, UNKNOWN, VALID
+
+log = logging.getLogger(__name__)
+
+
+def exit_code(valid: bool | str) -> int:
+    return VALID if valid is True else INVALID if valid is False else UNKNOWN
+
+
+def discover_runs(path: Path) -> dict[str, Path]:
+    """Run id -> history file. A file or a run directory is one run; any other directory
+    holds runs below it (a directory with a history in it), each counted once even when a
+    symlink such as `runs/latest` points at it again."""
+    if path.is_file() or any((path / n).is_file() for n in ("history.jsonl", "history.parquet")):
+        history = find_history(path)
+        return {history.parent.name if path.is_dir() else history.stem: history}
+    runs: dict[str, Path] = {}
+    seen: set[Path] = set()
+    found = [h for h in path.rglob("history.*") if h.suffix in (".jsonl", ".parquet")]
+    for history in sorted(found, key=lambda h: (_through_symlink(path, h), str(h))):
+        if history.parent.resolve() in seen:
+            continue
+        seen.add(history.parent.resolve())
+        runs[str(history.parent.relative_to(path))] = find_history(history.parent)
+    if not runs:
+        raise HistoryError(f"{path}: no history file in it or in any directory below it")
+    return runs
+
+
+def _through_symlink(top: Path, history: Path) -> bool:
+    relative = history.parent.relative_to(top)
+    return any((top / part).is_symlink() for part in [relative, *relative.parents][:-1])
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path),
+              help="Where to write results.json (one run) or summary.json (many runs).")
+@click.option("--spark-master", help="Spark master URL [default: $STARQUAKE_SPARK_MASTER, "
+                                     "else local[*]].")
+@click.option("--duplicate-window-bound-ms", type=click.IntRange(min=0),
+              help="Bound for duplicate-window, overriding the history's meta event.")
+def check(path: Path, out: Path | None, spark_master: str | None,
+          duplicate_window_bound_ms: int | None) -> int:
+    """Check PATH: a history (.jsonl or .parquet), a run directory, or a directory of runs.
+
+    Exits 0 valid, 1 invalid, 2 unknown, 3 bad input.
+    """
+    from checkers.check import check_runs, combine, write_results
+    from checkers.session import spark_master as resolve_master
+    from checkers.session import spark_session
+
+    runs = discover_runs(path)
+    histories = {run: prepare(history) for run, history in runs.items()}
+    spark = spark_session(resolve_master(spark_master))
+    results = check_runs(spark, histories,
+                         CheckSettings(duplicate_window_bound_ms=duplicate_window_bound_ms))
+    if len(results) == 1 and (path.is_file() or runs[results[0].run].parent == path):
+        written = write_results(results[0], out)
+        _print_run(results[0].results, written)
+        return exit_code(results[0].valid)
+    summary = {"valid": combine([r.valid for r in results]), "runs": {}}
+    for result in results:
+        written = write_results(result)
+        summary["runs"][result.run] = {
+            "valid": result.valid, "results": str(written), "events": result.results["events"],
+            "anomalies": {name: c["count"] for name, c in result.results["checkers"].items()
+                          if c["count"]}}
+    summary_path = out or path / "summary.json"
+    summary_path.write_text(json.dumps(summary, indent=2) + "\n")
+    _print_summary(summary, summary_path)
+    return exit_code(summary["valid"])
+
+
+def _verdict_text(valid: bool | str) -> str:
+    return {True: "valid", False: "INVALID"}.get(valid, "unknown")  # type: ignore[arg-type]
+
+
+def _print_run(results: dict, written: Path) -> None:
+    click.echo(f"{results['history']}: {results['events']} events")
+    if results.get("truncated_tail"):
+        click.echo("  warning: the last line was incomplete and was dropped (run cut short)")
+    for name, checker in results["checkers"].items():
+        line = f"  {name:<17} {_verdict_text(checker['valid']):<8} {checker['count']}"
+        if checker["examples"]:
+            line += f"   e.g. events {checker['examples'][0].get('events')}"
+        if checker.get("reason"):
+            line += f"   ({checker['reason']})"
+        click.echo(line)
+    click.echo(f"verdict: {_verdict_text(results['valid'])}   results: {written}")
+
+
+def _print_summary(summary: dict, written: Path) -> None:
+    for run, entry in summary["runs"].items():
+        anomalies = ", ".join(f"{k}={v}" for k, v in entry["anomalies"].items()) or "-"
+        click.echo(f"  {_verdict_text(entry['valid']):<8} {run}   {anomalies}")
+    click.echo(f"verdict: {_verdict_text(summary['valid'])} over {len(summary['runs'])} runs"
+               f"   summary: {written}")

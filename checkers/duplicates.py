@@ -1,0 +1,76 @@
+"""Redelivery after acknowledgement: `duplicate` within a cluster, `duplicate-window` across
+a failover between clusters (PIP-33 bounds it by about one snapshot interval)."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from checkers.anomaly import CheckSettings, anomalies
+from checkers.frames import HistoryFrames
+from checkers.schema import DEFAULT_DUPLICATE_WINDOW_BOUND_MS
+
+_SCOPE = ["run", "topic", "subscription", "cluster", "value"]
+
+
+def duplicate(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
+    """A delivery after the value was acknowledged in the same subscription and cluster,
+    unless a failover into that cluster came between (then it is the failover's duplicate)."""
+    after_ack = (frames.recvs.join(frames.acked(), _SCOPE)
+                 .filter(F.col("index") > F.col("ack_index")))
+    failovers = frames.failovers()
+    explained = after_ack.alias("d").join(
+        F.broadcast(failovers).alias("f"),
+        (F.col("d.run") == F.col("f.run"))
+        & (F.col("d.subscription") == F.col("f.subscription"))
+        & (F.col("f.topic").isNull() | (F.col("d.topic") == F.col("f.topic")))
+        & (F.col("d.cluster") == F.col("f.to_cluster"))
+        & F.col("f.failover_index").between(F.col("d.ack_index"), F.col("d.index")),
+        "left_anti")
+    return anomalies(explained, "index", ["ack_index", "index"], value="value",
+                     topic="topic", subscription="subscription", cluster="cluster")
+
+
+def failover_duplicates(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
+    """Per failover of a subscription from A to B: the values delivered in B after it that
+    had been acknowledged in A before it, their count and the window they span."""
+    failovers = frames.failovers()
+    bounds = frames.spark.createDataFrame(
+        [(run, _bound_ms(frames, run, settings)) for run in frames.runs],
+        "run string, bound_ms long")
+    in_b = (F.broadcast(failovers).alias("f").join(
+        frames.recvs.alias("r"),
+        (F.col("r.run") == F.col("f.run"))
+        & (F.col("r.subscription") == F.col("f.subscription"))
+        & (F.col("f.topic").isNull() | (F.col("r.topic") == F.col("f.topic")))
+        & (F.col("r.cluster") == F.col("f.to_cluster"))
+        & (F.col("r.index") > F.col("f.failover_index")))
+        .select("f.*", F.col("r.topic").alias("recv_topic"), F.col("r.value").alias("value"),
+                F.col("r.index").alias("recv_index")))
+    acked = frames.acked().withColumnRenamed("cluster", "from_cluster") \
+        .withColumnRenamed("topic", "recv_topic")
+    dups = (in_b.join(acked, ["run", "recv_topic", "subscription", "from_cluster", "value"])
+            .filter(F.col("ack_index") < F.col("failover_index")))
+    return (dups.groupBy("run", "subscription", "from_cluster", "to_cluster",
+                         "failover_index", "failover_time")
+            .agg(F.countDistinct("value").alias("duplicates"),
+                 F.min(F.struct("ack_time", "ack_index")).alias("earliest"),
+                 F.min("recv_index").alias("first_recv_index"))
+            .join(F.broadcast(bounds), "run")
+            .select("*", ((F.col("failover_time") - F.col("earliest.ack_time")) / 1e6)
+                    .alias("window_ms")))
+
+
+def duplicate_window(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
+    over = failover_duplicates(frames, settings).filter(F.col("window_ms") > F.col("bound_ms"))
+    return anomalies(over, "failover_index",
+                     ["failover_index", "earliest.ack_index", "first_recv_index"],
+                     subscription="subscription", **{"from": "from_cluster", "to": "to_cluster"},
+                     duplicates="duplicates", window_ms="window_ms", bound_ms="bound_ms")
+
+
+def _bound_ms(frames: HistoryFrames, run: str, settings: CheckSettings) -> int:
+    if settings.duplicate_window_bound_ms is not None:
+        return settings.duplicate_window_bound_ms
+    bound = frames.meta.get(run, {}).get("duplicate_window_bound_ms")
+    return int(bound) if isinstance(bound, (int, float)) else DEFAULT_DUPLICATE_WINDOW_BOUND_MS

@@ -1,0 +1,253 @@
+"""Reading histories: validate a JSON Lines or Parquet history and hand Spark a Parquet file.
+
+The fast path streams the file through Arrow's multithreaded JSON reader in batches, so the
+driver never holds the whole history. Arrow's errors do not name lines, so when anything is
+wrong a second, plain-Python pass walks the file line by line to name the exact line and
+field; that pass runs only on bad input.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pj
+import pyarrow.parquet as pq
+
+from checkers.schema import ARROW_SCHEMA, EVENT_TYPES, FIELDS, INT_FIELDS, REQUIRED
+from starquake.errors import BadInput
+
+log = logging.getLogger(__name__)
+
+_BLOCK = 8 << 20
+
+
+class HistoryError(BadInput):
+    """A history that breaks the contract; the message names file, line or row, and field."""
+
+
+@dataclass(frozen=True)
+class PreparedHistory:
+    """A validated history as Spark will read it."""
+
+    source: Path
+    parquet: Path
+    events: int
+    truncated_tail: bool
+    """A torn last line was dropped: the run was cut off mid-write."""
+
+
+def find_history(path: Path) -> Path:
+    """The history file of a run directory, or `path` itself when it is a file."""
+    if path.is_file():
+        return path
+    for name in ("history.jsonl", "history.parquet"):
+        if (path / name).is_file():
+            return path / name
+    raise HistoryError(f"{path}: no history.jsonl or history.parquet in this directory")
+
+
+def prepare(path: Path) -> PreparedHistory:
+    """Validate a history file and return the Parquet file Spark reads.
+
+    A JSON Lines history is converted to `history.parquet` beside it (or reused when that
+    file is newer), as the spec allows; a Parquet history is validated in place.
+    """
+    if path.suffix == ".parquet":
+        return PreparedHistory(path, path, _validate_parquet(path), False)
+    if path.suffix != ".jsonl":
+        raise HistoryError(f"{path}: a history must be .jsonl or .parquet")
+    target = path.with_suffix(".parquet")
+    length, truncated = _complete_length(path)
+    if truncated:
+        log.warning("%s: last line is incomplete JSON (run cut off mid-write); dropped", path)
+    if target.exists() and target.stat().st_mtime >= path.stat().st_mtime:
+        return PreparedHistory(path, target, pq.ParquetFile(target).metadata.num_rows, truncated)
+    events = _convert_jsonl(path, length, target)
+    return PreparedHistory(path, target, events, truncated)
+
+
+def _complete_length(path: Path) -> tuple[int, bool]:
+    """Bytes up to the last complete line, and whether a torn last line was cut off."""
+    size = path.stat().st_size
+    if size == 0:
+        return 0, False
+    with open(path, "rb") as f:
+        f.seek(max(0, size - (1 << 20)))
+        tail = f.read()
+    if tail.endswith(b"\n"):
+        return size, False
+    cut = tail.rfind(b"\n")
+    last = tail[cut + 1:]
+    try:
+        orjson.loads(last)
+        return size, False
+    except orjson.JSONDecodeError:
+        return size - len(last), True
+
+
+def _convert_jsonl(path: Path, length: int, target: Path) -> int:
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with pa.memory_map(str(path)) as mm:
+            data = mm.read_buffer(length)
+            lines = _count_lines(data)
+            checker = _BatchChecker()
+            try:
+                with pq.ParquetWriter(tmp, ARROW_SCHEMA) as writer:
+                    for batch in _arrow_batches(data):
+                        checker.check(batch)
+                        writer.write_batch(batch)
+            except (pa.ArrowInvalid, _Violation) as exc:
+                _locate_jsonl_error(path, data)
+                raise HistoryError(f"{path}: {exc}") from exc
+            if checker.rows != lines:
+                _locate_jsonl_error(path, data)  # a blank line, most likely
+                raise HistoryError(f"{path}: {lines} lines but {checker.rows} events")
+        tmp.replace(target)
+        return checker.rows
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _count_lines(data: pa.Buffer) -> int:
+    view = np.frombuffer(data, dtype=np.uint8)
+    lines = sum(int(np.count_nonzero(view[i:i + _BLOCK] == 10))
+                for i in range(0, len(view), _BLOCK))
+    return lines + (1 if len(view) and view[-1] != 10 else 0)
+
+
+def _arrow_batches(data: pa.Buffer) -> Iterator[pa.RecordBatch]:
+    if data.size == 0:
+        return
+    reader = pj.open_json(
+        pa.BufferReader(data),
+        read_options=pj.ReadOptions(block_size=_BLOCK),
+        parse_options=pj.ParseOptions(explicit_schema=ARROW_SCHEMA,
+                                      unexpected_field_behavior="ignore"),
+    )
+    for batch in reader:
+        yield batch.select(ARROW_SCHEMA.names) if batch.schema != ARROW_SCHEMA else batch
+
+
+class _Violation(Exception):
+    pass
+
+
+class _BatchChecker:
+    """The contract's per-column rules, vectorised over Arrow batches, carried across them."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self._last_index: int | None = None
+        self._last_time: int | None = None
+
+    def check(self, batch: pa.RecordBatch) -> None:
+        """Raise `_Violation` naming the first bad row (0-based over the whole history)."""
+        for name in REQUIRED:
+            column = batch.column(name)
+            if column.null_count:
+                self._fail(int(pc.index(pc.is_null(column), True).as_py()), name, "missing")
+        if not pc.all(pc.is_in(batch.column("type"), pa.array(sorted(EVENT_TYPES)))).as_py():
+            bad = pc.index(pc.invert(pc.is_in(batch.column("type"),
+                                               pa.array(sorted(EVENT_TYPES)))), True)
+            self._fail(int(bad.as_py()), "type", "not one of invoke, ok, fail, info")
+        self._check_monotonic(batch.column("index"), "index", strictly=True)
+        self._check_monotonic(batch.column("time"), "time", strictly=False)
+        self.rows += batch.num_rows
+
+    def _check_monotonic(self, column: pa.Array, name: str, *, strictly: bool) -> None:
+        values = column.to_numpy(zero_copy_only=False)
+        if not len(values):
+            return
+        last = self._last_index if name == "index" else self._last_time
+        if last is not None:
+            values_with_prev = np.concatenate(([last], values))
+        else:
+            values_with_prev = values
+        steps = np.diff(values_with_prev)
+        bad = np.flatnonzero(steps <= 0 if strictly else steps < 0)
+        if len(bad):
+            row = int(bad[0]) + (0 if last is not None else 1)
+            rule = "strictly increasing" if strictly else "non-decreasing"
+            self._fail(row, name, f"must be {rule} in file order")
+        if name == "index":
+            self._last_index = int(values[-1])
+        else:
+            self._last_time = int(values[-1])
+
+    def _fail(self, row_in_batch: int, field: str, what: str) -> None:
+        raise _Violation(f"row {self.rows + row_in_batch}, field {field!r}: {what}")
+
+
+def _locate_jsonl_error(path: Path, data: pa.Buffer) -> None:
+    """Walk the lines in plain Python and raise for the first bad one, naming line and field."""
+    last_index: int | None = None
+    last_time: int | None = None
+    text = data.to_pybytes()
+    lines = text.split(b"\n")
+    if text.endswith(b"\n"):
+        lines.pop()  # the empty string after the final newline
+    for number, line in enumerate(lines, start=1):
+        where = f"{path}:{number}"
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise HistoryError(f"{where}: not a JSON object ({exc})") from None
+        if not isinstance(event, dict):
+            raise HistoryError(f"{where}: not a JSON object")
+        for name, (arrow_type, required) in FIELDS.items():
+            value = event.get(name)
+            if value is None:
+                if required:
+                    raise HistoryError(f"{where}: field {name!r} is missing")
+                continue
+            expected = int if name in INT_FIELDS else str
+            if isinstance(value, bool) or not isinstance(value, expected):
+                raise HistoryError(f"{where}: field {name!r} must be "
+                                   f"{'an integer' if expected is int else 'a string'}, "
+                                   f"got {value!r}")
+        if event["type"] not in EVENT_TYPES:
+            raise HistoryError(f"{where}: field 'type' must be one of invoke, ok, fail, info, "
+                               f"got {event['type']!r}")
+        if last_index is not None and event["index"] <= last_index:
+            raise HistoryError(f"{where}: field 'index' must be strictly increasing "
+                               f"({event['index']} after {last_index})")
+        if last_time is not None and event["time"] < last_time:
+            raise HistoryError(f"{where}: field 'time' must be non-decreasing "
+                               f"({event['time']} after {last_time})")
+        last_index, last_time = event["index"], event["time"]
+
+
+def _validate_parquet(path: Path) -> int:
+    try:
+        file = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise HistoryError(f"{path}: not a readable Parquet file ({exc})") from None
+    schema = file.schema_arrow
+    for name, (arrow_type, required) in FIELDS.items():
+        if name not in schema.names:
+            if required:
+                raise HistoryError(f"{path}: required column {name!r} is missing")
+            continue
+        actual = schema.field(name).type
+        if pa.types.is_integer(arrow_type) != pa.types.is_integer(actual) or (
+                arrow_type == pa.string() and not pa.types.is_string(actual)
+                and not pa.types.is_large_string(actual)):
+            raise HistoryError(f"{path}: column {name!r} has type {actual}, "
+                               f"expected {arrow_type}")
+    checker = _BatchChecker()
+    try:
+        for batch in file.iter_batches(batch_size=1 << 20, columns=["index", "time", "type",
+                                                                      "process", "f"]):
+            checker.check(batch)
+    except _Violation as exc:
+        raise HistoryError(f"{path}: {exc}") from None
+    return checker.rows

@@ -1,0 +1,53 @@
+"""The event schema of ../shared/spec/history.md, as data the readers validate against."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+# field -> (arrow type, required). Order is the Parquet column order.
+FIELDS: dict[str, tuple[pa.DataType, bool]] = {
+    "index": (pa.int64(), True),
+    "time": (pa.int64(), True),
+    "process": (pa.string(), True),
+    "type": (pa.string(), True),
+    "f": (pa.string(), True),
+    "cluster": (pa.string(), False),
+    "node": (pa.string(), False),
+    "topic": (pa.string(), False),
+    "subscription": (pa.string(), False),
+    "consumer": (pa.string(), False),
+    "key": (pa.string(), False),
+    "value": (pa.string(), False),
+    "segment": (pa.int64(), False),
+    "position": (pa.string(), False),
+    "epoch": (pa.int64(), False),
+    "redelivery": (pa.int64(), False),
+    "error": (pa.string(), False),
+    "detail": (pa.string(), False),
+}
+
+REQUIRED = tuple(name for name, (_, required) in FIELDS.items() if required)
+INT_FIELDS = frozenset(name for name, (t, _) in FIELDS.items() if pa.types.is_integer(t))
+
+# All nullable: Arrow's JSON reader yields nullable columns, and required fields are
+# checked by the reader with a message naming the line, which a schema error would not.
+ARROW_SCHEMA = pa.schema([pa.field(name, t) for name, (t, _) in FIELDS.items()])
+
+EVENT_TYPES = frozenset({"invoke", "ok", "fail", "info"})
+
+# Observations are single `ok` events with no invoke (spec, "Process rules").
+OBSERVATIONS = frozenset({"recv", "layout", "meta"})
+
+# Subscription modes whose deliveries must keep a key's send order (spec, `order`).
+ORDERED_MODES = ("stream", "exclusive", "failover", "key_shared")
+
+# Nemesis operations that open a fault interval, and the operation that closes each.
+# Faults missing here (expire-session, kill-leader) are instantaneous.
+FAULT_HEALS = {
+    "partition": "heal",
+    "kill": "start",
+    "pause": "resume",
+    "cut-wan": "heal-wan",
+}
+
+DEFAULT_DUPLICATE_WINDOW_BOUND_MS = 2000

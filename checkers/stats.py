@@ -1,0 +1,193 @@
+"""Figures the report plots beside the verdict: what happened, how fast, and how the
+system behaved in each fault interval. Every figure is aggregated in Spark; only the
+aggregates (per second, per interval, per failover) reach the driver."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from checkers.anomaly import CheckSettings
+from checkers.duplicates import failover_duplicates
+from checkers.frames import HistoryFrames
+from checkers.schema import FAULT_HEALS
+
+NOT_CLIENTS = ("nemesis", "admin", "observer", "harness")
+_SECOND = 1_000_000_000
+_MS = 1_000_000
+
+
+@dataclass(frozen=True)
+class FaultInterval:
+    run: str
+    f: str
+    start: int
+    end: int
+    start_index: int
+    detail: Any
+
+
+def run_stats(frames: HistoryFrames, settings: CheckSettings) -> dict[str, dict]:
+    """Statistics for every run, keyed by run."""
+    stats: dict[str, dict] = {run: {"operations": [], "latency": [], "throughput": [],
+                                    "nemesis": [], "failover_windows": []} for run in frames.runs}
+    _operation_counts(frames, stats)
+    _latency(frames, stats)
+    throughput = _throughput(frames, stats)
+    intervals = _fault_intervals(frames)
+    _availability(frames, intervals, stats)
+    _recovery(frames, intervals, throughput, stats)
+    _failovers(frames, settings, stats)
+    return stats
+
+
+def _operation_counts(frames: HistoryFrames, stats: dict[str, dict]) -> None:
+    ops = frames.ops.groupBy("run", "f", "outcome").count()
+    observed = (frames.events.filter(F.col("f").isin("recv", "layout", "meta")
+                                     & (F.col("type") == "ok"))
+                .groupBy("run", "f").count().withColumn("outcome", F.lit("ok")))
+    for row in ops.unionByName(observed).collect():
+        outcome = row["outcome"] or "pending"
+        stats[row["run"]]["operations"].append(
+            {"f": row["f"], "outcome": outcome, "count": row["count"]})
+    for run_stats_ in stats.values():
+        counts = {(o["f"], o["outcome"]): o["count"] for o in run_stats_["operations"]}
+        run_stats_.update(
+            sends_ok=counts.get(("send", "ok"), 0), sends_fail=counts.get(("send", "fail"), 0),
+            sends_info=counts.get(("send", "info"), 0), recvs=counts.get(("recv", "ok"), 0),
+            failovers=counts.get(("failover", "ok"), 0))
+
+
+def _client_ops():
+    return ~F.col("process").isin(*NOT_CLIENTS)
+
+
+def _latency(frames: HistoryFrames, stats: dict[str, dict]) -> None:
+    latency_ms = (F.col("done_time") - F.col("inv_time")) / _MS
+    rows = (frames.ops.filter(_client_ops() & F.col("done_time").isNotNull())
+            .groupBy("run", "f", (F.col("inv_time") / _SECOND).cast("long").alias("second"))
+            .agg(F.count(F.lit(1)).alias("count"),
+                 F.percentile_approx(latency_ms, [0.5, 0.95, 0.99], 1000).alias("q"),
+                 F.max(latency_ms).alias("max_ms"))
+            .collect())
+    for row in sorted(rows, key=lambda r: (r["run"], r["f"], r["second"])):
+        p50, p95, p99 = row["q"]
+        stats[row["run"]]["latency"].append(
+            {"f": row["f"], "second": row["second"], "count": row["count"], "p50_ms": p50,
+             "p95_ms": p95, "p99_ms": p99, "max_ms": row["max_ms"]})
+
+
+def _throughput(frames: HistoryFrames, stats: dict[str, dict]) -> dict[str, dict[int, int]]:
+    """Per second, per operation and cluster: completions by outcome. Returns the seconds
+    with acknowledged sends per run, which the recovery figures search."""
+    rows = (frames.ops.filter(_client_ops() & F.col("done_time").isNotNull())
+            .groupBy("run", "f", "cluster", "outcome",
+                     (F.col("done_time") / _SECOND).cast("long").alias("second"))
+            .count().collect())
+    sends_ok: dict[str, dict[int, int]] = defaultdict(dict)
+    for row in sorted(rows, key=lambda r: (r["run"], r["second"], r["f"])):
+        stats[row["run"]]["throughput"].append(
+            {"f": row["f"], "cluster": row["cluster"], "outcome": row["outcome"],
+             "second": row["second"], "count": row["count"]})
+        if row["f"] == "send" and row["outcome"] == "ok":
+            sends_ok[row["run"]][row["second"]] = row["count"]
+    return sends_ok
+
+
+def _fault_intervals(frames: HistoryFrames) -> list[FaultInterval]:
+    nemesis = (frames.ops.filter(F.col("process") == "nemesis")
+               .select("run", "f", "inv_index", "inv_time", "done_time", "detail",
+                       "done_detail").orderBy("run", "inv_index").collect())
+    ends = (frames.events.groupBy("run").agg(F.max("time").alias("end")).collect())
+    history_end = {row["run"]: row["end"] for row in ends}
+    heals = set(FAULT_HEALS.values())
+    intervals = []
+    for i, op in enumerate(nemesis):
+        if op["f"] in heals:
+            continue
+        detail = _json(op["done_detail"] or op["detail"])
+        start = op["done_time"] if op["done_time"] is not None else op["inv_time"]
+        heal = FAULT_HEALS.get(op["f"])
+        if heal is None:  # instantaneous: expire-session, kill-leader, ...
+            end = start
+        else:
+            end = next((later["inv_time"] for later in nemesis[i + 1:]
+                        if later["run"] == op["run"] and later["f"] == heal),
+                       history_end[op["run"]])
+        intervals.append(FaultInterval(op["run"], op["f"], start, end, op["inv_index"], detail))
+    return intervals
+
+
+def _availability(frames: HistoryFrames, intervals: list[FaultInterval],
+                  stats: dict[str, dict]) -> None:
+    if not intervals:
+        return
+    table = frames.spark.createDataFrame(
+        [(n, i.run, i.start, i.end) for n, i in enumerate(intervals)],
+        "interval long, run string, start long, end long")
+    rows = (frames.ops.filter(_client_ops()).alias("o")
+            .join(F.broadcast(table).alias("i"),
+                  (F.col("o.run") == F.col("i.run"))
+                  & F.col("o.inv_time").between(F.col("i.start"), F.col("i.end")))
+            .groupBy("interval", "outcome").count().collect())
+    counts: dict[int, dict[str, int]] = defaultdict(dict)
+    for row in rows:
+        counts[row["interval"]][row["outcome"] or "pending"] = row["count"]
+    for n, interval in enumerate(intervals):
+        by_outcome = counts.get(n, {})
+        total = sum(by_outcome.values())
+        stats[interval.run]["nemesis"].append({
+            "f": interval.f, "index": interval.start_index, "detail": interval.detail,
+            "start_ms": interval.start / _MS, "end_ms": interval.end / _MS,
+            "operations": by_outcome,
+            "availability": by_outcome.get("ok", 0) / total if total else None,
+        })
+
+
+def _recovery(frames: HistoryFrames, intervals: list[FaultInterval],
+              sends_ok: dict[str, dict[int, int]], stats: dict[str, dict]) -> None:
+    """Time from each interval's end (the heal) to the first acknowledged send after it.
+    The first such send lies in the first second at or after the heal that had any, so
+    only the sends of those few seconds are read."""
+    wanted: dict[tuple[str, int], list[int]] = {}
+    for n, interval in enumerate(intervals):
+        heal_second = interval.end // _SECOND
+        seconds = sorted(s for s in sends_ok.get(interval.run, {}) if s >= heal_second)
+        for second in seconds[:2]:
+            wanted.setdefault((interval.run, second), []).append(n)
+    if not wanted:
+        return
+    table = frames.spark.createDataFrame(list(wanted), "run string, second long")
+    rows = (frames.ops.filter((F.col("f") == "send") & (F.col("outcome") == "ok"))
+            .withColumn("second", (F.col("done_time") / _SECOND).cast("long"))
+            .join(F.broadcast(table), ["run", "second"], "left_semi")
+            .select("run", "done_time").collect())
+    times: dict[str, list[int]] = defaultdict(list)
+    for row in rows:
+        times[row["run"]].append(row["done_time"])
+    nemesis_rows = {run: iter(s["nemesis"]) for run, s in stats.items()}
+    for interval in intervals:
+        entry = next(nemesis_rows[interval.run])
+        after = [t for t in times.get(interval.run, ()) if t >= interval.end]
+        entry["recovery_ms"] = (min(after) - interval.end) / _MS if after else None
+
+
+def _failovers(frames: HistoryFrames, settings: CheckSettings, stats: dict[str, dict]) -> None:
+    for row in failover_duplicates(frames, settings).collect():
+        stats[row["run"]]["failover_windows"].append({
+            "subscription": row["subscription"], "from": row["from_cluster"],
+            "to": row["to_cluster"], "index": row["failover_index"],
+            "time_ms": row["failover_time"] / _MS, "duplicates": row["duplicates"],
+            "window_ms": row["window_ms"], "bound_ms": row["bound_ms"],
+        })
+
+
+def _json(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return text

@@ -1,0 +1,250 @@
+"""Synthetic histories with anomalies of known counts, for the benchmark and property tests.
+
+A legal history: keyed producers send to a scalable topic whose root segment 0 was split
+into segments 1 and 2, each key routed by the spec's hash; one exclusive subscription
+receives every message in send order and acknowledges it; a final drain completes. Each
+message is a block of events (send invoke, send ok, recv, ack invoke, ack ok, and a spare
+slot for an injected delivery). Injections rewrite chosen blocks so that each adds exactly
+one counted unit of one anomaly, on disjoint messages. Vectorised with numpy, so twenty
+million events take seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from checkers.schema import ARROW_SCHEMA
+from checkers.segments import key_hash
+
+TOPIC = "topic://synthetic/ns/t"
+SUBSCRIPTION = "s"
+CLUSTER = "a"
+INJECTABLE = ("lost", "unexpected", "failed-delivered", "duplicate", "dual-write",
+              "forked-position", "misrouted", "order")
+_SLOTS = 6  # send invoke, send ok, recv, ack invoke, ack ok, injected recv
+_SEND_INV, _SEND_OK, _RECV, _ACK_INV, _ACK_OK, _EXTRA = range(_SLOTS)
+_LAYOUT = {
+    "epoch": 1, "nextSegmentId": 3, "properties": {},
+    "segments": {
+        "0": {"segmentId": 0, "hashRange": {"start": 0, "end": 65535}, "state": "SEALED",
+              "parentIds": [], "childIds": [1, 2], "createdAtEpoch": 0, "sealedAtEpoch": 1},
+        "1": {"segmentId": 1, "hashRange": {"start": 0, "end": 32767}, "state": "ACTIVE",
+              "parentIds": [0], "childIds": [], "createdAtEpoch": 1, "sealedAtEpoch": 0},
+        "2": {"segmentId": 2, "hashRange": {"start": 32768, "end": 65535}, "state": "ACTIVE",
+              "parentIds": [0], "childIds": [], "createdAtEpoch": 1, "sealedAtEpoch": 0},
+    },
+}
+
+
+@dataclass(frozen=True)
+class SyntheticSpec:
+    messages: int
+    seed: int = 0
+    keys: int = 64
+    producers: int = 4
+    inject: dict[str, int] = field(default_factory=dict)
+    """Anomaly name -> how many counted units to inject (see INJECTABLE)."""
+    drain: bool = True
+
+
+def generate(spec: SyntheticSpec) -> pa.Table:
+    """The history as an Arrow table with the spec's columns, index and time in order."""
+    unknown = set(spec.inject) - set(INJECTABLE)
+    if unknown:
+        raise ValueError(f"cannot inject {sorted(unknown)}; injectable: {', '.join(INJECTABLE)}")
+    rng = np.random.default_rng(spec.seed)
+    m = spec.messages
+    ids = np.arange(m)
+    key_ids = ids % spec.keys
+    key_segment = np.array([1 if key_hash(f"k{k}") <= 32767 else 2 for k in range(spec.keys)])
+    cols = _Blocks(m)
+    cols.present[:, :_EXTRA] = True
+    cols.process[:, [_SEND_INV, _SEND_OK]] = (ids % spec.producers)[:, None]
+    cols.process[:, _RECV:] = -1  # the consumer, c0
+    cols.f[:, [_SEND_INV, _SEND_OK]] = 0
+    cols.f[:, _RECV] = 1
+    cols.f[:, [_ACK_INV, _ACK_OK]] = 2
+    cols.f[:, _EXTRA] = 1
+    cols.type[:, [_SEND_INV, _ACK_INV]] = 0
+    cols.type[:, [_SEND_OK, _RECV, _ACK_OK, _EXTRA]] = 1
+    cols.value[:] = ids[:, None]
+    cols.key[:, _SEND_INV] = key_ids
+    cols.segment[:, [_SEND_OK, _RECV, _EXTRA]] = key_segment[key_ids][:, None]
+    cols.entry[:, [_SEND_OK, _RECV, _EXTRA]] = ids[:, None]
+
+    chooser = _Chooser(rng, m, spec.keys)
+    for kind, count in spec.inject.items():
+        _INJECTORS[kind](cols, chooser.pick(kind, count), spec)
+    return _table(cols, spec)
+
+
+def write_parquet(spec: SyntheticSpec, path: Path) -> int:
+    table = generate(spec)
+    pq.write_table(table, path, row_group_size=1 << 20)
+    return table.num_rows
+
+
+def write_jsonl(spec: SyntheticSpec, path: Path) -> int:
+    """JSON Lines, for small histories (tests of the JSON reader)."""
+    table = generate(spec)
+    with open(path, "w") as out:
+        for row in table.to_pylist():
+            out.write(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n")
+    return table.num_rows
+
+
+class _Blocks:
+    """Per message, per slot: small integer codes, turned into strings only at the end."""
+
+    def __init__(self, m: int) -> None:
+        shape = (m, _SLOTS)
+        self.present = np.zeros(shape, dtype=bool)
+        self.process = np.zeros(shape, dtype=np.int64)
+        self.f = np.zeros(shape, dtype=np.int8)
+        self.type = np.zeros(shape, dtype=np.int8)
+        self.value = np.zeros(shape, dtype=np.int64)
+        self.unsent = np.zeros(shape, dtype=bool)  # value names a message nobody sent
+        self.key = np.full(shape, -1, dtype=np.int64)
+        self.segment = np.full(shape, -1, dtype=np.int64)
+        self.entry = np.full(shape, -1, dtype=np.int64)
+
+
+class _Chooser:
+    """Disjoint messages for injections: the centre of distinct blocks 4K+4 messages wide,
+    so no injection reaches another's messages (order and forked-position reach one key
+    period, K messages, away). Block 0 is never used: it anchors the children's first
+    writes and every key's first message."""
+
+    def __init__(self, rng: np.random.Generator, m: int, keys: int) -> None:
+        self._keys = keys
+        self._width = 4 * keys + 4
+        self._blocks = list(rng.permutation(np.arange(1, m // self._width)))
+
+    def pick(self, kind: str, count: int) -> np.ndarray:
+        if count > len(self._blocks):
+            raise ValueError(f"too few messages to inject {count} {kind}")
+        chosen, self._blocks = self._blocks[:count], self._blocks[count:]
+        return np.sort(np.array(chosen, dtype=np.int64)) * self._width + 2 * self._keys + 2
+
+
+def _lost(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
+    cols.present[chosen, _RECV:] = False
+
+
+def _unexpected(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
+    cols.present[chosen, _EXTRA] = True
+    cols.unsent[chosen, _EXTRA] = True
+    cols.entry[chosen, _EXTRA] = -1  # no position: it must not also fork one
+
+
+def _failed_delivered(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
+    cols.type[chosen, _SEND_OK] = 2  # fail
+    cols.entry[chosen, _SEND_OK] = -1
+
+
+def _duplicate(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
+    cols.present[chosen, _EXTRA] = True
+
+
+def _dual_write(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
+    # Segment 0 is the children's parent; these sends come after children took writes.
+    cols.segment[chosen, _SEND_OK] = 0
+    cols.segment[chosen, _RECV] = 0
+
+
+def _forked_position(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
+    earlier = chosen - spec.keys  # same key, so the same segment
+    for slot in (_SEND_OK, _RECV):
+        cols.entry[chosen, slot] = cols.entry[earlier, _SEND_OK]
+
+
+def _misrouted(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
+    for slot in (_SEND_OK, _RECV):
+        cols.segment[chosen, slot] = 3 - cols.segment[chosen, slot]
+
+
+def _order(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
+    later = chosen + spec.keys  # the same key's next message
+    for slot in (_RECV, _ACK_INV, _ACK_OK):
+        for column in (cols.value, cols.segment, cols.entry):
+            column[chosen, slot], column[later, slot] = column[later, slot], column[chosen, slot].copy()
+
+
+_INJECTORS = {
+    "lost": _lost, "unexpected": _unexpected, "failed-delivered": _failed_delivered,
+    "duplicate": _duplicate, "dual-write": _dual_write, "forked-position": _forked_position,
+    "misrouted": _misrouted, "order": _order,
+}
+
+
+def _table(cols: _Blocks, spec: SyntheticSpec) -> pa.Table:
+    mask = cols.present.ravel()
+    n = int(mask.sum())
+    head, tail = 4, 2 if spec.drain else 0
+    total = head + n + tail
+
+    def flat(column: np.ndarray) -> np.ndarray:
+        return column.ravel()[mask]
+
+    process = flat(cols.process)
+    # Code -1 (the consumer) indexes the last name.
+    process_names = np.array([f"p{i}" for i in range(spec.producers)] + ["c0"], dtype=object)
+    f_names = np.array(["send", "recv", "ack"], dtype=object)
+    type_names = np.array(["invoke", "ok", "fail"], dtype=object)
+    values = flat(cols.value)
+    value_text = np.strings.add(np.where(flat(cols.unsent), "u", "m"), values.astype(str))
+    key = flat(cols.key)
+    segment = flat(cols.segment)
+    entry = flat(cols.entry)
+    position = np.strings.add(np.strings.add(segment.astype(str), ":"), entry.astype(str))
+    consumer_rows = process == -1
+    body = {
+        "process": process_names[process],
+        "type": type_names[flat(cols.type)],
+        "f": f_names[flat(cols.f)],
+        "value": pa.array(value_text),
+        "key": pa.array(np.strings.add("k", key.astype(str)), mask=key < 0),
+        "segment": pa.array(segment, mask=segment < 0),
+        "position": pa.array(position, mask=entry < 0),
+        "topic": pa.array(np.full(n, TOPIC)),
+        "cluster": pa.array(np.full(n, CLUSTER)),
+        "subscription": pa.array(np.full(n, SUBSCRIPTION), mask=~consumer_rows),
+        "consumer": pa.array(np.full(n, "c0"), mask=~consumer_rows),
+    }
+    head_rows = [
+        {"process": "harness", "type": "ok", "f": "meta",
+         "detail": json.dumps({"scenario": "synthetic", "seed": spec.seed})},
+        {"process": "observer", "type": "ok", "f": "layout", "topic": TOPIC, "epoch": 1,
+         "detail": json.dumps(_LAYOUT)},
+        {"process": "c0", "type": "invoke", "f": "subscribe", "value": SUBSCRIPTION,
+         "topic": TOPIC, "subscription": SUBSCRIPTION, "cluster": CLUSTER,
+         "detail": json.dumps({"mode": "exclusive"})},
+        {"process": "c0", "type": "ok", "f": "subscribe", "value": SUBSCRIPTION,
+         "topic": TOPIC, "subscription": SUBSCRIPTION, "cluster": CLUSTER},
+    ]
+    tail_rows = [{"process": "harness", "type": t, "f": "drain", "value": TOPIC}
+                 for t in ("invoke", "ok")][:tail]
+    index = np.arange(total, dtype=np.int64)
+    columns = {}
+    for name in ARROW_SCHEMA.names:
+        if name == "index":
+            columns[name] = pa.array(index)
+        elif name == "time":
+            columns[name] = pa.array(index * 1000)
+        else:
+            middle = body.get(name)
+            parts = [pa.array([r.get(name) for r in head_rows], ARROW_SCHEMA.field(name).type)]
+            if middle is None:
+                parts.append(pa.nulls(n, ARROW_SCHEMA.field(name).type))
+            else:
+                parts.append(middle if isinstance(middle, pa.Array)
+                             else pa.array(middle, ARROW_SCHEMA.field(name).type))
+            parts.append(pa.array([r.get(name) for r in tail_rows], ARROW_SCHEMA.field(name).type))
+            columns[name] = pa.concat_arrays(parts)
+    return pa.table(columns, schema=ARROW_SCHEMA)

@@ -1,0 +1,318 @@
+"""Every anomaly of the history contract: a small history that has it, with its exact count,
+and a near-identical legal one that does not. All cases are checked as the runs of one
+directory, in one Spark job, the way `starquake check runs/` does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from checkers.anomaly import CheckSettings
+from checkers.check import CHECKERS, check_runs
+from checkers.load import prepare
+from checkers.segments import key_hash
+from tests.checkers.builder import History
+
+Case = Callable[[History], None]
+CASES: dict[str, tuple[Case, dict[str, int]]] = {}
+
+
+def case(name: str, **expected: int) -> Callable[[Case], Case]:
+    """Register a history; `expected` maps checker names (underscored) to counts, every
+    other checker must find nothing."""
+    def register(build: Case) -> Case:
+        CASES[name] = (build, {k.replace("_", "-"): v for k, v in expected.items()})
+        return build
+    return register
+
+
+def _sent_and_read(h: History, values: list[str], mode: str = "exclusive") -> None:
+    h.subscribe("s", mode)
+    for n, v in enumerate(values):
+        h.send(v, position=f"1:{n}")
+    for n, v in enumerate(values):
+        h.recv(v, position=f"1:{n}")
+        h.ack(v)
+
+
+@case("legal")
+def _legal(h: History) -> None:
+    _sent_and_read(h, ["m1", "m2", "m3"])
+    h.drain()
+
+
+@case("lost", lost=1)
+def _lost(h: History) -> None:
+    h.subscribe("s", "exclusive")
+    h.send("m1", position="1:0")
+    h.send("m2", position="1:1")
+    h.recv("m1", position="1:0")
+    h.drain()
+
+
+@case("lost-legal-info-send")
+def _lost_legal(h: History) -> None:
+    h.subscribe("s", "exclusive")
+    h.send("m1", position="1:0")
+    h.send("m2", outcome="info")  # may or may not have been written
+    h.recv("m1", position="1:0")
+    h.drain()
+
+
+@case("lost-legal-subscribed-later")
+def _subscribed_later(h: History) -> None:
+    h.send("m1", position="1:0")
+    h.subscribe("s", "exclusive")
+    h.drain()
+
+
+@case("lost-received-in-other-cluster")
+def _received_elsewhere(h: History) -> None:
+    h.subscribe("s", "exclusive", cluster="a")
+    h.send("m1", cluster="a", position="1:0")
+    h.failover("s", "a", "b")
+    h.recv("m1", cluster="b", position="7:0")
+    h.drain()
+
+
+@case("no-drain")
+def _no_drain(h: History) -> None:
+    h.subscribe("s", "exclusive")
+    h.send("m1", position="1:0")
+
+
+@case("unexpected", unexpected=1, lost=0)
+def _unexpected(h: History) -> None:
+    _sent_and_read(h, ["m1"])
+    h.recv("ghost")
+    h.recv("ghost")  # the same (subscription, value) counts once
+    h.drain()
+
+
+@case("failed-delivered", failed_delivered=1)
+def _failed_delivered(h: History) -> None:
+    h.subscribe("s", "exclusive")
+    h.send("m1", outcome="fail")
+    h.recv("m1", position="1:0")
+    h.drain()
+
+
+@case("failed-delivered-legal-info")
+def _info_delivered(h: History) -> None:
+    h.subscribe("s", "exclusive")
+    h.send("m1", outcome="info")
+    h.recv("m1", position="1:0")
+    h.drain()
+
+
+@case("duplicate", duplicate=1)
+def _duplicate(h: History) -> None:
+    _sent_and_read(h, ["m1"])
+    h.recv("m1", position="1:0")
+    h.drain()
+
+
+@case("duplicate-legal-redelivered-before-ack")
+def _redelivered_before_ack(h: History) -> None:
+    h.subscribe("s", "shared")
+    h.send("m1", position="1:0")
+    h.recv("m1", position="1:0")
+    h.recv("m1", position="1:0")
+    h.ack("m1")
+    h.drain()
+
+
+@case("duplicate-cumulative", duplicate=2)
+def _duplicate_cumulative(h: History) -> None:
+    h.subscribe("s", "exclusive")
+    for n, v in enumerate(["m1", "m2", "m3"]):
+        h.send(v, position=f"1:{n}")
+        h.recv(v, position=f"1:{n}")
+    h.ack("m2", cumulative=True)  # covers m1 and m2, not m3
+    for n, v in enumerate(["m1", "m2", "m3"]):
+        h.recv(v, position=f"1:{n}")
+    h.ack("m3", cumulative=True)
+    h.drain()
+
+
+@case("duplicate-legal-failed-cumulative-ack")
+def _failed_cumulative(h: History) -> None:
+    h.subscribe("s", "exclusive")
+    h.send("m1", position="1:0")
+    h.recv("m1", position="1:0")
+    h.ack("m1", cumulative=True, outcome="fail")
+    h.recv("m1", position="1:0")
+    h.ack("m1", cumulative=True)
+    h.drain()
+
+
+def _failover_after(h: History, ack_at_ms: float, failover_at_ms: float) -> None:
+    h.subscribe("s", "failover", cluster="a")
+    h.subscribe("s", "failover", cluster="b")
+    h.send("m1", cluster="a", position="1:0")
+    h.recv("m1", cluster="a", position="1:0")
+    h.at(ack_at_ms).ack("m1", cluster="a")
+    h.at(failover_at_ms).failover("s", "a", "b")
+    h.recv("m1", cluster="b", position="9:0")
+    h.ack("m1", cluster="b")
+    h.drain()
+
+
+@case("duplicate-window", duplicate_window=1)
+def _window_too_long(h: History) -> None:
+    _failover_after(h, ack_at_ms=100, failover_at_ms=5100)  # 5 s > 2 s default bound
+
+
+@case("duplicate-window-legal-within-bound")
+def _window_within_bound(h: History) -> None:
+    _failover_after(h, ack_at_ms=100, failover_at_ms=1100)
+
+
+def _split_topic(h: History) -> None:
+    h.layout("T", {0: (0, 65535, []), 1: (0, 32767, [0]), 2: (32768, 65535, [0])})
+    h.subscribe("s", "stream")
+
+
+def _segment_of(key: str) -> int:
+    return 1 if key_hash(key) <= 32767 else 2
+
+
+@case("dual-write", dual_write=1)
+def _dual_write(h: History) -> None:
+    _split_topic(h)
+    h.send("m1", key="a", segment=_segment_of("a"), position=f"{_segment_of('a')}:0")
+    h.send("m2", key="a", segment=0, position="0:5")  # the parent took a write after a child
+    for v, s, p in (("m1", _segment_of("a"), f"{_segment_of('a')}:0"), ("m2", 0, "0:5")):
+        h.recv(v, position=p, segment=s)
+        h.ack(v)
+    h.drain()
+
+
+@case("dual-write-legal-parent-first")
+def _parent_first(h: History) -> None:
+    _split_topic(h)
+    h.send("m0", key="a", segment=0, position="0:4")
+    h.send("m1", key="a", segment=_segment_of("a"), position=f"{_segment_of('a')}:0")
+    for v, s, p in (("m0", 0, "0:4"), ("m1", _segment_of("a"), f"{_segment_of('a')}:0")):
+        h.recv(v, position=p, segment=s)
+        h.ack(v)
+    h.drain()
+
+
+@case("misrouted", misrouted=1)
+def _misrouted(h: History) -> None:
+    _split_topic(h)
+    wrong = 3 - _segment_of("b")
+    h.send("m1", key="b", segment=wrong, position=f"{wrong}:0")
+    h.recv("m1", segment=wrong, position=f"{wrong}:0")
+    h.ack("m1")
+    h.drain()
+
+
+@case("forked-position", forked_position=1)
+def _forked(h: History) -> None:
+    h.subscribe("s", "shared")
+    h.send("m1", position="1:0")
+    h.send("m2", position="1:0", process="p1")
+    h.recv("m1", position="1:0")
+    h.recv("m2", position="1:0")
+    h.ack("m1")
+    h.ack("m2")
+    h.drain()
+
+
+@case("forked-position-legal-batch-indexes")
+def _batched(h: History) -> None:
+    h.subscribe("s", "shared")
+    h.send("m1", position="1:0:0")
+    h.send("m2", position="1:0:1", process="p1")
+    h.recv("m1", position="1:0:0")
+    h.recv("m2", position="1:0:1")
+    h.ack("m1")
+    h.ack("m2")
+    h.drain()
+
+
+def _reordered(h: History, mode: str, concurrent: bool = False) -> None:
+    h.subscribe("s", mode)
+    if concurrent:  # m2 invoked before m1 completed: no order is promised between them
+        h.writer.record("p0", "invoke", "send", value="m1", key="k", topic="T", cluster="a")
+        h.writer.record("p1", "invoke", "send", value="m2", key="k", topic="T", cluster="a")
+        h.writer.record("p0", "ok", "send", position="1:0")
+        h.writer.record("p1", "ok", "send", position="1:1")
+    else:
+        h.send("m1", position="1:0")
+        h.send("m2", position="1:1")
+    h.send("m3", position="1:2")
+    for v, p in (("m2", "1:1"), ("m1", "1:0"), ("m3", "1:2")):
+        h.recv(v, position=p)
+        h.ack(v)
+    h.drain()
+
+
+@case("order", order=1)
+def _order(h: History) -> None:
+    _reordered(h, "exclusive")
+
+
+@case("order-legal-queue-subscription")
+def _queue_reorders(h: History) -> None:
+    _reordered(h, "queue")
+
+
+@case("order-legal-concurrent-sends")
+def _concurrent(h: History) -> None:
+    _reordered(h, "key_shared", concurrent=True)
+
+
+@pytest.fixture(scope="module")
+def results(spark, tmp_path_factory) -> dict[str, dict]:
+    runs = tmp_path_factory.mktemp("runs")
+    histories = {}
+    for name, (build, _) in CASES.items():
+        (runs / name).mkdir()
+        history = History(runs / name / "history.jsonl", scenario=name, seed=1)
+        build(history)
+        histories[name] = prepare(history.close())
+    return {r.run: r.results for r in check_runs(spark, histories, CheckSettings())}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", [n for n in CASES if n != "no-drain"])
+def test_counts(results: dict[str, dict], name: str) -> None:
+    expected = CASES[name][1]
+    counts = {checker: r["count"] for checker, r in results[name]["checkers"].items()}
+    assert counts == {c.name: expected.get(c.name, 0) for c in CHECKERS}
+    assert results[name]["valid"] is (not any(expected.values()))
+
+
+@pytest.mark.spark
+def test_examples_name_the_proving_events(results: dict[str, dict]) -> None:
+    (example,) = results["duplicate"]["checkers"]["duplicate"]["examples"]
+    assert example["value"] == "m1"
+    assert len(example["events"]) == 2  # the ack's completion and the second delivery
+    assert results["lost"]["checkers"]["lost"]["examples"][0]["value"] == "m2"
+
+
+@pytest.mark.spark
+def test_without_drain_lost_is_unknown_never_true(results: dict[str, dict]) -> None:
+    run = results["no-drain"]
+    assert run["checkers"]["lost"]["valid"] == "unknown"
+    assert run["checkers"]["lost"]["undecided"] == 1  # m1, not yet received
+    assert run["valid"] == "unknown"
+
+
+@pytest.mark.spark
+def test_meta_names_scenario_and_seed(results: dict[str, dict]) -> None:
+    assert results["order"]["scenario"] == "order"
+    assert results["order"]["seed"] == 1
+
+
+@pytest.mark.spark
+def test_failover_statistics(results: dict[str, dict]) -> None:
+    (over,) = results["duplicate-window"]["stats"]["failover_windows"]
+    assert over["duplicates"] == 1 and over["window_ms"] == pytest.approx(5000, abs=5)
+    (within,) = results["duplicate-window-legal-within-bound"]["stats"]["failover_windows"]
+    assert within["window_ms"] == pytest.approx(1000, abs=5) and within["bound_ms"] == 2000

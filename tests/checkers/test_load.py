@@ -1,0 +1,103 @@
+"""Bad histories are refused with exit 3 and a message naming file, line (or row) and field;
+a run cut off mid-write still checks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from checkers.load import HistoryError, prepare
+
+GOOD = [
+    {"index": 0, "time": 0, "process": "p0", "type": "invoke", "f": "send", "value": "m1"},
+    {"index": 1, "time": 5, "process": "p0", "type": "ok", "f": "send", "position": "1:0"},
+    {"index": 2, "time": 9, "process": "c0", "type": "ok", "f": "recv", "value": "m1",
+     "future_field": {"kept": "and ignored"}},
+]
+
+
+def _write(path: Path, events: list[dict], tail: str = "") -> Path:
+    path.write_text("".join(json.dumps(e) + "\n" for e in events) + tail)
+    return path
+
+
+def _with(change: dict, at: int = 1) -> list[dict]:
+    events = [dict(e) for e in GOOD]
+    for k, v in change.items():
+        if v is None:
+            events[at].pop(k)
+        else:
+            events[at][k] = v
+    return events
+
+
+@pytest.mark.parametrize(("events", "line", "field"), [
+    (_with({"process": None}), 2, "process"),
+    (_with({"index": 0}), 2, "index"),
+    (_with({"time": -1}), 2, "time"),
+    (_with({"time": "soon"}), 2, "time"),
+    (_with({"type": "done"}), 2, "type"),
+    (_with({"segment": "seven"}, at=2), 3, "segment"),
+    (_with({"index": True}, at=0), 1, "index"),
+])
+def test_malformed_event_names_file_line_and_field(tmp_path: Path, events, line, field) -> None:
+    path = _write(tmp_path / "history.jsonl", events)
+    with pytest.raises(HistoryError) as error:
+        prepare(path)
+    assert f"{path}:{line}" in str(error.value)
+    assert repr(field) in str(error.value)
+
+
+def test_malformed_json_in_the_middle_is_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text(json.dumps(GOOD[0]) + "\n{not json\n" + json.dumps(GOOD[2]) + "\n")
+    with pytest.raises(HistoryError, match=r"history.jsonl:2: not a JSON object"):
+        prepare(path)
+
+
+def test_blank_line_is_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text(json.dumps(GOOD[0]) + "\n\n" + json.dumps(GOOD[1]) + "\n")
+    with pytest.raises(HistoryError, match=r"history.jsonl:2"):
+        prepare(path)
+
+
+def test_torn_last_line_is_dropped(tmp_path: Path) -> None:
+    path = _write(tmp_path / "history.jsonl", GOOD, tail='{"index": 3, "ti')
+    prepared = prepare(path)
+    assert prepared.truncated_tail
+    assert prepared.events == 3
+    assert pq.read_table(prepared.parquet).column("index").to_pylist() == [0, 1, 2]
+
+
+def test_parquet_is_validated_too(tmp_path: Path) -> None:
+    table = pa.table({"index": [0, 2, 1], "time": [0, 1, 2], "process": ["p0"] * 3,
+                      "type": ["ok"] * 3, "f": ["recv"] * 3})
+    pq.write_table(table, tmp_path / "history.parquet")
+    with pytest.raises(HistoryError, match=r"row 2, field 'index'"):
+        prepare(tmp_path / "history.parquet")
+    pq.write_table(table.drop(["process"]), tmp_path / "missing.parquet")
+    with pytest.raises(HistoryError, match=r"required column 'process'"):
+        prepare(tmp_path / "missing.parquet")
+
+
+def test_cli_exits_3_with_one_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "history.jsonl", _with({"f": None}))
+    done = subprocess.run([sys.executable, "-m", "starquake", "check", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3
+    assert done.stderr.strip().splitlines() == [
+        f"starquake: {path}:2: field 'f' is missing"]
+
+
+def test_cli_usage_error_exits_3(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "starquake", "check", str(tmp_path / "nope")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3
+    assert "does not exist" in done.stderr
