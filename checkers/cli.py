@@ -108,3 +108,39 @@ def _print_summary(summary: dict, written: Path) -> None:
         click.echo(f"  {_verdict_text(entry['valid']):<8} {run}   {anomalies}")
     click.echo(f"verdict: {_verdict_text(summary['valid'])} over {len(summary['runs'])} runs"
                f"   summary: {written}")
+
+
+def _parse_injections(text: str) -> dict[str, int]:
+    from checkers.synthetic import INJECTABLE
+
+    injections: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        kind, _, count = item.partition("=")
+        if kind not in INJECTABLE or not count.isdigit():
+            raise click.BadParameter(f"{item!r}: expected KIND=COUNT with KIND one of "
+                                     f"{', '.join(INJECTABLE)}", param_hint="--inject")
+        injections[kind] = int(count)
+    return injections
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--messages", default=2000, show_default=True, type=click.IntRange(min=100))
+@click.option("--seed", default=0, show_default=True)
+@click.option("--inject", default="", help="Anomalies to inject, e.g. lost=3,order=1.")
+@click.option("--parquet", is_flag=True, help="Write history.parquet instead of .jsonl.")
+def synth(run_dir: Path, messages: int, seed: int, inject: str, parquet: bool) -> None:
+    """Write a synthetic run's history into RUN_DIR, with anomalies of known counts.
+
+    For trying the checkers, reports and CI wiring without a cluster.
+    """
+    from checkers.synthetic import SyntheticSpec, write_jsonl, write_parquet
+
+    spec = SyntheticSpec(messages=messages, seed=seed, inject=_parse_injections(inject))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / ("history.parquet" if parquet else "history.jsonl")
+    if path.exists():
+        raise click.BadParameter(f"{path} exists; histories are never overwritten",
+                                 param_hint="RUN_DIR")
+    events = (write_parquet if parquet else write_jsonl)(spec, path)
+    click.echo(f"{path}: {events} events, injected {spec.inject or 'nothing'}")

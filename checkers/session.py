@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 MASTER_ENV = "STARQUAKE_SPARK_MASTER"
+_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 DEFAULT_MASTER = "local[*]"
 
 
@@ -32,6 +34,7 @@ def spark_session(master: str, *, driver_memory: str = "3g",
         SparkSession.builder.master(master)
         .appName("starquake-check")
         .config("spark.driver.memory", driver_memory)
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG_CONFIG}")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or max(4, 2 * cores)))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.adaptive.enabled", "true")

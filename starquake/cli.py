@@ -27,12 +27,15 @@ def bench() -> None:
 def _register() -> None:
     # Commands import their heavy dependencies (pyspark, docker) inside their bodies so
     # that `starquake --help` stays fast.
-    from checkers.cli import check
+    from checkers.bench import bench_check
+    from checkers.cli import check, synth
     from harness.bench_history import bench_history
     from harness.zk_cli import zk
 
     starquake.add_command(check)
+    starquake.add_command(synth)
     starquake.add_command(zk)
+    bench.add_command(bench_check, "check")
     bench.add_command(bench_history, "history")
 
 

@@ -1,0 +1,119 @@
+"""`starquake bench check`: the full checker set over a synthetic history with anomalies of
+known counts, timed, counts verified; and DuckDB doing the lost and duplicate checks on
+the same file in the same run, as the single-machine yardstick.
+
+The DuckDB queries cover only what the synthetic history exercises (individual acks, one
+cluster, no failovers): they are a yardstick for speed, not a second implementation.
+"""
+
+from __future__ import annotations
+
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from checkers.synthetic import INJECTABLE, SyntheticSpec, write_parquet
+
+_EVENTS_PER_MESSAGE = 5
+INJECTED_EACH = 10
+
+_DUCKDB_OPS = """
+CREATE TEMP VIEW ev AS SELECT * FROM read_parquet('{path}');
+CREATE TEMP VIEW ops AS
+  SELECT *, lead(type) OVER w AS done_type, lead("index") OVER w AS done_index
+  FROM ev WHERE NOT (f IN ('recv', 'layout', 'meta') AND type = 'ok')
+  WINDOW w AS (PARTITION BY process ORDER BY "index");
+"""
+_DUCKDB_LOST = """
+WITH sends AS (SELECT topic, value, "index" AS inv_index FROM ops
+               WHERE f = 'send' AND type = 'invoke' AND done_type = 'ok'),
+     subs AS (SELECT topic, coalesce(subscription, value) AS sub, min(done_index) AS since
+              FROM ops WHERE f = 'subscribe' AND type = 'invoke' AND done_type = 'ok'
+              GROUP BY ALL),
+     recvs AS (SELECT DISTINCT topic, subscription, value FROM ev
+               WHERE f = 'recv' AND type = 'ok')
+SELECT count(*) FROM sends JOIN subs USING (topic)
+WHERE since < inv_index AND NOT EXISTS (
+  SELECT 1 FROM recvs r WHERE r.topic = sends.topic AND r.subscription = subs.sub
+                          AND r.value = sends.value)
+"""
+_DUCKDB_DUPLICATE = """
+WITH acks AS (SELECT topic, subscription, cluster, value, min(done_index) AS ack_index
+              FROM ops WHERE f = 'ack' AND type = 'invoke' AND done_type = 'ok' GROUP BY ALL)
+SELECT count(*) FROM ev r JOIN acks a USING (topic, subscription, cluster, value)
+WHERE r.f = 'recv' AND r.type = 'ok' AND r."index" > a.ack_index
+"""
+
+
+def duckdb_lost_and_duplicate(path: Path) -> tuple[int, int, float]:
+    import duckdb
+
+    start = time.perf_counter()
+    with duckdb.connect() as db:
+        db.execute(_DUCKDB_OPS.format(path=path))
+        lost = db.execute(_DUCKDB_LOST).fetchone()[0]
+        duplicate = db.execute(_DUCKDB_DUPLICATE).fetchone()[0]
+    return lost, duplicate, time.perf_counter() - start
+
+
+def _jvm_peak_rss_mib(spark) -> float | None:
+    """The driver JVM's peak resident memory (VmHWM), where /proc can tell."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+@click.command()
+@click.option("--events", default=2_000_000, show_default=True,
+              help="About how many events the synthetic history has.")
+@click.option("--spark-master", help="Spark master URL [default: local[*]].")
+@click.option("--keep", type=click.Path(path_type=Path), help="Keep the history here.")
+def bench_check(events: int, spark_master: str | None, keep: Path | None) -> None:
+    """Time every checker over EVENTS synthetic events and verify the counts found."""
+    from checkers.anomaly import CheckSettings
+    from checkers.check import check_runs
+    from checkers.load import prepare
+    from checkers.session import spark_master as resolve_master
+    from checkers.session import spark_session
+
+    inject = {kind: INJECTED_EACH for kind in INJECTABLE}
+    spec = SyntheticSpec(messages=max(events // _EVENTS_PER_MESSAGE, 2000), seed=7,
+                         inject=inject)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = (keep or Path(tmp)) / "history.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        written = write_parquet(spec, path)
+        click.echo(f"generated {written:,} events in {time.perf_counter() - started:.1f} s")
+
+        started = time.perf_counter()
+        spark = spark_session(resolve_master(spark_master))
+        session_s = time.perf_counter() - started
+        started = time.perf_counter()
+        (result,) = check_runs(spark, {"bench": prepare(path)}, CheckSettings())
+        check_s = time.perf_counter() - started
+        jvm_mib = _jvm_peak_rss_mib(spark)
+        spark.stop()
+
+        counts = {k: c["count"] for k, c in result.results["checkers"].items()}
+        expected = {k: inject.get(k, 0) for k in counts}
+        lost, duplicate, duck_s = duckdb_lost_and_duplicate(path)
+
+    python_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    click.echo(f"spark: session start {session_s:.1f} s, all checkers {check_s:.1f} s "
+               f"({written / check_s:,.0f} events/s); driver JVM peak "
+               f"{jvm_mib or float('nan'):.0f} MiB, driver Python peak {python_mib:.0f} MiB")
+    click.echo(f"duckdb: lost and duplicate only {duck_s:.1f} s "
+               f"(lost={lost}, duplicate={duplicate}); spark/duckdb = {check_s / duck_s:.1f}")
+    click.echo("counts " + ("verified" if counts == expected else f"WRONG: {counts} "
+                            f"expected {expected}"))
+    if counts != expected or (lost, duplicate) != (inject["lost"], inject["duplicate"]):
+        raise click.ClickException("counts differ from what was injected")
