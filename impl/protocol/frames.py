@@ -1,0 +1,172 @@
+"""Framing of Pulsar's binary protocol: commands in, commands out, checksums verified.
+
+A frame is `[totalSize][commandSize][BaseCommand]`, sizes as big-endian u32, and for SEND
+and MESSAGE a payload section follows the command:
+`[0x0e02][size][BrokerEntryMetadata]` (optional) `[0x0e01][crc32c][metadataSize]
+[MessageMetadata][payload]`. The broker stores the checksummed region
+(`[metadataSize][metadata][payload]`, an *entry*) unchanged and sends it back in MESSAGE
+frames, so batches travel through storage without being unpacked.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import google_crc32c
+from google.protobuf.message import DecodeError, EncodeError
+
+from impl.protocol.pulsar_api_pb2 import BaseCommand, MessageMetadata, SingleMessageMetadata
+
+CHECKSUM_MAGIC = b"\x0e\x01"
+BROKER_ENTRY_MAGIC = b"\x0e\x02"
+DEFAULT_MAX_FRAME_SIZE = 5 * 1024 * 1024
+_U32 = struct.Struct(">I")
+
+
+class MalformedFrame(Exception):
+    """Bytes that are not a valid frame; the connection that sent them must be closed."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    command: BaseCommand
+    entry: bytes | None = None
+    """For SEND and MESSAGE: `[metadataSize][MessageMetadata][payload]`, checksum verified."""
+
+    def metadata(self) -> MessageMetadata:
+        return split_entry(self._entry())[0]
+
+    def payload(self) -> bytes:
+        return split_entry(self._entry())[1]
+
+    def _entry(self) -> bytes:
+        if self.entry is None:
+            raise ValueError(f"a {BaseCommand.Type.Name(self.command.type)} frame has no payload")
+        return self.entry
+
+
+def encode_command(command: BaseCommand, entry: bytes | None = None) -> bytes:
+    """One frame; with `entry`, a payload frame carrying it under a CRC32C checksum."""
+    try:
+        body = command.SerializeToString()
+    except EncodeError as exc:  # a required field left unset: our bug, not the peer's
+        raise ValueError(f"incomplete {BaseCommand.Type.Name(command.type)}: {exc}") from exc
+    if entry is None:
+        return _U32.pack(4 + len(body)) + _U32.pack(len(body)) + body
+    checksum = _U32.pack(google_crc32c.value(entry))
+    total = 4 + len(body) + len(CHECKSUM_MAGIC) + 4 + len(entry)
+    return b"".join((_U32.pack(total), _U32.pack(len(body)), body, CHECKSUM_MAGIC, checksum,
+                     entry))
+
+
+def encode_entry(metadata: MessageMetadata, payload: bytes) -> bytes:
+    raw = metadata.SerializeToString()
+    return _U32.pack(len(raw)) + raw + payload
+
+
+def split_entry(entry: bytes) -> tuple[MessageMetadata, bytes]:
+    """An entry's metadata and payload (for a batch, the payload holds every message)."""
+    if len(entry) < 4:
+        raise MalformedFrame("payload shorter than its metadata size field")
+    (size,) = _U32.unpack_from(entry)
+    if size > len(entry) - 4:
+        raise MalformedFrame(f"metadata size {size} exceeds the payload ({len(entry) - 4})")
+    metadata = MessageMetadata()
+    try:
+        metadata.ParseFromString(entry[4:4 + size])
+    except DecodeError as exc:
+        raise MalformedFrame(f"unreadable MessageMetadata: {exc}") from None
+    return metadata, entry[4 + size:]
+
+
+def split_batch(metadata: MessageMetadata, payload: bytes) -> list[tuple[SingleMessageMetadata,
+                                                                         bytes]]:
+    """The messages of an entry: one for a plain message, `num_messages_in_batch` for a batch
+    (each `[size][SingleMessageMetadata][data]`). Keys and Key_Shared routing need them."""
+    if not metadata.HasField("num_messages_in_batch"):
+        single = SingleMessageMetadata(payload_size=len(payload))
+        if metadata.HasField("partition_key"):
+            single.partition_key = metadata.partition_key
+        if metadata.HasField("ordering_key"):
+            single.ordering_key = metadata.ordering_key
+        return [(single, payload)]
+    messages, offset = [], 0
+    for n in range(metadata.num_messages_in_batch):
+        if offset + 4 > len(payload):
+            raise MalformedFrame(f"batch ends before message {n} of "
+                                 f"{metadata.num_messages_in_batch}")
+        (size,) = _U32.unpack_from(payload, offset)
+        single = SingleMessageMetadata()
+        try:
+            single.ParseFromString(payload[offset + 4:offset + 4 + size])
+        except DecodeError as exc:
+            raise MalformedFrame(f"unreadable SingleMessageMetadata {n}: {exc}") from None
+        start = offset + 4 + size
+        end = start + single.payload_size
+        if end > len(payload):
+            raise MalformedFrame(f"batch message {n} runs past the payload")
+        messages.append((single, payload[start:end]))
+        offset = end
+    return messages
+
+
+class FrameDecoder:
+    """Turns a byte stream into frames. Feed it whatever the socket gave; it keeps partial
+    frames until they are complete, and raises `MalformedFrame` as soon as the bytes cannot
+    be a frame (oversized, inconsistent sizes, bad checksum, unreadable protobuf)."""
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[Frame]:
+        self._buffer += data
+        frames = []
+        while len(self._buffer) >= 4:
+            (total,) = _U32.unpack_from(self._buffer)
+            if total < 4 or total > self.max_frame_size:
+                raise MalformedFrame(f"frame size {total} outside 4..{self.max_frame_size}")
+            if len(self._buffer) < 4 + total:
+                break
+            frame = bytes(self._buffer[4:4 + total])
+            del self._buffer[:4 + total]
+            frames.append(_decode(frame))
+        return frames
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete frame held back (a peer that stops mid-frame)."""
+        return len(self._buffer)
+
+
+def _decode(frame: bytes) -> Frame:
+    (size,) = _U32.unpack_from(frame)
+    if size > len(frame) - 4:
+        raise MalformedFrame(f"command size {size} exceeds the frame ({len(frame) - 4})")
+    command = BaseCommand()
+    try:
+        command.ParseFromString(frame[4:4 + size])
+    except DecodeError as exc:
+        raise MalformedFrame(f"unreadable BaseCommand: {exc}") from None
+    rest = frame[4 + size:]
+    if not rest:
+        return Frame(command)
+    if rest.startswith(BROKER_ENTRY_MAGIC):
+        if len(rest) < 6:
+            raise MalformedFrame("broker entry metadata cut short")
+        (meta_size,) = _U32.unpack_from(rest, 2)
+        rest = rest[6 + meta_size:]
+    if rest.startswith(CHECKSUM_MAGIC):
+        if len(rest) < 6:
+            raise MalformedFrame("checksum cut short")
+        (expected,) = _U32.unpack_from(rest, 2)
+        entry = rest[6:]
+        actual = google_crc32c.value(entry)
+        if actual != expected:
+            raise MalformedFrame(f"checksum mismatch: frame says {expected:#010x}, "
+                                 f"payload is {actual:#010x}")
+    else:
+        entry = rest  # clients before protocol v6 send no checksum
+    split_entry(entry)  # an unreadable entry is refused here, not when a consumer reads it
+    return Frame(command, entry)
