@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass
 
 import google_crc32c
-from google.protobuf.message import DecodeError, EncodeError
+from google.protobuf.message import DecodeError, EncodeError, Message
 
 from impl.protocol.pulsar_api_pb2 import BaseCommand, MessageMetadata, SingleMessageMetadata
 
@@ -65,19 +65,27 @@ def encode_entry(metadata: MessageMetadata, payload: bytes) -> bytes:
     return _U32.pack(len(raw)) + raw + payload
 
 
+def _read_sized(data: bytes, message: Message) -> bytes:
+    """Parse `[size][message]` at the start of `data` into `message`; return what follows.
+    Every protobuf on the wire is framed this way, so every size check lives here."""
+    what = type(message).__name__
+    if len(data) < 4:
+        raise MalformedFrame(f"{what} size field cut short")
+    (size,) = _U32.unpack_from(data)
+    if size > len(data) - 4:
+        raise MalformedFrame(f"{what} size {size} exceeds the {len(data) - 4} bytes left")
+    try:
+        message.ParseFromString(data[4:4 + size])
+    except DecodeError as exc:
+        raise MalformedFrame(f"unreadable {what}: {exc}") from None
+    return data[4 + size:]
+
+
 def split_entry(entry: bytes) -> tuple[MessageMetadata, bytes]:
     """An entry's metadata and payload (for a batch, the payload holds every message)."""
-    if len(entry) < 4:
-        raise MalformedFrame("payload shorter than its metadata size field")
-    (size,) = _U32.unpack_from(entry)
-    if size > len(entry) - 4:
-        raise MalformedFrame(f"metadata size {size} exceeds the payload ({len(entry) - 4})")
     metadata = MessageMetadata()
-    try:
-        metadata.ParseFromString(entry[4:4 + size])
-    except DecodeError as exc:
-        raise MalformedFrame(f"unreadable MessageMetadata: {exc}") from None
-    return metadata, entry[4 + size:]
+    payload = _read_sized(entry, metadata)
+    return metadata, payload
 
 
 def split_batch(metadata: MessageMetadata, payload: bytes) -> list[tuple[SingleMessageMetadata,
@@ -91,23 +99,14 @@ def split_batch(metadata: MessageMetadata, payload: bytes) -> list[tuple[SingleM
         if metadata.HasField("ordering_key"):
             single.ordering_key = metadata.ordering_key
         return [(single, payload)]
-    messages, offset = [], 0
+    messages, rest = [], payload
     for n in range(metadata.num_messages_in_batch):
-        if offset + 4 > len(payload):
-            raise MalformedFrame(f"batch ends before message {n} of "
-                                 f"{metadata.num_messages_in_batch}")
-        (size,) = _U32.unpack_from(payload, offset)
         single = SingleMessageMetadata()
-        try:
-            single.ParseFromString(payload[offset + 4:offset + 4 + size])
-        except DecodeError as exc:
-            raise MalformedFrame(f"unreadable SingleMessageMetadata {n}: {exc}") from None
-        start = offset + 4 + size
-        end = start + single.payload_size
-        if end > len(payload):
+        rest = _read_sized(rest, single)
+        if single.payload_size > len(rest):
             raise MalformedFrame(f"batch message {n} runs past the payload")
-        messages.append((single, payload[start:end]))
-        offset = end
+        messages.append((single, rest[:single.payload_size]))
+        rest = rest[single.payload_size:]
     return messages
 
 
@@ -141,15 +140,8 @@ class FrameDecoder:
 
 
 def _decode(frame: bytes) -> Frame:
-    (size,) = _U32.unpack_from(frame)
-    if size > len(frame) - 4:
-        raise MalformedFrame(f"command size {size} exceeds the frame ({len(frame) - 4})")
     command = BaseCommand()
-    try:
-        command.ParseFromString(frame[4:4 + size])
-    except DecodeError as exc:
-        raise MalformedFrame(f"unreadable BaseCommand: {exc}") from None
-    rest = frame[4 + size:]
+    rest = _read_sized(frame, command)
     if not rest:
         return Frame(command)
     if rest.startswith(BROKER_ENTRY_MAGIC):
