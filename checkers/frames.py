@@ -173,7 +173,11 @@ def _acked(acks: DataFrame, recvs: DataFrame) -> DataFrame:
     marks = cumulative.select(*scope, "seg", F.max("pos").over(in_ack_order).alias("at"),
                               first_ack.alias("ack"), F.lit(None).cast("string").alias("value"),
                               F.lit(0).alias("kind"))
-    wanted = delivered.select(*scope, "seg", F.col("pos").alias("at"),
+    # Only scopes that saw a cumulative ack need the walk below; most histories ack
+    # individually, and then this leaves nothing to sort.
+    in_cumulative_scopes = delivered.join(cumulative.select(*scope, "seg").distinct(),
+                                          [*scope, "seg"], "left_semi")
+    wanted = in_cumulative_scopes.select(*scope, "seg", F.col("pos").alias("at"),
                               F.lit(None).cast(marks.schema["ack"].dataType).alias("ack"),
                               "value", F.lit(1).alias("kind"))
     # Walking positions downwards, the earliest mark at or above a position is the moment
