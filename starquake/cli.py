@@ -31,10 +31,12 @@ def _register() -> None:
     from checkers.cli import check, synth
     from harness.bench_history import bench_history
     from harness.zk_cli import zk
+    from scenarios.cli import scenario
 
     starquake.add_command(check)
     starquake.add_command(synth)
     starquake.add_command(zk)
+    starquake.add_command(scenario)
     bench.add_command(bench_check, "check")
     bench.add_command(bench_history, "history")
 

@@ -1,0 +1,207 @@
+"""Scenario files: what a run starts, drives, breaks and expects, validated on load.
+
+A scenario is TOML (docs/scenarios.md). Loading checks every key against this module's
+schema and stops at the first problem with one line naming the file, the key and what was
+expected, so a typo never becomes a silently different run.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import MISSING, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starquake.errors import BadInput
+
+WORKLOADS = ("scalable", "geo", "migration")
+BACKENDS = ("docker", "local")
+SESSION_POLICIES = ("shutdown", "reconnect")
+SCHEDULES = ("none", "random", "timeline")
+EXPECTED = ("valid", "invalid", "unknown")
+FAULTS = (
+    "isolate", "random-halves", "bridge", "majorities-ring", "brokers-from-zookeeper",
+    "isolate-controller-leader", "cut-wan", "kill", "pause", "expire-session",
+    "kill-controller-leader",
+)
+
+
+class ScenarioError(BadInput):
+    """A scenario file that does not follow the format."""
+
+
+@dataclass(frozen=True)
+class Topology:
+    clusters: tuple[str, ...] = ("a",)
+    zookeepers: int = 1
+    bookies: int = 1
+    brokers: int = 3
+    backend: str = "docker"
+    session_expired_policy: str = "reconnect"
+    """PIP-57's policy; Pulsar's default changed between versions, so it is always explicit."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str = "scalable"
+    rate: int = 100
+    """Operations per second across all clients: every load loop is bounded."""
+    keys: int = 16
+    producers: int = 2
+    consumers: int = 2
+
+
+@dataclass(frozen=True)
+class TimedFault:
+    at_s: float
+    fault: str
+    duration_s: float = 0.0
+    targets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Nemesis:
+    schedule: str = "none"
+    faults: tuple[str, ...] = ()
+    interval_s: float = 10.0
+    duration_s: float = 5.0
+    timeline: tuple[TimedFault, ...] = ()
+
+
+@dataclass(frozen=True)
+class Checkers:
+    duplicate_window_bound_ms: int = 2000
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    path: Path
+    duration_s: float = 30.0
+    seed: int | None = None
+    description: str = ""
+    topology: Topology = field(default_factory=Topology)
+    workload: Workload = field(default_factory=Workload)
+    nemesis: Nemesis = field(default_factory=Nemesis)
+    checkers: Checkers = field(default_factory=Checkers)
+    mutants: tuple[str, ...] = ()
+    expected: str = "valid"
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Read and validate a scenario; raises `ScenarioError` naming file, key and expectation."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    reader = _Reader(path)
+    scenario = Scenario(
+        name=reader.take(data, "name", str, default=path.stem),
+        path=path,
+        duration_s=reader.take(data, "duration_s", float, default=30.0, minimum=1),
+        seed=reader.take(data, "seed", int, default=None),
+        description=reader.take(data, "description", str, default=""),
+        topology=reader.table(data, "topology", Topology, {
+            "clusters": (tuple, str), "backend": BACKENDS,
+            "session_expired_policy": SESSION_POLICIES}),
+        workload=reader.table(data, "workload", Workload, {"kind": WORKLOADS}),
+        nemesis=_nemesis(reader, data),
+        checkers=reader.table(data, "checkers", Checkers, {}),
+        mutants=reader.take(data, "mutants", (tuple, str), default=()),
+        expected=reader.take(data, "expected", EXPECTED, default="valid"),
+    )
+    reader.no_extra(data, "", {"name", "duration_s", "seed", "description", "topology",
+                               "workload", "nemesis", "checkers", "mutants", "expected"})
+    if scenario.workload.kind == "geo" and len(scenario.topology.clusters) < 2:
+        raise ScenarioError(f"{path}: topology.clusters: the geo workload needs at least two "
+                            f"clusters, got {list(scenario.topology.clusters)}")
+    return scenario
+
+
+def _nemesis(reader: _Reader, data: dict) -> Nemesis:
+    nemesis = reader.table(data, "nemesis", Nemesis, {
+        "schedule": SCHEDULES, "faults": (tuple, FAULTS)}, skip={"timeline"})
+    timeline = []
+    raw = data.get("nemesis", {})
+    for n, item in enumerate(reader.take(raw, "timeline", list, default=[], prefix="nemesis")):
+        timeline.append(reader.table({"timeline": item}, "timeline", TimedFault,
+                                     {"fault": FAULTS, "targets": (tuple, str)},
+                                     prefix=f"nemesis.timeline[{n}]", whole=True))
+    if nemesis.schedule == "random" and not nemesis.faults:
+        raise ScenarioError(f"{reader.path}: nemesis.faults: a random schedule needs at least "
+                            f"one fault, one of {', '.join(FAULTS)}")
+    if nemesis.schedule == "timeline" and not timeline:
+        raise ScenarioError(f"{reader.path}: nemesis.timeline: a timeline schedule needs "
+                            f"[[nemesis.timeline]] entries")
+    return Nemesis(nemesis.schedule, nemesis.faults, nemesis.interval_s, nemesis.duration_s,
+                   tuple(timeline))
+
+
+class _Reader:
+    """Type checks with the error message the user needs; one place for every rule."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, key: str, expected: str, got: Any) -> ScenarioError:
+        return ScenarioError(f"{self.path}: {key}: expected {expected}, got {got!r}")
+
+    def take(self, table: dict, key: str, kind: Any, *, default: Any, prefix: str = "",
+             minimum: float = 0) -> Any:
+        name = f"{prefix}.{key}" if prefix else key
+        if key not in table:
+            return default
+        return self.check(name, table[key], kind, minimum=minimum)
+
+    def check(self, name: str, value: Any, kind: Any, *, minimum: float = 0) -> Any:
+        if isinstance(kind, tuple) and kind and kind[0] is tuple:  # a list of `kind[1]`
+            if not isinstance(value, list):
+                raise self.fail(name, "a list", value)
+            return tuple(self.check(f"{name}[{n}]", v, kind[1]) for n, v in enumerate(value))
+        if isinstance(kind, tuple):  # one of these strings
+            if value not in kind:
+                raise self.fail(name, f"one of {', '.join(kind)}", value)
+            return value
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            raise self.fail(name, {int: "an integer", float: "a number", str: "a string",
+                                   list: "a list"}.get(kind, kind.__name__), value)
+        if kind in (int, float) and value < minimum:
+            raise self.fail(name, f"a number of at least {minimum:g}", value)
+        return value
+
+    def table(self, data: dict, key: str, cls: type, choices: dict, *, prefix: str = "",
+              skip: frozenset | set = frozenset(), whole: bool = False) -> Any:
+        name = prefix or key
+        raw = data.get(key, {})
+        if not isinstance(raw, dict):
+            raise self.fail(name, "a table", raw)
+        fields = cls.__dataclass_fields__
+        values = {}
+        for field_name, spec in fields.items():
+            if field_name in skip:
+                continue
+            if field_name not in raw:
+                if whole and spec.default is MISSING and spec.default_factory is MISSING:
+                    raise ScenarioError(f"{self.path}: {name}.{field_name}: required")
+                continue
+            kind = choices.get(field_name, _python_type(spec.type))
+            # Counts (brokers, rate, keys...) need at least one; times may be zero.
+            values[field_name] = self.check(f"{name}.{field_name}", raw[field_name], kind,
+                                            minimum=1 if kind is int else 0)
+        self.no_extra(raw, name, set(fields) | set(skip))
+        return cls(**values)
+
+    def no_extra(self, table: dict, name: str, known: set) -> None:
+        for key in table:
+            if key not in known:
+                where = f"{name}.{key}" if name else key
+                raise ScenarioError(f"{self.path}: {where}: unknown key; expected one of "
+                                    f"{', '.join(sorted(known))}")
+
+
+def _python_type(annotation: str) -> Any:
+    return {"int": int, "float": float, "str": str, "bool": bool}.get(annotation, str)

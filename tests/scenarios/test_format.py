@@ -1,0 +1,88 @@
+"""Scenario files load with defaults filled in, and every mistake is named precisely."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scenarios.format import FAULTS, ScenarioError, load_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _scenario(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    return path
+
+
+def test_catalogue_scenarios_are_valid() -> None:
+    for path in sorted((REPO / "scenarios").rglob("*.toml")):
+        scenario = load_scenario(path)
+        assert scenario.name and scenario.expected in ("valid", "invalid", "unknown")
+
+
+def test_defaults_fill_what_is_left_out(tmp_path: Path) -> None:
+    scenario = load_scenario(_scenario(tmp_path, 'duration_s = 5\n[topology]\nbrokers = 1\n'))
+    assert scenario.name == "s"
+    assert scenario.topology.brokers == 1 and scenario.topology.bookies == 1
+    assert scenario.topology.session_expired_policy == "reconnect"
+    assert scenario.nemesis.schedule == "none" and scenario.expected == "valid"
+
+
+def test_timeline_faults_are_read_in_order(tmp_path: Path) -> None:
+    scenario = load_scenario(_scenario(tmp_path, """
+[nemesis]
+schedule = "timeline"
+[[nemesis.timeline]]
+at_s = 0
+fault = "expire-session"
+targets = ["broker-1"]
+[[nemesis.timeline]]
+at_s = 12.5
+fault = "isolate"
+duration_s = 5
+"""))
+    first, second = scenario.nemesis.timeline
+    assert (first.fault, first.targets, first.at_s) == ("expire-session", ("broker-1",), 0.0)
+    assert (second.fault, second.duration_s) == ("isolate", 5.0)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[topology]\nbrokers = \"three\"\n", "topology.brokers: expected an integer, got 'three'"),
+    ("[topology]\nbrokers = 0\n", "topology.brokers: expected a number of at least 1, got 0"),
+    ("[topology]\nbackend = \"k8s\"\n", "topology.backend: expected one of docker, local"),
+    ("[topology]\nbrokerz = 3\n", "topology.brokerz: unknown key"),
+    ("expected = \"green\"\n", "expected: expected one of valid, invalid, unknown"),
+    ("mutants = \"no-fencing\"\n", "mutants: expected a list"),
+    ("[nemesis]\nschedule = \"random\"\nfaults = [\"explode\"]\n",
+     f"nemesis.faults[0]: expected one of {', '.join(FAULTS)}"),
+    ("[nemesis]\nschedule = \"random\"\n", "nemesis.faults: a random schedule needs"),
+    ("[nemesis]\nschedule = \"timeline\"\n[[nemesis.timeline]]\nfault = \"kill\"\n",
+     "nemesis.timeline[0].at_s: required"),
+    ("[workload]\nkind = \"geo\"\n", "topology.clusters: the geo workload needs at least two"),
+    ("duration_s = 0\n", "duration_s: expected a number of at least 1"),
+    ("name = [\n", "not valid TOML"),
+])
+def test_mistakes_name_file_key_and_expectation(tmp_path: Path, text: str, message: str) -> None:
+    path = _scenario(tmp_path, text)
+    with pytest.raises(ScenarioError) as error:
+        load_scenario(path)
+    assert str(error.value).startswith(f"{path}: ")
+    assert message in str(error.value)
+
+
+def test_validate_command_exit_codes(tmp_path: Path) -> None:
+    good = REPO / "scenarios" / "smoke" / "scalable-split-partition.toml"
+    ok = subprocess.run([sys.executable, "-m", "starquake", "scenario", "validate", str(good)],
+                        capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and "ok (scalable-split-partition, expects valid)" in ok.stdout
+    bad = _scenario(tmp_path, "[workload]\nrate = -5\n")
+    refused = subprocess.run([sys.executable, "-m", "starquake", "scenario", "validate",
+                              str(bad)], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 3
+    assert refused.stderr.strip() == (
+        f"starquake: {bad}: workload.rate: expected a number of at least 1, got -5")
