@@ -145,6 +145,7 @@ def _availability(frames: HistoryFrames, intervals: list[FaultInterval],
             "start_ms": interval.start / _MS, "end_ms": interval.end / _MS,
             "operations": by_outcome,
             "availability": by_outcome.get("ok", 0) / total if total else None,
+            "recovery_ms": None,  # set by _recovery when an acknowledged send follows
         })
 
 

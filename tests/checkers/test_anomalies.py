@@ -267,6 +267,21 @@ def _concurrent(h: History) -> None:
     _reordered(h, "key_shared", concurrent=True)
 
 
+@case("nemesis-partition-and-heal")
+def _partition_and_heal(h: History) -> None:
+    h.subscribe("s", "exclusive")
+    h.send("m1", position="1:0")
+    h.at(1000).nemesis("partition", targets=["b1"])
+    h.send("m2", outcome="fail", process="p1")
+    h.send("m3", outcome="info", process="p2")
+    h.at(5000).nemesis("heal")
+    h.at(5250).send("m4", position="1:1", process="p3")
+    for n, v in enumerate(["m1", "m4"]):
+        h.recv(v, position=f"1:{n}")
+        h.ack(v)
+    h.drain()
+
+
 @pytest.fixture(scope="module")
 def results(spark, tmp_path_factory) -> dict[str, dict]:
     runs = tmp_path_factory.mktemp("runs")
@@ -308,6 +323,17 @@ def test_without_drain_lost_is_unknown_never_true(results: dict[str, dict]) -> N
 def test_meta_names_scenario_and_seed(results: dict[str, dict]) -> None:
     assert results["order"]["scenario"] == "order"
     assert results["order"]["seed"] == 1
+
+
+@pytest.mark.spark
+def test_nemesis_interval_availability_and_recovery(results: dict[str, dict]) -> None:
+    stats = results["nemesis-partition-and-heal"]["stats"]
+    (fault,) = stats["nemesis"]
+    assert fault["f"] == "partition" and fault["detail"] == {"targets": ["b1"]}
+    assert fault["operations"] == {"fail": 1, "info": 1}
+    assert fault["availability"] == 0.0
+    assert fault["recovery_ms"] == pytest.approx(251, abs=2)  # heal at 5000, ok at ~5251
+    assert stats["sends_ok"] == 2 and stats["sends_fail"] == 1 and stats["sends_info"] == 1
 
 
 @pytest.mark.spark
