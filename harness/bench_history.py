@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from harness.history import ClientProcess, HistoryWriter, MessageIds, ProcessIds
+from harness.history import ClientProcess, HistoryWriter, SequentialIds
 
 TARGET_EVENTS_PER_SECOND = 200_000
 
@@ -20,8 +20,8 @@ TARGET_EVENTS_PER_SECOND = 200_000
 def write_send_history(path: Path, operations: int) -> int:
     """Record `operations` keyed sends (invoke and ok), as a producer would; returns events."""
     with HistoryWriter(path) as writer:
-        client = ClientProcess(writer, ProcessIds())
-        ids = MessageIds()
+        client = ClientProcess(writer, SequentialIds("p"))
+        ids = SequentialIds("m")
         topic = "persistent://bench/ns/topic"
         for n in range(operations):
             value = ids.fresh()

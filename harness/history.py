@@ -81,23 +81,11 @@ class HistoryWriter:
         self.close()
 
 
-class ProcessIds:
-    """Client process ids under the spec's rule: after an `info`, an id is never used again
-    and the worker goes on under a fresh one."""
+class SequentialIds:
+    """Ids unique within a run: `p0, p1, ...` for client processes (the spec retires an id
+    after an `info`, so a worker takes a fresh one), `m0, m1, ...` for message ids."""
 
-    def __init__(self) -> None:
-        self._counter = itertools.count()
-        self._lock = threading.Lock()
-
-    def fresh(self) -> str:
-        with self._lock:
-            return f"p{next(self._counter)}"
-
-
-class MessageIds:
-    """Message ids unique across a run (the `value` of every `send`)."""
-
-    def __init__(self, prefix: str = "m") -> None:
+    def __init__(self, prefix: str) -> None:
         self._prefix = prefix
         self._counter = itertools.count()
         self._lock = threading.Lock()
@@ -111,7 +99,7 @@ class ClientProcess:
     """One worker's view of the history: at most one operation outstanding, and a new
     process id after every `info`, so a worker cannot break the process rules by accident."""
 
-    def __init__(self, writer: HistoryWriter, ids: ProcessIds) -> None:
+    def __init__(self, writer: HistoryWriter, ids: SequentialIds) -> None:
         self._writer = writer
         self._ids = ids
         self.process = ids.fresh()

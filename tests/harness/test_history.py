@@ -13,14 +13,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.history import ClientProcess, HistoryWriter, MessageIds, ProcessIds
+from harness.history import ClientProcess, HistoryWriter, SequentialIds
 
 _KEEP_WRITING = """
 import sys
 from pathlib import Path
-from harness.history import ClientProcess, HistoryWriter, ProcessIds
+from harness.history import ClientProcess, HistoryWriter, SequentialIds
 writer = HistoryWriter(Path(sys.argv[1]))
-client = ClientProcess(writer, ProcessIds())
+client = ClientProcess(writer, SequentialIds("p"))
 n = 0
 while n < 5_000_000:  # bounded; the test kills it long before
     client.invoke("send", value=f"m{n}", key="k", topic="persistent://t/ns/x")
@@ -55,7 +55,7 @@ def test_killed_writer_leaves_a_complete_prefix(tmp_path: Path) -> None:
 def test_concurrent_recorders_keep_index_and_time_order(tmp_path: Path) -> None:
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path) as writer:
-        ids = ProcessIds()
+        ids = SequentialIds("p")
 
         def work() -> None:
             client = ClientProcess(writer, ids)
@@ -77,7 +77,7 @@ def test_concurrent_recorders_keep_index_and_time_order(tmp_path: Path) -> None:
 
 def test_process_is_retired_after_info(tmp_path: Path) -> None:
     with HistoryWriter(tmp_path / "history.jsonl") as writer:
-        client = ClientProcess(writer, ProcessIds())
+        client = ClientProcess(writer, SequentialIds("p"))
         client.invoke("send", value="m0")
         client.complete("info", error="Timeout")
         client.invoke("send", value="m1")
@@ -90,7 +90,7 @@ def test_process_is_retired_after_info(tmp_path: Path) -> None:
 
 def test_one_operation_outstanding_per_process(tmp_path: Path) -> None:
     with HistoryWriter(tmp_path / "history.jsonl") as writer:
-        client = ClientProcess(writer, ProcessIds())
+        client = ClientProcess(writer, SequentialIds("p"))
         client.invoke("send", value="m0")
         with pytest.raises(RuntimeError, match="outstanding"):
             client.invoke("send", value="m1")
@@ -112,7 +112,7 @@ def test_never_appends_to_an_existing_history(tmp_path: Path) -> None:
 
 
 def test_message_ids_are_unique_across_threads() -> None:
-    ids = MessageIds()
+    ids = SequentialIds("m")
     seen: list[str] = []
     lock = threading.Lock()
 
