@@ -29,16 +29,25 @@ def _register() -> None:
     # that `starquake --help` stays fast.
     from checkers.bench import bench_check
     from checkers.cli import check, synth
+    from harness.bench_cluster import bench_cluster
     from harness.bench_history import bench_history
+    from harness.cluster_cli import cluster
     from harness.zk_cli import zk
+    from reports.bench import bench_report
+    from reports.cli import report, suite_index
     from scenarios.cli import scenario
 
     starquake.add_command(check)
     starquake.add_command(synth)
     starquake.add_command(zk)
+    starquake.add_command(cluster)
     starquake.add_command(scenario)
+    starquake.add_command(report)
+    starquake.add_command(suite_index)
     bench.add_command(bench_check, "check")
     bench.add_command(bench_history, "history")
+    bench.add_command(bench_report, "report")
+    bench.add_command(bench_cluster, "cluster")
 
 
 def main(argv: list[str] | None = None) -> None:

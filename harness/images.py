@@ -1,0 +1,238 @@
+"""The node image every starquake container runs, built with or without a registry.
+
+Two ways to the same image contract (a `python` that imports the project, a `java` and the
+ZooKeeper jars, `iptables`, `sh` and `sleep`):
+
+- **import** (the default when this machine has the runtime, which `scripts/setup.sh`
+  installs): a root file system of a few directories and files, turned into an image with
+  `docker import`. No registry is contacted. Containers bind-mount this machine's runtime
+  read-only at the same paths (`/usr`, the Python installation and `.venv`, the
+  repository), so they run exactly the code and interpreter the harness runs.
+- **dockerfile** (`harness/docker/Dockerfile`): `FROM debian:bookworm-slim`, installing the
+  same Debian packages and the project. Needs an engine that can pull the base image; used
+  when asked for, or when this machine lacks the runtime the import path mounts.
+
+Images are tagged with a hash of what they contain (the root file system, or the build
+context), so a rebuild happens only when that content changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import shutil
+import sys
+import tarfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import docker.errors
+from docker import DockerClient
+
+import harness
+from harness.zookeeper import CLASSPATH as ZOOKEEPER_CLASSPATH
+from starquake.errors import EnvironmentProblem
+
+log = logging.getLogger(__name__)
+
+ImageSource = Literal["auto", "import", "dockerfile"]
+IMAGE_SOURCES: tuple[ImageSource, ...] = ("auto", "import", "dockerfile")
+REPOSITORY = "starquake-node"
+DOCKERFILE_DIR = Path(__file__).parent / "docker"
+# What the Dockerfile build copies: enough to `pip install` the project.
+BUILD_CONTEXT_FILES = ("pyproject.toml", "README.md")
+BUILD_CONTEXT_PACKAGES = ("starquake", "harness", "impl", "nemesis", "checkers", "scenarios",
+                          "reports")
+# The Dockerfile's interpreter and its PATH (see harness/docker/Dockerfile).
+DOCKERFILE_PYTHON = "/opt/starquake/venv/bin/python"
+SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class ImageBuildFailed(EnvironmentProblem):
+    """The node image could not be made; the message says which path failed and why."""
+
+
+class HostRuntimeMissing(EnvironmentProblem):
+    """This machine lacks part of the runtime that imported images mount."""
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    """An image plus what a container of it needs: the interpreters to call and, for an
+    imported image, the host directories to mount read-only at the same paths."""
+
+    tag: str
+    source: Literal["import", "dockerfile"]
+    python: str
+    java: str
+    read_only_mounts: tuple[str, ...] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def volumes(self) -> dict[str, dict[str, str]]:
+        """The mounts in the form the docker SDK takes."""
+        return {path: {"bind": path, "mode": "ro"} for path in self.read_only_mounts}
+
+
+@dataclass(frozen=True)
+class HostRuntime:
+    """The interpreters of this machine and the directories that hold them."""
+
+    python: Path
+    java: Path
+    read_only_mounts: tuple[str, ...]
+
+
+def _under(path: Path, parents: Iterable[Path]) -> bool:
+    return any(p in path.parents for p in parents)
+
+
+def host_runtime() -> HostRuntime:
+    """What an imported image must mount to run `python -m impl...`, ZooKeeper and
+    iptables. Raises HostRuntimeMissing naming the missing piece."""
+    for top in ("bin", "lib", "lib64"):
+        if Path(f"/{top}").resolve() != Path(f"/usr/{top}"):
+            raise HostRuntimeMissing(f"/{top} is not a link into /usr (no merged /usr); "
+                                     "use --image-source dockerfile")
+    java_on_path = shutil.which("java")
+    if java_on_path is None:
+        raise HostRuntimeMissing("java not found on PATH; run scripts/setup.sh")
+    java = Path(java_on_path).resolve()
+    for needed in (*ZOOKEEPER_CLASSPATH, Path("/usr/sbin/iptables"), Path("/usr/bin/sleep")):
+        if not needed.exists():
+            raise HostRuntimeMissing(f"{needed} is missing; run scripts/setup.sh")
+    wanted = [
+        Path("/usr"),
+        Path("/etc/alternatives"),  # iptables and friends are links through it
+        Path("/etc/ld.so.cache"),
+        java.parent.parent,  # the JDK, wherever it is installed
+        # The JDK's configuration lives under /etc, reached by links from its lib directory.
+        (java.parent.parent / "lib" / "jvm.cfg").resolve().parent,
+        # The interpreter's installation, its virtual environment, and the project's
+        # source (which an editable install points at).
+        Path(sys.base_prefix).resolve(),
+        Path(sys.prefix).resolve(),
+        Path(harness.__file__).resolve().parents[1],
+    ]
+    mounts = [p for p in dict.fromkeys(wanted)
+              if not _under(p, [other for other in wanted if other != p])]
+    for mount in mounts:
+        if not mount.exists():
+            raise HostRuntimeMissing(f"{mount} is missing; run scripts/setup.sh")
+    return HostRuntime(python=Path(sys.prefix) / "bin" / "python", java=java,
+                       read_only_mounts=tuple(str(m) for m in mounts))
+
+
+def _add(tar: tarfile.TarFile, name: str, *, kind: bytes = tarfile.DIRTYPE, mode: int = 0o755,
+         data: bytes = b"", link: str = "") -> None:
+    """One member with fixed owner and time, so equal content gives equal bytes."""
+    info = tarfile.TarInfo(name)
+    info.type, info.mode, info.mtime, info.uid, info.gid = kind, mode, 0, 0, 0
+    info.linkname = link
+    info.size = len(data) if kind == tarfile.REGTYPE else 0
+    tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+
+
+def root_filesystem_tar() -> bytes:
+    """The imported image's whole content. /usr is an empty mount point; /bin, /lib and
+    /lib64 link into it as on the host. /sbin is a real directory because the engine mounts
+    its init (`docker-init`) there before the /usr mount would hide a link's target."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for directory in ("data", "dev", "etc", "proc", "root", "run", "sbin", "sys", "usr",
+                          "var"):
+            _add(tar, directory)
+        for sticky in ("tmp", "var/tmp"):
+            _add(tar, sticky, mode=0o1777)
+        for top in ("bin", "lib", "lib64"):
+            _add(tar, top, kind=tarfile.SYMTYPE, link=f"usr/{top}", mode=0o777)
+        files = {
+            "etc/passwd": b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/sh\n",
+            "etc/group": b"root:x:0:\nnogroup:x:65534:\n",
+            # The engine provides /etc/hosts and /etc/resolv.conf; this says to use them.
+            "etc/nsswitch.conf": b"passwd: files\ngroup: files\nhosts: files dns\n",
+        }
+        for name, data in files.items():
+            _add(tar, name, kind=tarfile.REGTYPE, mode=0o644, data=data)
+    return buffer.getvalue()
+
+
+def _image_exists(client: DockerClient, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def imported_image(client: DockerClient) -> NodeImage:
+    """The registry-free image (built once per root file system content)."""
+    runtime = host_runtime()
+    rootfs = root_filesystem_tar()
+    tag = f"{REPOSITORY}:rootfs-{hashlib.sha256(rootfs).hexdigest()[:12]}"
+    if not _image_exists(client, tag):
+        repository, version = tag.split(":")
+        try:
+            client.api.import_image_from_data(
+                rootfs, repository=repository, tag=version,
+                changes=[f"ENV PATH={SEARCH_PATH}", "WORKDIR /data"])
+        except docker.errors.APIError as exc:
+            raise ImageBuildFailed(f"docker import of the node root file system failed: "
+                                   f"{exc.explanation or exc}") from None
+        log.info("imported %s", tag)
+    return NodeImage(tag=tag, source="import", python=str(runtime.python),
+                     java=str(runtime.java), read_only_mounts=runtime.read_only_mounts,
+                     environment={"PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def build_context_tar(repo: Path = Path(harness.__file__).parents[1]) -> bytes:
+    """The Dockerfile build's context: the Dockerfile, the packaging files and the
+    packages' sources (no caches, no .venv, no runs), with fixed times."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        _add(tar, "Dockerfile", kind=tarfile.REGTYPE, mode=0o644,
+             data=(DOCKERFILE_DIR / "Dockerfile").read_bytes())
+        paths = [repo / name for name in BUILD_CONTEXT_FILES]
+        for package in BUILD_CONTEXT_PACKAGES:
+            paths += sorted(p for p in (repo / package).rglob("*")
+                            if p.is_file() and "__pycache__" not in p.parts
+                            and p.suffix != ".pyc")
+        for path in paths:
+            _add(tar, str(path.relative_to(repo)), kind=tarfile.REGTYPE, mode=0o644,
+                 data=path.read_bytes())
+    return buffer.getvalue()
+
+
+def dockerfile_image(client: DockerClient) -> NodeImage:
+    """The image from harness/docker/Dockerfile (pulls its base image)."""
+    context = build_context_tar()
+    tag = f"{REPOSITORY}:build-{hashlib.sha256(context).hexdigest()[:12]}"
+    if not _image_exists(client, tag):
+        try:
+            client.images.build(fileobj=io.BytesIO(context), custom_context=True, tag=tag,
+                                rm=True, forcerm=True)
+        except (docker.errors.BuildError, docker.errors.APIError) as exc:
+            reason = getattr(exc, "msg", None) or getattr(exc, "explanation", None) or exc
+            raise ImageBuildFailed(
+                f"building {DOCKERFILE_DIR / 'Dockerfile'} failed: {reason}; without a "
+                "reachable registry use --image-source import") from None
+        log.info("built %s", tag)
+    return NodeImage(tag=tag, source="dockerfile", python=DOCKERFILE_PYTHON, java="java",
+                     environment={"PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def node_image(client: DockerClient, source: ImageSource = "auto") -> NodeImage:
+    """The node image, built if needed. `auto` imports when this machine has the runtime
+    and falls back to the Dockerfile otherwise."""
+    if source == "import":
+        return imported_image(client)
+    if source == "dockerfile":
+        return dockerfile_image(client)
+    try:
+        return imported_image(client)
+    except HostRuntimeMissing as exc:
+        log.info("import path unavailable (%s); building from the Dockerfile", exc)
+        return dockerfile_image(client)

@@ -1,0 +1,89 @@
+"""The specs of ZooKeeper, bookie and broker containers: command lines, files, health.
+
+Every node has an address of its own, so every node listens on its role's usual port; the
+command lines are those of `harness/local_cluster.py`, with container addresses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from harness.containers import NodeSpec
+from harness.images import NodeImage
+from harness.waits import HttpStatus, TcpPort, ZooKeeperServing
+from harness.zookeeper import CLASSPATH, JVM_FLAGS, MAIN_CLASS
+from harness.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
+
+ZOOKEEPER_CLIENT_PORT = 2181
+ZOOKEEPER_PEER_PORT = 2888
+ZOOKEEPER_ELECTION_PORT = 3888
+BOOKIE_PORT = 3181
+BROKER_PORT = 6650
+BROKER_ADMIN_PORT = 8080
+BROKER_HEALTH_PATH = "/admin/v2/brokers/health"
+ZOOKEEPER_DIR = "/data/zookeeper"
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """Settings every node of a deployment shares."""
+
+    session_timeout_ms: int = 4000
+    """The brokers' ZooKeeper session timeout: short, so faults act within seconds."""
+    mutants: tuple[str, ...] = ()
+    zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
+
+
+def zookeeper_servers(ips: Sequence[str]) -> list[ServerAddress]:
+    """The ensemble's addresses, in myid order."""
+    return [ServerAddress(ip, ZOOKEEPER_CLIENT_PORT, ZOOKEEPER_PEER_PORT,
+                          ZOOKEEPER_ELECTION_PORT) for ip in ips]
+
+
+def zookeeper_spec(image: NodeImage, node_id: int, servers: Sequence[ServerAddress],
+                   settings: NodeSettings) -> NodeSpec:
+    """Member `node_id` (1-based) of the ensemble `servers`, rendered by the same
+    generator the local launcher uses."""
+    data_dir = f"{ZOOKEEPER_DIR}/data"
+    config = f"{ZOOKEEPER_DIR}/zoo.cfg"
+    return NodeSpec(
+        command=(image.java, *JVM_FLAGS, "-cp", ":".join(str(jar) for jar in CLASSPATH),
+                 MAIN_CLASS, config),
+        wait=ZooKeeperServing(ZOOKEEPER_CLIENT_PORT),
+        ports={"client": ZOOKEEPER_CLIENT_PORT},
+        files={
+            config: render_zoo_cfg(node_id, servers, data_dir, settings.zookeeper),
+            f"{data_dir}/myid": f"{node_id}\n",
+        },
+    )
+
+
+def _mutant_args(settings: NodeSettings) -> list[str]:
+    return ["--mutants", ",".join(settings.mutants)] if settings.mutants else []
+
+
+def bookie_spec(image: NodeImage, zk_connect: str, settings: NodeSettings) -> NodeSpec:
+    return NodeSpec(
+        command=(image.python, "-m", "impl.bookie", "--port", str(BOOKIE_PORT),
+                 "--data-dir", "/data/bookie", "--zk", zk_connect, *_mutant_args(settings)),
+        wait=TcpPort(BOOKIE_PORT),
+        ports={"bookie": BOOKIE_PORT},
+    )
+
+
+def broker_spec(image: NodeImage, cluster: str, zk_connect: str, advertised_host: str,
+                session_expired_policy: str, settings: NodeSettings) -> NodeSpec:
+    """`session_expired_policy` is PIP-57's, always explicit: Pulsar's default changed
+    between versions."""
+    return NodeSpec(
+        command=(image.python, "-m", "impl.broker", "--cluster", cluster, "--zk", zk_connect,
+                 "--port", str(BROKER_PORT), "--admin-port", str(BROKER_ADMIN_PORT),
+                 "--advertised-host", advertised_host,
+                 "--session-timeout-ms", str(settings.session_timeout_ms),
+                 "--session-expired-policy", session_expired_policy,
+                 *_mutant_args(settings)),
+        # Where it advertises, it must listen, whatever else it binds.
+        wait=HttpStatus(BROKER_ADMIN_PORT, BROKER_HEALTH_PATH, host=advertised_host),
+        ports={"service": BROKER_PORT, "admin": BROKER_ADMIN_PORT},
+    )

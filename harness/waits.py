@@ -1,0 +1,148 @@
+"""How the harness tells that a node serves: small strategy classes, as testcontainers has.
+
+A strategy answers one question, "ready yet?", about a node the harness can reach (its
+address on the cluster network, its log, a command run inside it). `wait_ready` asks until
+yes, and when the node exits or the time runs out raises an error carrying the end of its
+log, which is what a user needs to see why a node did not come up.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from harness.zookeeper import serving_mode
+from starquake.errors import EnvironmentProblem
+
+
+class NodeNotReady(EnvironmentProblem):
+    """A node exited or did not become ready in time; the message ends with its log."""
+
+
+class Waitable(Protocol):
+    """What a strategy may look at."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def ip(self) -> str:
+        """Where the harness reaches the node."""
+        ...
+
+    def running(self) -> bool: ...
+
+    def logs(self) -> str: ...
+
+    def exec(self, argv: Sequence[str]) -> int:
+        """Run a command inside the node; its exit code."""
+        ...
+
+
+class WaitStrategy(Protocol):
+    def ready(self, node: Waitable) -> bool: ...
+
+
+@dataclass(frozen=True)
+class TcpPort:
+    """Ready once the port accepts a connection (at `host`, default the node's address)."""
+
+    port: int
+    host: str | None = None
+
+    def ready(self, node: Waitable) -> bool:
+        try:
+            with socket.create_connection((self.host or node.ip, self.port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def __str__(self) -> str:
+        return f"port {self.port} to accept connections"
+
+
+@dataclass(frozen=True)
+class HttpStatus:
+    """Ready once GET of `path` answers `status` (a health endpoint), at `host`, default
+    the node's address."""
+
+    port: int
+    path: str
+    status: int = 200
+    host: str | None = None
+
+    def ready(self, node: Waitable) -> bool:
+        url = f"http://{self.host or node.ip}:{self.port}{self.path}"
+        try:
+            with urllib.request.urlopen(url, timeout=1.0) as response:
+                return bool(response.status == self.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code == self.status
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def __str__(self) -> str:
+        return f"GET :{self.port}{self.path} to answer {self.status}"
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """Ready once the node's log has a line matching `pattern` (a regular expression)."""
+
+    pattern: str
+
+    def ready(self, node: Waitable) -> bool:
+        return re.search(self.pattern, node.logs(), re.MULTILINE) is not None
+
+    def __str__(self) -> str:
+        return f"a log line matching {self.pattern!r}"
+
+
+@dataclass(frozen=True)
+class CommandSucceeds:
+    """Ready once `argv`, run inside the node, exits 0."""
+
+    argv: tuple[str, ...]
+
+    def ready(self, node: Waitable) -> bool:
+        return node.exec(self.argv) == 0
+
+    def __str__(self) -> str:
+        return f"{' '.join(self.argv)!r} to succeed"
+
+
+@dataclass(frozen=True)
+class ZooKeeperServing:
+    """Ready once `srvr` reports a serving mode: a quorum member has joined a quorum."""
+
+    port: int
+
+    def ready(self, node: Waitable) -> bool:
+        return serving_mode(node.ip, self.port) is not None
+
+    def __str__(self) -> str:
+        return f"ZooKeeper on port {self.port} to serve"
+
+
+def _tail(text: str, lines: int = 30) -> str:
+    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+
+
+def wait_ready(node: Waitable, strategy: WaitStrategy, timeout: float) -> None:
+    """Return once `strategy` says `node` is ready; raise NodeNotReady if the node stops
+    running or `timeout` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while not strategy.ready(node):
+        if not node.running():
+            raise NodeNotReady(f"{node.name} exited while waiting for {strategy}; "
+                               f"end of its log:\n{_tail(node.logs())}")
+        if time.monotonic() > deadline:
+            raise NodeNotReady(f"{node.name} not ready after {timeout:.0f} s (waited for "
+                               f"{strategy}); end of its log:\n{_tail(node.logs())}")
+        time.sleep(0.1)

@@ -1,0 +1,31 @@
+"""A harness to be interrupted or killed by the teardown tests: it starts two clusters of
+one ZooKeeper each, cuts the WAN between them, prints `ready <run id>` and waits.
+
+    python -m tests.docker.harness_process RUN_ID [--reaper]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from harness.docker_cluster import DockerDeployment
+from harness.signals import sigterm_interrupts
+from nemesis.partition import Partitioner
+from scenarios.format import Topology
+
+
+def main(argv: list[str]) -> None:
+    run_id, reaper = argv[0], "--reaper" in argv[1:]
+    with sigterm_interrupts():
+        deployment = DockerDeployment(
+            Topology(clusters=("a", "b"), zookeepers=1, bookies=0, brokers=0),
+            run_id=run_id, image_source="import", reaper=reaper)
+        with deployment:
+            Partitioner(deployment.nodes).cut_wan(["a-zk1"], ["b-zk1"])
+            print(f"ready {run_id}", flush=True)
+            time.sleep(120)  # bounded: the test ends it long before
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
