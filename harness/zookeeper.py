@@ -9,16 +9,14 @@ are only ever signalled by the pid this module started.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
-import signal
 import socket
-import subprocess
 import time
 from pathlib import Path
 
 from harness.ports import free_ports
+from harness.processes import LocalProcess, wait_serving
 from harness.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
 from starquake.errors import EnvironmentProblem
 
@@ -59,6 +57,20 @@ def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> s
     return b"".join(chunks).decode(errors="replace")
 
 
+def serving_mode(host: str, port: int) -> str | None:
+    """The mode `srvr` reports (`standalone`, `leader`, `follower`, `observer`) while the
+    member at host:port serves clients; None while it elects, is paused or is down."""
+    try:
+        answer = four_letter_word(host, port, "srvr")
+    except OSError:
+        return None
+    for line in answer.splitlines():
+        if line.startswith("Mode: "):
+            mode = line.removeprefix("Mode: ").strip()
+            return mode if mode in SERVING_MODES else None
+    return None
+
+
 def _java() -> str:
     java = shutil.which("java")
     if java is None:
@@ -84,7 +96,10 @@ class ZooKeeperNode:
         self.directory = directory
         self._servers = servers
         self._settings = settings
-        self._process: subprocess.Popen[bytes] | None = None
+        command = [_java(), *JVM_FLAGS, "-cp", ":".join(str(jar) for jar in CLASSPATH),
+                   MAIN_CLASS, str(self.config_path)]
+        self.process = LocalProcess(f"zookeeper {node_id}", command, self.log_path,
+                                    cwd=directory)
 
     @property
     def config_path(self) -> Path:
@@ -104,15 +119,11 @@ class ZooKeeperNode:
 
     @property
     def pid(self) -> int | None:
-        """The running process's pid; None once it has exited."""
-        if self._process is None or self._process.poll() is not None:
-            return None
-        return self._process.pid
+        return self.process.pid
 
     @property
     def running(self) -> bool:
-        """True while the process exists, paused or not."""
-        return self._process is not None and self._process.poll() is None
+        return self.process.running
 
     def start(self) -> None:
         """Write the configuration and start the process (no-op when running). The log
@@ -124,38 +135,11 @@ class ZooKeeperNode:
         self.config_path.write_text(
             render_zoo_cfg(self.node_id, self._servers, str(self.data_dir), self._settings)
         )
-        command = [
-            _java(),
-            *JVM_FLAGS,
-            "-cp",
-            ":".join(str(jar) for jar in CLASSPATH),
-            MAIN_CLASS,
-            str(self.config_path),
-        ]
-        with self.log_path.open("ab") as log_file:
-            # A session of its own: a Ctrl-C in the terminal goes to the harness, which
-            # then stops the members in order, rather than to every JVM at once.
-            self._process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                cwd=self.directory,
-                start_new_session=True,
-            )
-        log.info("zookeeper %d started: pid %d, log %s", self.node_id, self._process.pid, self.log_path)
+        self.process.start()
 
     def mode(self) -> str | None:
         """`standalone`, `leader`, `follower` or `observer` while serving; None otherwise."""
-        try:
-            answer = four_letter_word(self.address.host, self.address.client_port, "srvr")
-        except OSError:
-            return None
-        for line in answer.splitlines():
-            if line.startswith("Mode: "):
-                mode = line.removeprefix("Mode: ").strip()
-                return mode if mode in SERVING_MODES else None
-        return None
+        return serving_mode(self.address.host, self.address.client_port)
 
     def session_ids(self) -> set[int]:
         """Ids of the sessions whose clients are connected to this member right now
@@ -169,61 +153,25 @@ class ZooKeeperNode:
     def wait_serving(self, timeout: float = 60.0) -> None:
         """Return once the member serves clients (for a quorum member: it has joined a
         quorum). Raises ZooKeeperStartFailed if it exits or the time runs out."""
-        deadline = time.monotonic() + timeout
-        while self.mode() is None:
-            if not self.running:
-                raise ZooKeeperStartFailed(
-                    f"zookeeper {self.node_id} exited; end of {self.log_path}:\n{self.log_tail()}"
-                )
-            if time.monotonic() > deadline:
-                raise ZooKeeperStartFailed(
-                    f"zookeeper {self.node_id} not serving after {timeout:.0f} s; "
-                    f"end of {self.log_path}:\n{self.log_tail()}"
-                )
-            time.sleep(0.1)
+        wait_serving(self.process, lambda: self.mode() is not None, timeout,
+                     ZooKeeperStartFailed)
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop cleanly: SIGTERM (and SIGCONT, so a paused member can act on it), then
-        SIGKILL if it is still there after `timeout`."""
-        if not self.running:
-            return
-        assert self._process is not None
-        self._signal(signal.SIGTERM)
-        self._signal(signal.SIGCONT)
-        try:
-            self._process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            log.warning("zookeeper %d ignored SIGTERM for %.0f s; killing it", self.node_id, timeout)
-            self.kill()
+        self.process.stop(timeout)
 
     def kill(self) -> None:
-        """Crash the member (SIGKILL) and reap it."""
-        if not self.running:
-            return
-        assert self._process is not None
-        self._signal(signal.SIGKILL)
-        self._process.wait()
+        self.process.kill()
 
     def pause(self) -> None:
         """Freeze the member (SIGSTOP): its sockets stay open but nothing answers, which is
         what a long GC pause or a hung machine looks like to its peers and clients."""
-        self._signal(signal.SIGSTOP)
+        self.process.pause()
 
     def resume(self) -> None:
-        """Let a paused member run again (SIGCONT)."""
-        self._signal(signal.SIGCONT)
+        self.process.resume()
 
     def log_tail(self, lines: int = 30) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
-
-    def _signal(self, signum: signal.Signals) -> None:
-        if self.running:
-            assert self._process is not None
-            os.kill(self._process.pid, signum)
+        return self.process.log_tail(lines)
 
 
 class ZooKeeperEnsemble:

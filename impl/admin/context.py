@@ -1,0 +1,33 @@
+"""What the admin handlers reach: the broker's parts, behind one typed application key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from impl.metadata.store import MetadataStore
+from impl.ownership.namespace_service import NamespaceService
+from impl.ownership.topic_name import TopicName
+from impl.resources import PulsarResources
+
+
+@dataclass
+class AdminContext:
+    cluster: str
+    store: MetadataStore
+    resources: PulsarResources
+    namespaces: NamespaceService
+    healthy: Callable[[], str | None]
+    """None when the broker can serve; otherwise why not (the health check's answer)."""
+    client_stats: Callable[[TopicName], dict[str, Any]] = lambda _topic: {}
+    """The front end's part of a topic's stats (publishers, consumers, rates)."""
+
+
+CONTEXT: web.AppKey[AdminContext] = web.AppKey("starquake.admin.context", AdminContext)
+
+
+def context(request: web.Request) -> AdminContext:
+    return request.app[CONTEXT]

@@ -1,0 +1,115 @@
+"""Named, switchable bugs ("mutants") of the reference implementation.
+
+Each mutant is a classic mistake one of the source documents warns about. All are off by
+default; a scenario or a test switches one on to prove that a checker (or a test) notices
+the harm it does. The catalogue lives here so that a typo in a scenario is an error, not a
+silently correct run; the code a mutant breaks asks `mutants.on(NAME)` where it breaks.
+docs/mutants.md is the reader's version of this table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    component: str
+    violates: str
+    """The document and section whose warning the mutant ignores."""
+    harm: str
+    """What a checker or test should observe when it is on."""
+
+
+CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
+    # --- broker core (issue 4) ---------------------------------------------------------
+    Mutant("no-fencing", "managed ledger",
+           "PIP-57 (001) and the ownership model: a new owner must fence the previous "
+           "owner's ledger before writing",
+           "a paused old owner acknowledges writes after the takeover: forked positions"),
+    Mutant("reown-without-owner-check", "ownership",
+           "PIP-57 (001): check that the ephemeral owner is the current session, else wait "
+           "for the znode's deletion",
+           "two brokers serve one bundle after a session expiry"),
+    Mutant("ack-before-durable", "bookie",
+           "ledger store contract: an entry id is returned only once the entry is fsynced",
+           "acknowledged messages lost when a bookie is killed"),
+    # --- scalable topics (issue 5) -----------------------------------------------------
+    Mutant("metadata-before-children", "scalable topic controller",
+           "PIP-468 split/merge protocol: children and their cursors exist before the "
+           "metadata CAS (step 4 after step 2)",
+           "producers write to children with no cursor: lost messages"),
+    Mutant("skip-terminate", "scalable topic controller",
+           "PIP-468 split/merge step 3: terminate the parents before the CAS",
+           "a parent keeps taking writes after a child did: dual writes"),
+    Mutant("child-cursor-at-latest", "scalable topic controller",
+           "PIP-468 split/merge step 2: children's cursors start at Earliest",
+           "messages written to a child before the consumer attaches are lost"),
+    Mutant("merge-one-parent-subscriptions", "scalable topic controller",
+           "PIP-468 merge step 1: the union of both parents' subscriptions",
+           "a subscription of the other parent misses the merged segment: lost messages"),
+    Mutant("no-grace-period", "subscription coordinator",
+           "PIP-468 consumer session lifecycle: a disconnected consumer keeps its "
+           "assignment for the grace period",
+           "assignments churn on every reconnect or controller failover"),
+    Mutant("children-before-parent-drained", "subscription coordinator",
+           "PIP-460/PIP-468 ordering: a stream subscription gets a child only once every "
+           "parent is drained",
+           "a key's messages delivered out of order across a split"),
+    # --- geo-replication and PIP-33 (issue 7) ------------------------------------------
+    Mutant("partial-snapshot", "replicated subscriptions",
+           "PIP-33 (004): a snapshot completes only with a response from every cluster",
+           "failover moves a subscription past messages not yet replicated: lost"),
+    Mutant("single-round", "replicated subscriptions",
+           "PIP-33 (004): with more than two clusters the snapshot takes two rounds",
+           "failover between three clusters loses messages"),
+    Mutant("snapshot-while-disconnected", "replicated subscriptions",
+           "PIP-33 (004) limitations: no snapshot while a replicator is disconnected",
+           "snapshots that cover unreplicated messages: lost after failover"),
+    Mutant("update-past-mark-delete", "replicated subscriptions",
+           "PIP-33 (004) / 002: only a snapshot at or before the mark-delete position may "
+           "drive an update",
+           "the remote subscription moves past unacknowledged messages: lost"),
+    Mutant("update-creates-at-latest", "replicated subscriptions",
+           "002: a subscription created by an update marker starts where the snapshot says",
+           "messages between the snapshot and creation are lost in the remote cluster"),
+)}
+
+
+class UnknownMutant(ValueError):
+    def __init__(self, name: str) -> None:
+        known = ", ".join(sorted(CATALOGUE))
+        super().__init__(f"unknown mutant {name!r}; known mutants: {known}")
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Mutants:
+    """The set switched on in one process. Asking for a name outside the catalogue is a
+    programming error and raises, so a misspelt switch can never read as 'off'."""
+
+    enabled: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        for name in self.enabled:
+            if name not in CATALOGUE:
+                raise UnknownMutant(name)
+
+    @classmethod
+    def of(cls, names: Iterable[str]) -> Mutants:
+        return cls(frozenset(n.strip() for n in names if n.strip()))
+
+    @classmethod
+    def parse(cls, text: str) -> Mutants:
+        """From the `--mutants a,b` spelling every node's command line uses."""
+        return cls.of(text.split(","))
+
+    def on(self, name: str) -> bool:
+        if name not in CATALOGUE:
+            raise UnknownMutant(name)
+        return name in self.enabled
+
+
+NONE = Mutants()

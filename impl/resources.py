@@ -1,0 +1,267 @@
+"""Clusters, tenants and namespaces as metadata: what the admin API writes and every broker
+reads (Pulsar's `PulsarResources`).
+
+The JSON shapes are Pulsar's (`ClusterData`, `TenantInfo`, namespace `Policies` with
+`replication_clusters` and `bundles`), so a Pulsar admin client reads them unchanged. All
+calls block on ZooKeeper; asyncio callers run them in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from impl.metadata import paths
+from impl.metadata.errors import AlreadyExists, NotEmpty, NotFound
+from impl.metadata.store import MetadataStore
+from impl.ownership.bundles import DEFAULT_NUM_BUNDLES, NamespaceBundles, even_boundaries
+from impl.ownership.topic_name import NamespaceName, TopicName
+
+
+class ResourceError(Exception):
+    """Base of the errors the admin API turns into HTTP statuses."""
+
+
+class ResourceNotFound(ResourceError):
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f"{kind} {name} does not exist")
+        self.kind, self.name = kind, name
+
+
+class ResourceExists(ResourceError):
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f"{kind} {name} already exists")
+        self.kind, self.name = kind, name
+
+
+class ResourceInUse(ResourceError):
+    """A delete of something that still holds things (a tenant with namespaces...)."""
+
+
+class InvalidResource(ResourceError):
+    """A request body or reference that cannot be accepted (unknown cluster, bad bundles)."""
+
+
+def _dump(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, sort_keys=True).encode()
+
+
+def _load(data: bytes) -> dict[str, Any]:
+    loaded = json.loads(data or b"{}")
+    return loaded if isinstance(loaded, dict) else {}
+
+
+@dataclass(frozen=True)
+class ClusterData:
+    service_url: str = ""
+    broker_service_url: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"serviceUrl": self.service_url, "brokerServiceUrl": self.broker_service_url}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> ClusterData:
+        return cls(str(value.get("serviceUrl", "")), str(value.get("brokerServiceUrl", "")))
+
+
+@dataclass(frozen=True)
+class TenantInfo:
+    admin_roles: tuple[str, ...] = ()
+    allowed_clusters: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"adminRoles": list(self.admin_roles), "allowedClusters": list(self.allowed_clusters)}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> TenantInfo:
+        return cls(tuple(value.get("adminRoles") or ()), tuple(value.get("allowedClusters") or ()))
+
+
+@dataclass(frozen=True)
+class NamespacePolicies:
+    replication_clusters: tuple[str, ...] = ()
+    bundle_boundaries: tuple[int, ...] = field(
+        default_factory=lambda: tuple(even_boundaries(DEFAULT_NUM_BUNDLES))
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "replication_clusters": list(self.replication_clusters),
+            "bundles": {
+                "boundaries": [f"0x{b:08x}" for b in self.bundle_boundaries],
+                "numBundles": len(self.bundle_boundaries) - 1,
+            },
+        }
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> NamespacePolicies:
+        """Pulsar's `Policies` body; `bundles` may give `boundaries` or only `numBundles`."""
+        bundles = value.get("bundles") or {}
+        try:
+            if bundles.get("boundaries"):
+                boundaries = tuple(int(str(b), 16) for b in bundles["boundaries"])
+            else:
+                boundaries = tuple(even_boundaries(int(bundles.get("numBundles",
+                                                                   DEFAULT_NUM_BUNDLES))))
+        except (TypeError, ValueError) as exc:
+            raise InvalidResource(f"invalid bundles in namespace policies: {exc}") from None
+        return cls(tuple(value.get("replication_clusters") or ()), boundaries)
+
+
+class PulsarResources:
+    """Reads and writes of cluster, tenant and namespace metadata, with Pulsar's rules
+    (a namespace needs its tenant, a tenant with namespaces cannot be deleted)."""
+
+    def __init__(self, store: MetadataStore) -> None:
+        self.store = store
+
+    # --- clusters ---------------------------------------------------------------------
+
+    def clusters(self) -> list[str]:
+        return self._children(paths.CLUSTERS)
+
+    def cluster(self, name: str) -> ClusterData:
+        return ClusterData.from_json(self._read("cluster", name, paths.cluster(name)))
+
+    def create_cluster(self, name: str, data: ClusterData) -> None:
+        self._create("cluster", name, paths.cluster(name), data.to_json())
+
+    def update_cluster(self, name: str, data: ClusterData) -> None:
+        self._write("cluster", name, paths.cluster(name), data.to_json())
+
+    def delete_cluster(self, name: str) -> None:
+        self._delete("cluster", name, paths.cluster(name))
+
+    # --- tenants ----------------------------------------------------------------------
+
+    def tenants(self) -> list[str]:
+        return self._children(paths.POLICIES)
+
+    def tenant(self, name: str) -> TenantInfo:
+        return TenantInfo.from_json(self._read("tenant", name, paths.tenant_policies(name)))
+
+    def create_tenant(self, name: str, info: TenantInfo) -> None:
+        self._check_clusters(info.allowed_clusters)
+        self._create("tenant", name, paths.tenant_policies(name), info.to_json())
+
+    def update_tenant(self, name: str, info: TenantInfo) -> None:
+        self._check_clusters(info.allowed_clusters)
+        self._write("tenant", name, paths.tenant_policies(name), info.to_json())
+
+    def delete_tenant(self, name: str) -> None:
+        self._delete("tenant", name, paths.tenant_policies(name))
+
+    # --- namespaces -------------------------------------------------------------------
+
+    def namespaces(self, tenant: str) -> list[str]:
+        self.tenant(tenant)
+        return [f"{tenant}/{ns}" for ns in self._children(paths.tenant_policies(tenant))]
+
+    def policies(self, namespace: NamespaceName) -> NamespacePolicies:
+        path = paths.namespace_policies(namespace.tenant, namespace.namespace)
+        return NamespacePolicies.from_json(self._read("namespace", str(namespace), path))
+
+    def bundles(self, namespace: NamespaceName) -> NamespaceBundles:
+        """The namespace's bundles; `ResourceNotFound` when the namespace does not exist."""
+        boundaries = self.policies(namespace).bundle_boundaries
+        try:
+            return NamespaceBundles.from_boundaries(namespace, boundaries)
+        except ValueError as exc:
+            raise InvalidResource(str(exc)) from None
+
+    def create_namespace(self, namespace: NamespaceName, policies: NamespacePolicies) -> None:
+        self.tenant(namespace.tenant)
+        self._check_clusters(policies.replication_clusters)
+        NamespaceBundles.from_boundaries(namespace, policies.bundle_boundaries)
+        path = paths.namespace_policies(namespace.tenant, namespace.namespace)
+        self._create("namespace", str(namespace), path, policies.to_json())
+
+    def set_replication_clusters(self, namespace: NamespaceName, clusters: list[str]) -> None:
+        self._check_clusters(clusters)
+        path = paths.namespace_policies(namespace.tenant, namespace.namespace)
+
+        def replace(data: bytes) -> bytes:
+            value = _load(data)
+            value["replication_clusters"] = list(clusters)
+            return _dump(value)
+
+        try:
+            self.store.update(path, replace)
+        except NotFound:
+            raise ResourceNotFound("namespace", str(namespace)) from None
+
+    def delete_namespace(self, namespace: NamespaceName) -> None:
+        if self.topics(namespace):
+            raise ResourceInUse(f"namespace {namespace} still has topics")
+        path = paths.namespace_policies(namespace.tenant, namespace.namespace)
+        self._delete("namespace", str(namespace), path)
+
+    def topics(self, namespace: NamespaceName) -> list[str]:
+        """Full names of the namespace's persistent topics (those with a managed ledger)."""
+        parent = paths.namespace_managed_ledgers(namespace.tenant, namespace.namespace)
+        return [f"persistent://{namespace}/{name}" for name in self._children(parent)]
+
+    def topic_exists(self, topic: TopicName) -> bool:
+        """A persistent topic exists while its managed ledger's metadata does."""
+        return self.store.exists(paths.managed_ledger(topic.tenant, topic.namespace,
+                                                      topic.local_name))
+
+    # --- helpers ----------------------------------------------------------------------
+
+    def _check_clusters(self, clusters: tuple[str, ...] | list[str]) -> None:
+        known = set(self.clusters())
+        unknown = [c for c in clusters if c not in known]
+        if unknown:
+            raise InvalidResource(f"unknown cluster(s): {', '.join(unknown)}")
+
+    def _children(self, path: str) -> list[str]:
+        try:
+            return [paths.decode(c) for c in self.store.children(path)]
+        except NotFound:
+            return []
+
+    def _read(self, kind: str, name: str, path: str) -> dict[str, Any]:
+        try:
+            return _load(self.store.get(path).data)
+        except NotFound:
+            raise ResourceNotFound(kind, name) from None
+
+    def _create(self, kind: str, name: str, path: str, value: dict[str, Any]) -> None:
+        try:
+            self.store.create(path, _dump(value))
+        except AlreadyExists:
+            raise ResourceExists(kind, name) from None
+
+    def _write(self, kind: str, name: str, path: str, value: dict[str, Any]) -> None:
+        try:
+            self.store.set(path, _dump(value), -1)
+        except NotFound:
+            raise ResourceNotFound(kind, name) from None
+
+    def _delete(self, kind: str, name: str, path: str) -> None:
+        try:
+            self.store.delete(path)
+        except NotFound:
+            raise ResourceNotFound(kind, name) from None
+        except NotEmpty:
+            raise ResourceInUse(f"{kind} {name} is not empty") from None
+
+    def ensure_namespace(self, namespace: NamespaceName, cluster: str) -> None:
+        """Create the tenant and namespace if missing, allowed in and replicated to
+        `cluster` (how a cluster gets its `public/default`, as Pulsar's cluster
+        initialisation does). Safe to run from every broker at once."""
+        try:
+            self.create_tenant(namespace.tenant, TenantInfo(allowed_clusters=(cluster,)))
+        except ResourceExists:
+            pass
+        try:
+            self.create_namespace(namespace, NamespacePolicies(replication_clusters=(cluster,)))
+        except ResourceExists:
+            pass
+
+    def ensure_cluster(self, name: str, data: ClusterData) -> None:
+        try:
+            self.create_cluster(name, data)
+        except ResourceExists:
+            pass
