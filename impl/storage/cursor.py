@@ -1,0 +1,141 @@
+"""`ManagedCursor`: a subscription's durable position in a managed ledger.
+
+State: the mark-delete position (everything at or before it is acknowledged) and the
+individually acknowledged ranges above it. Every acknowledgement is persisted before the
+call returns, as one compare-and-set of the cursor's node; acknowledgements that arrive
+while a write is under way are folded into the next write, so a burst of acks costs a few
+ZooKeeper writes, not one each. The read position lives in memory only: after a reopen
+it starts again at the first unacknowledged entry (redelivery, as in Pulsar).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from impl.metadata.errors import VersionConflict
+from impl.storage.api import Entry, OwnershipLost, Position
+from impl.storage.ledger_info import CursorInfo, cursor_path
+from impl.storage.positions import AckRanges
+
+if TYPE_CHECKING:
+    from impl.storage.managed_ledger import ManagedLedgerImpl
+
+
+class ManagedCursorImpl:
+    def __init__(self, name: str, ledger: ManagedLedgerImpl, info: CursorInfo,
+                 version: int) -> None:
+        self.name = name
+        self._ledger = ledger
+        self._path = cursor_path(ledger.name, name)
+        self._mark_delete = info.mark_delete
+        self._acks = AckRanges(list(info.individually_deleted))
+        self._version = version
+        self._read_position = self._first_unacked(self._mark_delete)
+        self._rewinds = 0
+        self._changes = 0
+        self._persisted_changes = 0
+        self._persisting = asyncio.Lock()
+
+    @property
+    def mark_delete_position(self) -> Position:
+        return self._mark_delete
+
+    @property
+    def individually_deleted(self) -> list[tuple[Position, Position]]:
+        return list(self._acks.ranges)
+
+    @property
+    def read_position(self) -> Position:
+        return self._read_position
+
+    async def read_entries(self, max_entries: int) -> list[Entry]:
+        start = self._first_unacked(self._read_position)
+        positions = []
+        for position in self._ledger.sequence.positions_from(start):
+            if len(positions) >= max_entries:
+                break
+            if not self._acks.contains(position):
+                positions.append(position)
+        if not positions:
+            self._read_position = start
+            return []
+        rewinds = self._rewinds
+        entries = await self._ledger.read(positions)
+        if rewinds == self._rewinds:  # a rewind during the read stands
+            self._read_position = max(self._read_position,
+                                      self._ledger.sequence.next_position(positions[-1]))
+        return entries
+
+    def has_more(self) -> bool:
+        return self._ledger.sequence.exists(self._first_unacked(self._read_position))
+
+    async def wait_for_more(self) -> None:
+        """Return once an unacknowledged entry exists past the read position, or the
+        managed ledger is closed or terminated (then `has_more()` may still be False:
+        a terminated topic has no more to come)."""
+        while not self.has_more() and not self._ledger.closed and not self._ledger.terminated:
+            await self._ledger.wait_for_entries()
+
+    def rewind(self) -> None:
+        self._rewinds += 1
+        self._read_position = self._first_unacked(self._mark_delete)
+
+    async def read_positions(self, positions: list[Position]) -> list[Entry]:
+        sequence = self._ledger.sequence
+        wanted = [p for p in sorted(set(positions))
+                  if p > self._mark_delete and not self._acks.contains(p) and sequence.exists(p)]
+        return await self._ledger.read(wanted)
+
+    async def mark_delete(self, position: Position) -> None:
+        if position > self._mark_delete:
+            self._mark_delete = self._acks.advance(position, self._ledger.sequence)
+            self._after_ack()
+        await self._persist()
+
+    async def delete(self, positions: list[Position]) -> None:
+        for position in positions:
+            if position > self._mark_delete:
+                self._acks.add(position)
+        self._mark_delete = self._acks.advance(self._mark_delete, self._ledger.sequence)
+        self._after_ack()
+        await self._persist()
+
+    def backlog(self) -> int:
+        last = self._ledger.last_confirmed
+        if last is None or last <= self._mark_delete:
+            return 0
+        sequence = self._ledger.sequence
+        return sequence.count_between(self._mark_delete, last) - self._acks.count(sequence)
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _first_unacked(self, position: Position) -> Position:
+        """The first position at or after `position` (and after mark-delete) that is not
+        acknowledged; it may lie past the last entry."""
+        sequence = self._ledger.sequence
+        position = max(position, sequence.next_position(self._mark_delete))
+        position = sequence.next_position(Position(position.ledger_id, position.entry_id - 1))
+        while (acked := self._acks.range_holding(position)) is not None:
+            position = sequence.next_position(acked[1])
+        return position
+
+    def _after_ack(self) -> None:
+        self._changes += 1
+        self._read_position = self._first_unacked(self._read_position)
+
+    async def _persist(self) -> None:
+        wanted = self._changes
+        async with self._persisting:
+            if self._persisted_changes >= wanted:
+                return  # a write that started after our change already carried it
+            changes = self._changes
+            info = CursorInfo(self._mark_delete, tuple(self._acks.ranges))
+            ctx = self._ledger.context
+            try:
+                self._version = await ctx.blocking(ctx.store.set, self._path, info.to_json(),
+                                                   self._version)
+            except VersionConflict:
+                raise OwnershipLost(f"cursor {self.name} of {self._ledger.name} was written "
+                                    "by another owner") from None
+            self._persisted_changes = changes
