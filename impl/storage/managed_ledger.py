@@ -75,6 +75,7 @@ class ManagedLedgerImpl:
         self._writing = _WriteState(open_ledgers[-1]) if open_ledgers else None
         self._cursors: dict[str, ManagedCursorImpl] = {}
         self._metadata_lock = asyncio.Lock()
+        self._waiting_for_ledger = 0
         self._adds_in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -118,8 +119,10 @@ class ManagedLedgerImpl:
         for child in await self._ctx.blocking(self._ctx.store.children, self.path):
             name = paths.decode(child)
             try:
-                raw, version = await self._ctx.blocking(self._ctx.store.get,
-                                                        cursor_path(self.name, name))
+                # Rewritten unchanged: the new version makes a stale owner's next write to
+                # the cursor fail instead of silently moving it behind our back.
+                raw, version = await self._ctx.blocking(self._ctx.store.update,
+                                                        cursor_path(self.name, name), _same)
             except NotFound:
                 continue
             self._cursors[name] = ManagedCursorImpl(name, self, CursorInfo.from_json(raw),
@@ -316,16 +319,25 @@ class ManagedLedgerImpl:
             self._entries_added = None
 
     async def _writable_ledger(self) -> _WriteState:
+        """The ledger the next add goes to. Callers get their entry ids in call order:
+        while anyone waits for a rollover, later adds queue behind them."""
         writing = self._writing
-        if writing is not None and not writing.broken and (
-                writing.next_entry_id < self._ctx.config.max_entries_per_ledger):
+        if (writing is not None and not writing.broken and self._waiting_for_ledger == 0
+                and not self._metadata_lock.locked()
+                and writing.next_entry_id < self._ctx.config.max_entries_per_ledger):
             return writing
-        async with self._metadata_lock:
-            self._check_writable()
-            if self._writing is writing:
-                await self._roll_over()
-            assert self._writing is not None
-            return self._writing
+        self._waiting_for_ledger += 1
+        try:
+            async with self._metadata_lock:
+                self._check_writable()
+                if self._writing is None or self._writing is writing and (
+                        writing.broken or
+                        writing.next_entry_id >= self._ctx.config.max_entries_per_ledger):
+                    await self._roll_over()
+                assert self._writing is not None
+                return self._writing
+        finally:
+            self._waiting_for_ledger -= 1
 
     async def _roll_over(self) -> None:
         """Close the ledger being written and continue in a new one."""
@@ -341,23 +353,28 @@ class ManagedLedgerImpl:
         whose add failed is fenced first: the bookie, not our count, knows its last entry.
         Call with the metadata lock held and no add in flight."""
         writing = self._writing
-        if writing is None:
-            return self._info.ledgers
-        client = self._ctx.bookies.client(writing.info.bookies[0])
-        ledger_id = writing.info.ledger_id
-        try:
-            if writing.broken:
-                last = await client.fence(ledger_id)
-            else:
-                last = self.sequence.spans[-1].last_entry_id
-            await client.close_ledger(ledger_id, last)
-        except LedgerFenced as exc:
-            raise self._ownership_lost(f"ledger {ledger_id} was fenced by a newer owner") from exc
-        span = self.sequence.spans[-1]
-        span.last_entry_id, span.open = last, False
-        self._writing = None
-        return tuple(replace(ledger, last_entry_id=last) if ledger.ledger_id == ledger_id
-                     else ledger for ledger in self._info.ledgers)
+        if writing is not None:
+            client = self._ctx.bookies.client(writing.info.bookies[0])
+            ledger_id = writing.info.ledger_id
+            try:
+                if writing.broken:
+                    last = await client.fence(ledger_id)
+                else:
+                    last = self.sequence.spans[-1].last_entry_id
+                await client.close_ledger(ledger_id, last)
+            except LedgerFenced as exc:
+                raise self._ownership_lost(f"ledger {ledger_id} was fenced by a newer "
+                                           "owner") from exc
+            span = self.sequence.spans[-1]
+            span.last_entry_id, span.open = last, False
+            self._writing = None
+        # Closed here but perhaps not yet in the metadata (a rollover that failed after
+        # closing): the spans know.
+        closed = {span.ledger_id: span.last_entry_id for span in self.sequence.spans
+                  if not span.open}
+        return tuple(replace(ledger, last_entry_id=closed[ledger.ledger_id])
+                     if ledger.last_entry_id is None and ledger.ledger_id in closed else ledger
+                     for ledger in self._info.ledgers)
 
     async def _write_info(self, info: ManagedLedgerInfo) -> None:
         try:
@@ -386,3 +403,7 @@ async def _recover_ledger(ledger: LedgerInfo, ctx: StorageContext) -> int:
         log.warning("ledger %d is not on bookie %s; recovering it as empty", ledger.ledger_id,
                     ledger.bookies[0])
         return -1
+
+
+def _same(data: bytes) -> bytes:
+    return data

@@ -26,6 +26,7 @@ from impl.storage.factory import ManagedLedgerFactory
 class Bookie:
     node: BookieNode
     store: MetadataStore
+    data_dir: Path
 
     @property
     def address(self) -> str:
@@ -58,13 +59,14 @@ def start_bookie(tmp_path: Path, zk_connect_string: str,
     def start(mutants: str = "") -> Bookie:
         (port,) = free_ports(1, HOST)
         index = len(bookies)
+        data_dir = tmp_path / f"bookie-{index}"
         command = [sys.executable, "-m", "impl.bookie", "--port", str(port),
-                   "--data-dir", str(tmp_path / f"bookie-{index}"), "--zk", zk_connect_string,
+                   "--data-dir", str(data_dir), "--zk", zk_connect_string,
                    "--session-timeout-ms", "4000"]
         if mutants:
             command += ["--mutants", mutants]
         process = LocalProcess(f"bookie-{index}", command, tmp_path / f"bookie-{index}.log")
-        bookie = Bookie(BookieNode(index, port, process), store)
+        bookie = Bookie(BookieNode(index, port, process), store, data_dir)
         bookies.append(bookie)
         bookie.node.start()
         bookie.wait_serving()

@@ -3,12 +3,17 @@ owner fences the old one (and, with `no-fencing`, does not), termination is pers
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 import pytest
 
-from impl.storage.api import InitialPosition, OwnershipLost, Position, TopicTerminated
+from impl.metadata.store import MetadataStore
+from impl.storage.api import InitialPosition, OwnershipLost, TopicTerminated
+from impl.storage.bookie_client import BookieClient
+from impl.storage.errors import BookieUnavailable, NoSuchLedger
 from impl.storage.factory import ManagedLedgerFactory
+from impl.storage.ledger_info import managed_ledger_path
 from tests.storage.conftest import Bookie
 from tests.storage.running import run
 
@@ -112,5 +117,91 @@ def test_termination_is_persistent(start_bookie: Callable[..., Bookie],
         await cursor.wait_for_more()  # returns at once: nothing more will come
         await factory.close()
         await second.close()
+
+    run(scenario())
+
+
+def test_concurrent_adds_keep_call_order_across_rollovers(
+        start_bookie: Callable[..., Bookie], make_factory: Factories) -> None:
+    start_bookie()
+
+    async def scenario() -> None:
+        factory = make_factory(max_entries_per_ledger=4)
+        ledger = await factory.open(NAME)
+        positions = await asyncio.gather(*(ledger.add_entry(b"m%d" % i) for i in range(30)))
+        assert list(positions) == sorted(positions)
+        assert len(set(positions)) == 30
+        cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
+        assert [e.data for e in await cursor.read_entries(100)] == [b"m%d" % i
+                                                                    for i in range(30)]
+        await ledger.close()
+        await factory.close()
+
+    run(scenario())
+
+
+def test_a_restarted_bookie_gets_a_new_ledger_and_nothing_acknowledged_is_lost(
+        start_bookie: Callable[..., Bookie], make_factory: Factories) -> None:
+    bookie = start_bookie()
+
+    async def scenario() -> None:
+        factory = make_factory(bookie_request_timeout=5)
+        ledger = await factory.open(NAME)
+        before = await ledger.add_entry(b"before the crash")
+        bookie.kill()
+        with pytest.raises(BookieUnavailable):
+            await ledger.add_entry(b"while it is down")
+        await asyncio.get_running_loop().run_in_executor(None, bookie.restart)
+        after = await ledger.add_entry(b"after the restart")
+        assert after.ledger_id > before.ledger_id  # the broken ledger was replaced
+        cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
+        assert [e.data for e in await cursor.read_entries(10)] == [b"before the crash",
+                                                                   b"after the restart"]
+        await ledger.close()
+        await factory.close()
+
+    run(scenario())
+
+
+def test_a_stale_owner_cannot_move_a_cursor(start_bookie: Callable[..., Bookie],
+                                            make_factory: Factories) -> None:
+    start_bookie()
+
+    async def scenario() -> None:
+        old_factory, new_factory = make_factory(), make_factory()
+        old = await old_factory.open(NAME)
+        cursor = await old.open_cursor("sub", InitialPosition.EARLIEST)
+        first = await old.add_entry(b"m0")
+        second = await old.add_entry(b"m1")
+        new = await new_factory.open(NAME)
+        with pytest.raises(OwnershipLost):
+            await cursor.mark_delete(second)
+        new_cursor = new.cursors()["sub"]
+        await new_cursor.mark_delete(first)
+        assert new_cursor.backlog() == 1
+        await new.close()
+        for factory in (old_factory, new_factory):
+            await factory.close()
+
+    run(scenario())
+
+
+def test_deleting_removes_ledgers_and_metadata(start_bookie: Callable[..., Bookie],
+                                               make_factory: Factories,
+                                               zk_store: Callable[..., MetadataStore]) -> None:
+    bookie = start_bookie()
+
+    async def scenario() -> None:
+        factory = make_factory()
+        ledger = await factory.open(NAME)
+        await ledger.open_cursor("sub", InitialPosition.EARLIEST)
+        position = await ledger.add_entry(b"doomed")
+        await ledger.delete()
+        assert not zk_store().exists(managed_ledger_path(NAME))
+        client = BookieClient(bookie.address)
+        with pytest.raises(NoSuchLedger):
+            await client.read(position.ledger_id, 0, 0)
+        await client.close()
+        await factory.close()
 
     run(scenario())
