@@ -1,6 +1,6 @@
-"""Cursors against real bookies and ZooKeeper: acknowledgements persist across a reopen,
-reads skip what is acknowledged, consumers wake when entries arrive, and reads cross
-ledger boundaries."""
+"""Cursors against real bookies and ZooKeeper: acknowledgements persist across a new
+owner, reads skip what is acknowledged, consumers wake when entries arrive, and reads
+cross ledger boundaries."""
 
 from __future__ import annotations
 
@@ -12,100 +12,85 @@ import pytest
 from impl.storage.api import InitialPosition, Position
 from impl.storage.factory import ManagedLedgerFactory
 from tests.storage.conftest import Bookie
-from tests.storage.running import run
+from tests.storage.running import owner, run
 
 pytestmark = [pytest.mark.zk, pytest.mark.cluster]
 
 Factories = Callable[..., ManagedLedgerFactory]
+StartBookie = Callable[..., Bookie]
 NAME = "public/default/persistent/cursors"
 
 
-def test_acknowledgements_persist_across_a_new_owner(start_bookie: Callable[..., Bookie],
+def test_acknowledgements_persist_across_a_new_owner(start_bookie: StartBookie,
                                                      make_factory: Factories) -> None:
     start_bookie()
 
     async def scenario() -> None:
-        first = make_factory()
-        ledger = await first.open(NAME)
-        cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
-        p = [await ledger.add_entry(b"m%d" % i) for i in range(8)]
-        await cursor.mark_delete(p[1])
-        await cursor.delete([p[3], p[4], p[6]])
-        assert cursor.individually_deleted == [(Position(p[2].ledger_id, 2), p[4]),
-                                               (Position(p[5].ledger_id, 5), p[6])]
-        assert cursor.backlog() == 3
-        await ledger.close()
-        await first.close()
+        async with owner(make_factory, NAME) as ledger:
+            cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
+            p = [await ledger.add_entry(b"m%d" % i) for i in range(8)]
+            await cursor.mark_delete(p[1])
+            await cursor.delete([p[3], p[4], p[6]])
+        expected_ranges = [(Position(p[2].ledger_id, 2), p[4]), (Position(p[5].ledger_id, 5), p[6])]
+        assert cursor.individually_deleted == expected_ranges
 
-        second = make_factory()
-        reopened = await second.open(NAME)
-        cursor = reopened.cursors()["sub"]
-        assert cursor.mark_delete_position == p[1]
-        assert cursor.individually_deleted == [(Position(p[2].ledger_id, 2), p[4]),
-                                               (Position(p[5].ledger_id, 5), p[6])]
-        assert cursor.backlog() == 3
-        assert [e.data for e in await cursor.read_entries(10)] == [b"m2", b"m5", b"m7"]
-        await cursor.delete([p[2]])  # closes the gap: mark-delete moves over 3 and 4
-        assert cursor.mark_delete_position == p[4]
-        assert cursor.individually_deleted == [(Position(p[5].ledger_id, 5), p[6])]
-        await reopened.delete_cursor("sub")
-        assert "sub" not in reopened.cursors()
-        await reopened.close()
-        await second.close()
+        async with owner(make_factory, NAME) as reopened:
+            cursor = reopened.cursors()["sub"]
+            assert cursor.mark_delete_position == p[1]
+            assert cursor.individually_deleted == expected_ranges
+            assert cursor.backlog() == 3
+            assert [e.data for e in await cursor.read_entries(10)] == [b"m2", b"m5", b"m7"]
+            await cursor.delete([p[2]])  # closes the gap: mark-delete moves over 3 and 4
+            assert cursor.mark_delete_position == p[4]
+            assert cursor.individually_deleted == expected_ranges[1:]
+            await reopened.delete_cursor("sub")
+            assert "sub" not in reopened.cursors()
 
-        third = make_factory()
-        assert (await third.open(NAME)).cursors() == {}
-        await third.close()
+        async with owner(make_factory, NAME) as third:
+            assert third.cursors() == {}
 
     run(scenario())
 
 
-def test_latest_cursor_waits_and_rewinds(start_bookie: Callable[..., Bookie],
+def test_latest_cursor_waits_and_rewinds(start_bookie: StartBookie,
                                          make_factory: Factories) -> None:
     start_bookie()
 
     async def scenario() -> None:
-        factory = make_factory()
-        ledger = await factory.open(NAME)
-        await ledger.add_entry(b"before the subscription")
-        cursor = await ledger.open_cursor("sub", InitialPosition.LATEST)
-        assert not cursor.has_more()
-        waiting = asyncio.create_task(cursor.wait_for_more())
-        await asyncio.sleep(0.05)
-        assert not waiting.done()
-        position = await ledger.add_entry(b"after")
-        await asyncio.wait_for(waiting, 5)
-        assert [e.data for e in await cursor.read_entries(10)] == [b"after"]
-        assert await cursor.read_entries(10) == []
-        cursor.rewind()
-        assert [e.data for e in await cursor.read_positions([position])] == [b"after"]
-        assert [e.data for e in await cursor.read_entries(10)] == [b"after"]
-        await cursor.mark_delete(position)
-        assert cursor.backlog() == 0 and await cursor.read_positions([position]) == []
-        await ledger.close()
-        await factory.close()
+        async with owner(make_factory, NAME) as ledger:
+            await ledger.add_entry(b"before the subscription")
+            cursor = await ledger.open_cursor("sub", InitialPosition.LATEST)
+            assert not cursor.has_more()
+            waiting = asyncio.create_task(cursor.wait_for_more())
+            await asyncio.sleep(0.05)
+            assert not waiting.done()
+            position = await ledger.add_entry(b"after")
+            await asyncio.wait_for(waiting, 5)
+            assert [e.data for e in await cursor.read_entries(10)] == [b"after"]
+            assert await cursor.read_entries(10) == []
+            cursor.rewind()
+            assert [e.data for e in await cursor.read_positions([position])] == [b"after"]
+            assert [e.data for e in await cursor.read_entries(10)] == [b"after"]
+            await cursor.mark_delete(position)
+            assert cursor.backlog() == 0 and await cursor.read_positions([position]) == []
 
     run(scenario())
 
 
-def test_reads_cross_ledgers_as_they_roll_over(start_bookie: Callable[..., Bookie],
+def test_reads_cross_ledgers_as_they_roll_over(start_bookie: StartBookie,
                                                make_factory: Factories) -> None:
     start_bookie()
     start_bookie()  # new ledgers spread over both
 
     async def scenario() -> None:
-        factory = make_factory(max_entries_per_ledger=3)
-        ledger = await factory.open(NAME)
-        cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
-        positions = [await ledger.add_entry(b"m%d" % i) for i in range(10)]
-        assert len({p.ledger_id for p in positions}) == 4
-        assert positions == sorted(positions)
-        read = [e.data for e in await cursor.read_entries(4)]
-        read += [e.data for e in await cursor.read_entries(100)]
-        assert read == [b"m%d" % i for i in range(10)]
-        await cursor.mark_delete(positions[-1])
-        assert cursor.backlog() == 0 and not cursor.has_more()
-        await ledger.close()
-        await factory.close()
+        async with owner(make_factory, NAME, max_entries_per_ledger=3) as ledger:
+            cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
+            positions = [await ledger.add_entry(b"m%d" % i) for i in range(10)]
+            assert len({p.ledger_id for p in positions}) == 4
+            read = [e.data for e in await cursor.read_entries(4)]
+            read += [e.data for e in await cursor.read_entries(100)]
+            assert read == [b"m%d" % i for i in range(10)]
+            await cursor.mark_delete(positions[-1])
+            assert cursor.backlog() == 0 and not cursor.has_more()
 
     run(scenario())
