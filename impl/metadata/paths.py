@@ -72,6 +72,12 @@ def scalable_topic_controller(tenant: str, namespace: str, topic: str) -> str:
     return f"{scalable_topic(tenant, namespace, topic)}/controller"
 
 
+def scalable_topic_pending_change(tenant: str, namespace: str, topic: str) -> str:
+    """The split or merge the controller leader has started and not finished: a new leader
+    rolls it forward (starquake's addition to PIP-468's paths; see docs/scalable-topics.md)."""
+    return f"{scalable_topic(tenant, namespace, topic)}/pending-change"
+
+
 def scalable_topic_subscriptions(tenant: str, namespace: str, topic: str) -> str:
     """Parent of the topic's subscriptions; children are encoded subscription names."""
     return f"{scalable_topic(tenant, namespace, topic)}/subscriptions"

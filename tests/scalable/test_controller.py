@@ -1,0 +1,192 @@
+"""The controller against a real ZooKeeper: PIP-468's split and merge steps in order, their
+mutants observed, CAS conflicts retried, non-leaders refusing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from impl.metadata.errors import NotFound
+from impl.mutants import NONE, Mutants
+from impl.scalable.errors import NotLeader, SegmentNotActive
+from impl.scalable.layout import SegmentLayout
+from tests.fixtures.recording import Recorder
+from tests.scalable.conftest import TOPIC, ScalableTopicDeployment
+from tests.scalable.doubles import PushRecorder
+from tests.scalable.znode_segments import Call
+
+pytestmark = pytest.mark.zk
+
+Deploy = Callable[[int], ScalableTopicDeployment]
+BROKER_A = "pulsar://127.0.0.1:6650"
+BROKER_B = "pulsar://127.0.0.1:6651"
+
+
+def _split_anomalies(segments_calls: list[Call], deployment: ScalableTopicDeployment,
+                     parent: int, layout: SegmentLayout) -> set[str]:
+    """What a producer or consumer would suffer from how the split was carried out."""
+    found = set()
+    children = layout.segment(parent).child_ids
+    child_topics = {TOPIC.segment_topic(layout.segment(c)) for c in children}
+    if any(c.operation == "create" and c.topic in child_topics and c.layout_epoch == layout.epoch
+           for c in segments_calls):
+        found.add("child visible before its cursors")  # producers write, nobody reads
+    if not deployment.segments.state(deployment.segment_topic(parent))["terminated"]:
+        found.add("parent writable after the layout moved on")  # dual writes
+    for topic in child_topics:
+        positions = {c["initialPosition"]
+                     for c in deployment.segments.state(topic)["cursors"].values()}
+        if positions != {"EARLIEST"}:
+            found.add("child cursor not at Earliest")  # early child messages skipped
+    return found
+
+
+@pytest.mark.parametrize("mutant, anomaly", [
+    (None, None),
+    ("metadata-before-children", "child visible before its cursors"),
+    ("skip-terminate", "parent writable after the layout moved on"),
+    ("child-cursor-at-latest", "child cursor not at Earliest"),
+])
+def test_split_follows_the_five_steps_in_order(deploy: Deploy, mutant: str | None,
+                                               anomaly: str | None) -> None:
+    deployment = deploy(2)
+    controller = deployment.controller(BROKER_A,
+                                       mutants=Mutants.of([mutant]) if mutant else NONE)
+    controller.create_subscription("sub-a")
+    controller.create_subscription("sub-b")
+    layouts: Recorder[SegmentLayout] = Recorder()
+    controller.add_layout_listener(layouts)
+    deployment.segments.clear()
+    parent = deployment.segment_topic(0)
+
+    layout = controller.split_segment(0)
+
+    calls = deployment.segments.calls
+    children = [TOPIC.segment_topic(layout.segment(c)) for c in (2, 3)]
+    assert layout.segment(0).child_ids == (2, 3) and layout.epoch == 1
+    assert deployment.resources.read_layout().layout == layout
+    assert layouts.values == [layout]  # step 5
+    assert deployment.resources.read_pending_change() is None
+    for child in children:
+        assert set(deployment.segments.state(child)["cursors"]) == {"sub-a", "sub-b"}
+    assert _split_anomalies(calls, deployment, 0, layout) == ({anomaly} if anomaly else set())
+    if mutant is None:
+        assert [(c.operation, c.topic, c.layout_epoch) for c in calls] == [
+            ("subscriptions", parent, 0),   # 1. discover
+            ("create", children[0], 0),     # 2. children with cursors
+            ("create", children[1], 0),
+            ("terminate", parent, 0),       # 3. terminate the parent
+        ]                                   # 4. CAS: epoch 1 is what the next reader sees
+
+
+@pytest.mark.parametrize("mutant", [None, "merge-one-parent-subscriptions"])
+def test_merge_creates_the_union_of_both_parents_subscriptions(deploy: Deploy,
+                                                               mutant: str | None) -> None:
+    deployment = deploy(2)
+    controller = deployment.controller(BROKER_A,
+                                       mutants=Mutants.of([mutant]) if mutant else NONE)
+    first, second = deployment.segment_topic(0), deployment.segment_topic(1)
+    deployment.segments.create(first, ["only-first"])
+    deployment.segments.create(second, ["only-second"])
+    deployment.segments.clear()
+
+    layout = controller.merge_segments(0, 1)
+
+    merged = TOPIC.segment_topic(layout.segment(2))
+    assert layout.segment(2).parent_ids == (0, 1) and layout.epoch == 1
+    assert [(c.operation, c.topic) for c in deployment.segments.calls] == [
+        ("subscriptions", first), ("subscriptions", second)][:2 if mutant is None else 1] + [
+        ("create", merged), ("terminate", first), ("terminate", second)]
+    cursors = set(deployment.segments.state(merged)["cursors"])
+    if mutant is None:
+        assert cursors == {"only-first", "only-second"}
+    else:
+        assert "only-second" not in cursors, "the mutant loses the second parent's readers"
+
+
+def test_a_cas_conflict_is_retried_against_the_re_read_layout(deploy: Deploy) -> None:
+    deployment = deploy(2)
+    controller = deployment.controller(BROKER_A)
+
+    def another_writer(call: Call) -> None:
+        if call.operation == "terminate" and not deployment.segments.calls_of("terminate")[1:]:
+            current = deployment.resources.read_layout()
+            deployment.resources.replace_layout(
+                current.layout.with_properties({"owner": "ops"}), current.version)
+
+    deployment.segments.before = another_writer
+
+    layout = controller.split_segment(1)
+
+    stored = deployment.resources.read_layout().layout
+    assert stored == layout and stored.epoch == 1
+    assert dict(stored.properties) == {"owner": "ops"}, "the other writer's change survives"
+    assert len(deployment.segments.calls_of("terminate")) == 2, "the steps ran again"
+
+
+def test_a_non_leader_refuses_mutations_naming_the_leader(deploy: Deploy) -> None:
+    deployment = deploy(2)
+    leader = deployment.controller(BROKER_A)
+    follower = deployment.controller(BROKER_B)
+
+    with pytest.raises(NotLeader, match=f"the leader is {BROKER_A}") as refused:
+        follower.split_segment(0)
+    assert refused.value.leader_url == BROKER_A
+    with pytest.raises(NotLeader):
+        follower.register_consumer("sub", "c-1", 1, PushRecorder())
+    assert follower.get_layout() == leader.get_layout()
+    assert leader.is_leader and not follower.is_leader
+    assert deployment.segments.calls_of("terminate") == []
+
+
+def test_invalid_requests_change_nothing(deploy: Deploy) -> None:
+    deployment = deploy(2)
+    controller = deployment.controller(BROKER_A)
+    controller.split_segment(0)
+    deployment.segments.clear()
+
+    with pytest.raises(SegmentNotActive, match="segment 0 is SEALED"):
+        controller.split_segment(0)
+
+    assert deployment.segments.calls == []
+    assert deployment.resources.read_layout().layout.epoch == 1
+
+
+def test_consumer_registrations_are_persisted_at_the_documents_path(deploy: Deploy) -> None:
+    deployment = deploy(4)
+    controller = deployment.controller(BROKER_A)
+    pushes = PushRecorder()
+
+    assignment = controller.register_consumer("billing", "c-1", 7, pushes)
+
+    assert assignment.segment_ids == (0, 1, 2, 3)
+    stored = deployment.resources.registrations("billing")
+    assert [(r.consumer_name, r.consumer_id, r.assignment) for r in stored] == [
+        ("c-1", 7, assignment)]
+    data = deployment.observer.get(
+        "/topics/acme/orders/payments/subscriptions/billing/consumers/c-1").data
+    assert b'"assignedSegments"' in data and b'"underlyingTopicName"' in data
+    assert controller.unregister_consumer("billing", "c-1")
+    with pytest.raises(NotFound):
+        deployment.observer.get(
+            "/topics/acme/orders/payments/subscriptions/billing/consumers/c-1")
+
+
+def test_a_stream_subscription_gets_children_once_the_parent_drained(deploy: Deploy) -> None:
+    deployment = deploy(1)
+    controller = deployment.controller(BROKER_A)
+    controller.create_subscription("ordered")
+    pushes = PushRecorder()
+    controller.register_consumer("ordered", "c-1", 1, pushes)
+    parent = deployment.segment_topic(0)
+
+    controller.split_segment(0)
+    assert controller.drain_status("ordered").withheld == (1, 2)
+    assert controller.assignments("ordered")["c-1"].segment_ids == (0,)
+
+    deployment.segments.mark_drained(parent, "ordered")
+    controller.drain_changed("ordered")
+
+    assert controller.assignments("ordered")["c-1"].segment_ids == (1, 2)
+    assert [a.segment_ids for a in pushes.values] == [(1, 2)]
