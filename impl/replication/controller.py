@@ -115,7 +115,8 @@ class ReplicatedSubscriptionsController:
 
     async def receive_marker(self, position: Position, entry: bytes) -> None:
         """An entry stored here at `position`. Acts on markers replication brought from
-        another cluster; passes over everything else (our own markers included)."""
+        another cluster; passes over everything else (our own markers included). Raises
+        `MalformedMarker` for a marker that cannot be read: log it and go on."""
         metadata, payload = split_entry(entry)
         source = metadata.replicated_from
         if not source or source == self.local_cluster:
