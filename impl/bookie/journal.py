@@ -69,6 +69,7 @@ class Journal:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._wake: asyncio.Event | None = None
         self._syncer: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
 
     @classmethod
     def replay(cls, path: Path, apply: Callable[[Record], None],
@@ -114,6 +115,8 @@ class Journal:
         target = self.end if end is None else end
         if target <= self._durable:
             return
+        if self._failure is not None:
+            raise self._failure
         if self._syncer is None:
             self._wake = asyncio.Event()
             self._syncer = asyncio.create_task(self._sync_loop(), name="journal-syncer")
@@ -136,6 +139,7 @@ class Journal:
                 try:
                     await loop.run_in_executor(None, self._write_and_sync, base, batch)
                 except BaseException as exc:  # a bookie that cannot fsync must stop
+                    self._failure = exc
                     self._fail_waiters(exc)
                     self._on_fatal(exc)
                     return
@@ -168,11 +172,15 @@ class Journal:
         self._waiters = []
 
     async def close(self) -> None:
-        """Make everything appended durable, then release the file."""
-        await self.wait_durable()
-        if self._syncer is not None:
-            self._syncer.cancel()
-        os.close(self._fd)
+        """Make everything appended durable (unless writing failed), then release the
+        file."""
+        try:
+            if self._failure is None:
+                await self.wait_durable()
+        finally:
+            if self._syncer is not None:
+                self._syncer.cancel()
+            os.close(self._fd)
 
 
 def _scan(path: Path, apply: Callable[[Record], None]) -> int:

@@ -129,7 +129,8 @@ class BookieClient:
                 _, request_id, status = protocol.RESPONSE_HEADER.unpack_from(payload)
                 future = self._pending.get(request_id)
                 if future is not None and not future.done():
-                    future.set_result((Status(status),
+                    known = status in Status._value2member_map_
+                    future.set_result((Status(status) if known else Status.INTERNAL,
                                        payload[protocol.RESPONSE_HEADER.size :]))
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
             reason = f"connection lost: {exc!r}"
