@@ -1,7 +1,7 @@
 """The storage entry point of a broker: one `ManagedLedgerFactory` per broker process.
 
-    factory = ManagedLedgerFactory(store, mutants=mutants)
-    ledger = await factory.open(persistent_topic_ledger_name("public", "default", "t"))
+    factory = ManagedLedgerFactory(store, mutants)
+    ledger = await factory.open_ledger(TopicName.parse("persistent://public/default/t"))
     ...
     await factory.close()
 
@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from impl.metadata.store import MetadataStore
 from impl.mutants import NONE, Mutants
+from impl.ownership.topic_name import TopicName
 from impl.storage.api import ManagedLedger
 from impl.storage.bookie_client import BookiePool
 from impl.storage.context import ManagedLedgerConfig, StorageContext
@@ -23,7 +24,7 @@ from impl.storage.managed_ledger import ManagedLedgerImpl
 
 
 class ManagedLedgerFactory:
-    def __init__(self, store: MetadataStore, *, mutants: Mutants = NONE,
+    def __init__(self, store: MetadataStore, mutants: Mutants = NONE, *,
                  config: ManagedLedgerConfig = ManagedLedgerConfig(),
                  executor: ThreadPoolExecutor | None = None) -> None:
         self._own_executor = executor is None
@@ -41,8 +42,18 @@ class ManagedLedgerFactory:
         `Unavailable` when ZooKeeper cannot."""
         return await ManagedLedgerImpl.open(name, self._ctx)
 
+    async def open_ledger(self, topic: TopicName) -> ManagedLedger:
+        """`open` under the topic's managed ledger name (the namespace service's
+        `LedgerOpener`)."""
+        return await self.open(managed_ledger_name(topic))
+
     async def close(self) -> None:
         """Close the bookie connections (close the ledgers first)."""
         await self._ctx.bookies.close()
         if self._own_executor:
             self._executor.shutdown(wait=False)
+
+
+def managed_ledger_name(topic: TopicName) -> str:
+    """Pulsar's managed ledger name of a topic: `tenant/namespace/persistent/local-name`."""
+    return f"{topic.tenant}/{topic.namespace}/{topic.domain}/{topic.local_name}"

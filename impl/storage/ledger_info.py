@@ -30,11 +30,6 @@ def cursor_path(ledger_name: str, cursor: str) -> str:
     return f"{managed_ledger_path(ledger_name)}/{paths.encode(cursor, 'cursor')}"
 
 
-def persistent_topic_ledger_name(tenant: str, namespace: str, local_name: str) -> str:
-    """Pulsar's managed ledger name of `persistent://tenant/namespace/local_name`."""
-    return f"{tenant}/{namespace}/persistent/{local_name}"
-
-
 @dataclass(frozen=True)
 class LedgerInfo:
     ledger_id: int

@@ -83,7 +83,7 @@ def make_factory(zk_store: Callable[..., MetadataStore]) -> Callable[..., Manage
     per simulated broker). Use it inside the test's event loop and close it there."""
 
     def make(mutants: str = "", **config: Any) -> ManagedLedgerFactory:
-        return ManagedLedgerFactory(zk_store(), mutants=Mutants.parse(mutants),
+        return ManagedLedgerFactory(zk_store(), Mutants.parse(mutants),
                                     config=ManagedLedgerConfig(**config))
 
     return make
