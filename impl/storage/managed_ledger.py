@@ -101,12 +101,13 @@ class ManagedLedgerImpl:
         if ledgers and ledgers[-1].last_entry_id is None:
             ledgers[-1] = replace(ledgers[-1],
                                   last_entry_id=await _recover_ledger(ledgers[-1], ctx))
-        if not info.terminated:
-            ledgers.append(await ctx.create_ledger())
-        info = replace(info, ledgers=tuple(ledgers))
+        new = None if info.terminated else await ctx.create_ledger()
+        info = replace(info, ledgers=(*ledgers, *([new] if new else [])))
         try:
             version = await ctx.blocking(ctx.store.set, path, info.to_json(), version)
         except VersionConflict:
+            if new is not None:
+                await _discard(new, ctx)
             raise OwnershipLost(f"{name}: another owner opened the managed ledger while we "
                                 "did") from None
         ledger = cls(name, ctx, info, version)
@@ -344,7 +345,11 @@ class ManagedLedgerImpl:
         await self._idle.wait()
         ledgers = list(await self._closed_ledger_list())
         new = await self._ctx.create_ledger()
-        await self._write_info(replace(self._info, ledgers=(*ledgers, new)))
+        try:
+            await self._write_info(replace(self._info, ledgers=(*ledgers, new)))
+        except OwnershipLost:
+            await _discard(new, self._ctx)
+            raise
         self.sequence.spans.append(LedgerSpan(new.ledger_id, -1, open=True))
         self._writing = _WriteState(new)
 
@@ -403,6 +408,15 @@ async def _recover_ledger(ledger: LedgerInfo, ctx: StorageContext) -> int:
         log.warning("ledger %d is not on bookie %s; recovering it as empty", ledger.ledger_id,
                     ledger.bookies[0])
         return -1
+
+
+async def _discard(ledger: LedgerInfo, ctx: StorageContext) -> None:
+    """Delete a ledger we created but never got into the metadata (best effort: an
+    orphan only wastes space)."""
+    try:
+        await ctx.bookies.client(ledger.bookies[0]).delete(ledger.ledger_id)
+    except BookieError as exc:
+        log.warning("could not delete unused ledger %d: %s", ledger.ledger_id, exc)
 
 
 def _same(data: bytes) -> bytes:

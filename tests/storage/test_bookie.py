@@ -144,6 +144,8 @@ def test_everything_acknowledged_survives_sigkill_and_a_torn_tail(
         await asyncio.gather(*(client.add(11, i, b"m%d" % i) for i in range(count)))
         await client.add(12, 0, b"fenced ledger's entry")
         await client.fence(12)
+        await client.create(13)
+        await client.close_ledger(13, -1)
         await client.close()
 
     run(write())
@@ -158,6 +160,8 @@ def test_everything_acknowledged_survives_sigkill_and_a_torn_tail(
         assert await _payloads(client, 11) == [b"m%d" % i for i in range(count)]
         with pytest.raises(LedgerFenced):
             await client.add(12, 1, b"after the restart")
+        with pytest.raises(LedgerClosed):
+            await client.add(13, 0, b"after the restart")
         await client.add(11, count, b"the journal continues")
         assert (await _payloads(client, 11, count))[-1] == b"the journal continues"
         await client.close()
