@@ -155,7 +155,7 @@ class ManagedLedgerImpl:
             await self._ctx.bookies.client(writing.info.bookies[0]).add(ledger_id, entry_id, data)
         except LedgerFenced as exc:
             raise self._ownership_lost(f"ledger {ledger_id} was fenced by a newer owner") from exc
-        except BookieError:
+        except BaseException:  # unknown outcome (failed, timed out, cancelled)
             writing.broken = True
             raise
         finally:
