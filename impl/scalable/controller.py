@@ -259,9 +259,9 @@ class ScalableTopicController:
             current = self._term == term
             if current:
                 # A retried takeover replaces what its failed attempt installed.
-                coordinators, self._coordinators = self._coordinators, coordinators
+                replaced, self._coordinators = self._coordinators, coordinators
                 self._layout = layout
-        for coordinator in coordinators.values():
+        for coordinator in (replaced if current else coordinators).values():
             coordinator.close()
         if not current:
             raise LeadershipLost(str(self.topic), "takeover")
@@ -289,9 +289,11 @@ class ScalableTopicController:
             while self._restored_term != self._term or not self._election.is_leader:
                 remaining = deadline - time.monotonic()
                 if not self._election.is_leader or remaining <= 0:
-                    raise NotLeader(str(self.topic), self.leader_broker_url())
+                    break
                 self._state.wait(remaining)
-            return self._term
+            else:
+                return self._term
+        raise NotLeader(str(self.topic), self.leader_broker_url())
 
     def _as_leader(self, what: str, action: Callable[[int], T]) -> T:
         # PIP-468 "Non-leader brokers": the checkLeader() guard of every mutation.

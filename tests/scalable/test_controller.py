@@ -9,8 +9,9 @@ import pytest
 
 from impl.metadata.errors import NotFound
 from impl.mutants import NONE, Mutants
-from impl.scalable.errors import NotLeader, SegmentNotActive
+from impl.scalable.errors import NotLeader, ScalableTopicNotFound, SegmentNotActive
 from impl.scalable.layout import SegmentLayout
+from impl.scalable.lifecycle import delete_scalable_topic
 from tests.fixtures.recording import Recorder
 from tests.scalable.conftest import TOPIC, ScalableTopicDeployment
 from tests.scalable.doubles import PushRecorder
@@ -190,3 +191,32 @@ def test_a_stream_subscription_gets_children_once_the_parent_drained(deploy: Dep
 
     assert controller.assignments("ordered")["c-1"].segment_ids == (1, 2)
     assert [a.segment_ids for a in pushes.values] == [(1, 2)]
+
+
+def test_any_broker_watching_the_layout_sees_each_epoch(deploy: Deploy) -> None:
+    deployment = deploy(2)
+    controller = deployment.controller(BROKER_A)
+    seen: Recorder[SegmentLayout | None] = Recorder()
+    watch = deployment.resources.watch_layout(seen)
+    seen.wait_for(lambda layouts: [l.epoch for l in layouts if l] == [0])
+
+    controller.split_segment(1)
+    controller.merge_segments(0, 2)
+
+    final = seen.wait_for(lambda layouts: layouts[-1] is not None and layouts[-1].epoch == 2)
+    assert final[-1] == controller.get_layout()
+    watch.cancel()
+
+
+def test_deleting_a_topic_removes_its_segments_and_metadata(deploy: Deploy) -> None:
+    deployment = deploy(2)
+    controller = deployment.controller(BROKER_A)
+    controller.split_segment(0)
+    topics = [TOPIC.segment_topic(s) for s in controller.get_layout().segments.values()]
+    controller.close()
+
+    delete_scalable_topic(deployment.resources, deployment.segments)
+
+    assert [deployment.segments.state(t) for t in topics] == [None] * 4
+    with pytest.raises(ScalableTopicNotFound):
+        deployment.resources.read_layout()

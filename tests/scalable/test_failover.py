@@ -1,0 +1,119 @@
+"""Controller failover against a real ZooKeeper: a leader lost in the middle of a split is
+replaced and the new leader rolls the split forward; consumer sessions survive a failover
+for the grace period and end after it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from impl.metadata.errors import MetadataError
+from impl.mutants import NONE, Mutants
+from impl.scalable.errors import ScalableTopicError
+from nemesis.session_expiry import expire_session_of
+from tests.fixtures.recording import eventually
+from tests.scalable.conftest import TOPIC, ScalableTopicDeployment
+from tests.scalable.doubles import PushRecorder
+from tests.scalable.znode_segments import Call
+
+pytestmark = pytest.mark.zk
+
+Deploy = Callable[[int], ScalableTopicDeployment]
+BROKER_A = "pulsar://127.0.0.1:6650"
+BROKER_B = "pulsar://127.0.0.1:6651"
+
+
+def _assert_split_completed(deployment: ScalableTopicDeployment, subscriptions: set[str]
+                            ) -> None:
+    """Segment 0 of a two-segment topic was split once, completely."""
+    layout = deployment.resources.read_layout().layout
+    assert layout.epoch == 1 and layout.next_segment_id == 4
+    assert layout.segment(0).child_ids == (2, 3)
+    assert deployment.segments.state(deployment.segment_topic(0))["terminated"]
+    for child in (2, 3):
+        cursors = deployment.segments.state(TOPIC.segment_topic(layout.segment(child)))["cursors"]
+        assert {n: c["initialPosition"] for n, c in cursors.items()} == dict.fromkeys(
+            subscriptions, "EARLIEST")
+    assert deployment.resources.read_pending_change() is None
+
+
+def test_the_new_leader_rolls_forward_a_split_whose_leader_died_before_the_cas(
+        deploy: Deploy) -> None:
+    deployment = deploy(2)
+    leader = deployment.controller(BROKER_A)
+    successor = deployment.controller(BROKER_B)
+    leader.create_subscription("sub-a")
+
+    def leader_dies_after_terminating(call: Call) -> None:
+        if call.operation == "terminate":
+            deployment.segments.before = None
+            deployment.stores[BROKER_A].close()  # the broker's process is gone
+
+    deployment.segments.before = leader_dies_after_terminating
+    with pytest.raises(MetadataError):
+        leader.split_segment(0)
+    # The parent is terminated and the layout still shows it ACTIVE: nobody can write to
+    # those hashes until the split is finished.
+    assert deployment.resources.read_layout().layout.epoch == 0
+
+    eventually(lambda: successor.is_leader, what="B takes over")
+    _assert_split_completed(deployment, {"sub-a"})
+    assert successor.get_layout() == deployment.resources.read_layout().layout
+
+
+def test_a_split_interrupted_by_session_expiry_is_finished_by_whoever_leads_next(
+        deploy: Deploy) -> None:
+    deployment = deploy(2)
+    leader = deployment.controller(BROKER_A)
+    other = deployment.controller(BROKER_B)
+    leader.create_subscription("sub-a")
+    leader.create_subscription("sub-b")
+
+    def expire_leader_before_terminating(call: Call) -> None:
+        if call.operation == "terminate":
+            deployment.segments.before = None
+            expire_session_of(deployment.stores[BROKER_A])
+
+    deployment.segments.before = expire_leader_before_terminating
+    try:
+        leader.split_segment(0)
+    except (MetadataError, ScalableTopicError):
+        pass  # the old leader may or may not have got its CAS in before it noticed
+
+    eventually(lambda: leader.is_leader or other.is_leader, what="someone leads")
+    eventually(lambda: deployment.resources.read_pending_change() is None,
+               what="the split is finished")
+    _assert_split_completed(deployment, {"sub-a", "sub-b"})
+
+
+@pytest.mark.parametrize("mutants", [NONE, Mutants.of(["no-grace-period"])],
+                         ids=["grace-period", "no-grace-period"])
+def test_consumer_sessions_survive_a_failover_within_the_grace_period(
+        deploy: Deploy, mutants: Mutants) -> None:
+    deployment = deploy(4)
+    leader = deployment.controller(BROKER_A, grace_period=2.0)
+    successor = deployment.controller(BROKER_B, grace_period=2.0, mutants=mutants)
+    leader.register_consumer("billing", "c-1", 1, PushRecorder())
+    leader.register_consumer("billing", "c-2", 2, PushRecorder())
+    before = leader.assignments("billing")
+    assert [a.segment_ids for a in before.values()] == [(0, 2), (1, 3)]
+
+    leader.close()
+    eventually(lambda: successor.is_leader, what="B takes over")
+
+    if mutants.enabled:
+        # Every restored consumer counts as disconnected and is evicted at once.
+        assert successor.assignments("billing") == {}
+        assert deployment.resources.registrations("billing") == []
+        return
+    assert successor.assignments("billing") == before
+    assert successor.drain_status("billing").assignable == (0, 1, 2, 3)
+    c1 = PushRecorder()
+    assert successor.register_consumer("billing", "c-1", 11, c1) == before["c-1"]
+
+    # c-2 never comes back: its session ends with the grace period, c-1 takes over.
+    c1.wait_for(lambda pushed: bool(pushed) and pushed[-1].segment_ids == (0, 1, 2, 3),
+                timeout=15)
+    assert [r.consumer_name for r in deployment.resources.registrations("billing")] == ["c-1"]
+    assert successor.assignments("billing")["c-1"].segment_ids == (0, 1, 2, 3)
