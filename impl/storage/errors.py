@@ -57,3 +57,10 @@ class MalformedRequest(BookieError):
 
 class BookieInternalError(BookieError):
     pass
+
+
+class ManagedLedgerClosed(StorageError):
+    """The managed ledger was closed (unloaded) or deleted in this broker."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"managed ledger {name} is closed")

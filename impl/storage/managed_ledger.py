@@ -27,7 +27,7 @@ from impl.storage.api import (
 )
 from impl.storage.context import StorageContext
 from impl.storage.cursor import ManagedCursorImpl
-from impl.storage.errors import BookieError, LedgerFenced, NoSuchLedger
+from impl.storage.errors import BookieError, LedgerFenced, ManagedLedgerClosed, NoSuchLedger
 from impl.storage.ledger_info import (
     CursorInfo,
     LedgerInfo,
@@ -38,11 +38,6 @@ from impl.storage.ledger_info import (
 from impl.storage.positions import LedgerSequence, LedgerSpan
 
 log = logging.getLogger(__name__)
-
-
-class ManagedLedgerClosed(StorageError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"managed ledger {name} is closed")
 
 
 @dataclass
