@@ -153,7 +153,8 @@ class DockerDeployment:
 
         for cluster in self.clusters.values():
             for bookie in cluster.bookies:
-                bookie.launch(bookie_spec(image, cluster.metadata_url, self.settings))
+                bookie.launch(bookie_spec(image, cluster.metadata_url, bookie.advertised_ip,
+                                          self.settings))
         self._wait([b for c in self.clusters.values() for b in c.bookies])
 
         for cluster in self.clusters.values():

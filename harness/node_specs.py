@@ -63,11 +63,15 @@ def _mutant_args(settings: NodeSettings) -> list[str]:
     return ["--mutants", ",".join(settings.mutants)] if settings.mutants else []
 
 
-def bookie_spec(image: NodeImage, zk_connect: str, settings: NodeSettings) -> NodeSpec:
+def bookie_spec(image: NodeImage, zk_connect: str, advertised_host: str,
+                settings: NodeSettings) -> NodeSpec:
+    """The bookie registers `advertised_host` in ZooKeeper, where brokers in other
+    containers find it, and listens on every address of its namespace."""
     return NodeSpec(
         command=(image.python, "-m", "impl.bookie", "--port", str(BOOKIE_PORT),
+                 "--advertised-host", advertised_host, "--bind-host", "0.0.0.0",
                  "--data-dir", "/data/bookie", "--zk", zk_connect, *_mutant_args(settings)),
-        wait=TcpPort(BOOKIE_PORT),
+        wait=TcpPort(BOOKIE_PORT, host=advertised_host),
         ports={"bookie": BOOKIE_PORT},
     )
 
