@@ -220,3 +220,26 @@ def test_deleting_a_topic_removes_its_segments_and_metadata(deploy: Deploy) -> N
     assert [deployment.segments.state(t) for t in topics] == [None] * 4
     with pytest.raises(ScalableTopicNotFound):
         deployment.resources.read_layout()
+
+
+def test_children_of_a_plan_overtaken_by_another_split_are_deleted(deploy: Deploy) -> None:
+    deployment = deploy(2)
+    controller = deployment.controller(BROKER_A)
+    planned = [TOPIC.segment_topic(s)
+               for s in SegmentLayout.initial(2).split_segment(0).active_segments[:2]]
+
+    def another_split(call: Call) -> None:
+        if call.operation == "terminate":
+            deployment.segments.before = None
+            current = deployment.resources.read_layout()
+            deployment.resources.replace_layout(current.layout.split_segment(1),
+                                                current.version)
+
+    deployment.segments.before = another_split
+
+    layout = controller.split_segment(0)
+
+    assert layout.epoch == 2 and layout.segment(0).child_ids == (4, 5)
+    assert [deployment.segments.state(t) for t in planned] == [None, None]
+    assert all(deployment.segments.state(TOPIC.segment_topic(layout.segment(c)))
+               for c in (4, 5))

@@ -10,6 +10,7 @@ import pytest
 
 from impl.metadata.errors import MetadataError
 from impl.mutants import NONE, Mutants
+from impl.scalable.controller import ScalableTopicController
 from impl.scalable.errors import ScalableTopicError
 from nemesis.session_expiry import expire_session_of
 from tests.fixtures.recording import eventually
@@ -38,19 +39,32 @@ def _assert_split_completed(deployment: ScalableTopicDeployment, subscriptions: 
     assert deployment.resources.read_pending_change() is None
 
 
+def _fault_at_first(deployment: ScalableTopicDeployment, operation: str,
+                    fault: Callable[[], None]) -> None:
+    """Run `fault` once, as the first `operation` call reaches the segment topics."""
+    def hook(call: Call) -> None:
+        if call.operation == operation:
+            deployment.segments.before = None
+            fault()
+    deployment.segments.before = hook
+
+
+def _two_brokers(deploy: Deploy, *subscriptions: str
+                 ) -> tuple[ScalableTopicDeployment, ScalableTopicController,
+                            ScalableTopicController]:
+    deployment = deploy(2)
+    leader, other = deployment.controller(BROKER_A), deployment.controller(BROKER_B)
+    for subscription in subscriptions:
+        leader.create_subscription(subscription)
+    return deployment, leader, other
+
+
 def test_the_new_leader_rolls_forward_a_split_whose_leader_died_before_the_cas(
         deploy: Deploy) -> None:
-    deployment = deploy(2)
-    leader = deployment.controller(BROKER_A)
-    successor = deployment.controller(BROKER_B)
-    leader.create_subscription("sub-a")
+    deployment, leader, successor = _two_brokers(deploy, "sub-a")
+    # The leader's broker dies as it terminates the parent; the termination goes through.
+    _fault_at_first(deployment, "terminate", deployment.stores[BROKER_A].close)
 
-    def leader_dies_after_terminating(call: Call) -> None:
-        if call.operation == "terminate":
-            deployment.segments.before = None
-            deployment.stores[BROKER_A].close()  # the broker's process is gone
-
-    deployment.segments.before = leader_dies_after_terminating
     with pytest.raises(MetadataError):
         leader.split_segment(0)
     # The parent is terminated and the layout still shows it ACTIVE: nobody can write to
@@ -64,18 +78,10 @@ def test_the_new_leader_rolls_forward_a_split_whose_leader_died_before_the_cas(
 
 def test_a_split_interrupted_by_session_expiry_is_finished_by_whoever_leads_next(
         deploy: Deploy) -> None:
-    deployment = deploy(2)
-    leader = deployment.controller(BROKER_A)
-    other = deployment.controller(BROKER_B)
-    leader.create_subscription("sub-a")
-    leader.create_subscription("sub-b")
+    deployment, leader, other = _two_brokers(deploy, "sub-a", "sub-b")
+    _fault_at_first(deployment, "terminate",
+                    lambda: expire_session_of(deployment.stores[BROKER_A]))
 
-    def expire_leader_before_terminating(call: Call) -> None:
-        if call.operation == "terminate":
-            deployment.segments.before = None
-            expire_session_of(deployment.stores[BROKER_A])
-
-    deployment.segments.before = expire_leader_before_terminating
     try:
         leader.split_segment(0)
     except (MetadataError, ScalableTopicError):
