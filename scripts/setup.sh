@@ -17,6 +17,7 @@ declare -A wanted=(
     [iptables]=/usr/sbin/iptables
     [openjdk-17-jre-headless]=/usr/lib/jvm/java-17-openjdk-amd64/bin/java
     [procps]=/usr/bin/pgrep
+    [chromium]=/usr/bin/chromium
 )
 missing=()
 for pkg in "${!wanted[@]}"; do
