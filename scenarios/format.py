@@ -7,6 +7,7 @@ expected, so a typo never becomes a silently different run.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
@@ -14,7 +15,8 @@ from typing import Any
 
 from starquake.errors import BadInput
 
-WORKLOADS = ("scalable", "geo", "migration")
+WORKLOADS = ("topic", "scalable", "geo", "migration")
+SUBSCRIPTION_MODES = ("exclusive", "failover", "shared", "key_shared")
 BACKENDS = ("docker", "local")
 SESSION_POLICIES = ("shutdown", "reconnect")
 SCHEDULES = ("none", "random", "timeline")
@@ -39,6 +41,9 @@ class Topology:
     backend: str = "docker"
     session_expired_policy: str = "reconnect"
     """PIP-57's policy; Pulsar's default changed between versions, so it is always explicit."""
+    session_timeout_ms: int = 4000
+    """The brokers' ZooKeeper session timeout: short, so a pause or partition past it
+    expires the session within a run."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,12 @@ class Workload:
     keys: int = 16
     producers: int = 2
     consumers: int = 2
+    subscription_mode: str = "failover"
+    """How the consumers share their one subscription (`topic` workload)."""
+    drain_quiet_s: float = 3.0
+    """The final drain ends once no consumer has received anything for this long."""
+    drain_timeout_s: float = 60.0
+    """...or, still receiving (or with a backlog left), gives up after this long: `info`."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +117,8 @@ def load_scenario(path: Path) -> Scenario:
         topology=reader.table(data, "topology", Topology, {
             "clusters": (tuple, str), "backend": BACKENDS,
             "session_expired_policy": SESSION_POLICIES}),
-        workload=reader.table(data, "workload", Workload, {"kind": WORKLOADS}),
+        workload=reader.table(data, "workload", Workload, {
+            "kind": WORKLOADS, "subscription_mode": SUBSCRIPTION_MODES}),
         nemesis=_nemesis(reader, data),
         checkers=reader.table(data, "checkers", Checkers, {}),
         mutants=reader.take(data, "mutants", (tuple, str), default=()),
@@ -205,3 +217,43 @@ class _Reader:
 
 def _python_type(annotation: str) -> Any:
     return {"int": int, "float": float, "str": str, "bool": bool}.get(annotation, str)
+
+
+def scenario_toml(scenario: Scenario) -> str:
+    """The scenario as TOML with every default written out: a run directory's
+    `scenario.toml`, which `load_scenario` reads back to the same scenario (the `name` is
+    kept, so a copied file still names its runs the same)."""
+    top = {k: v for k, v in vars(scenario).items() if k != "path"}
+    lines: list[str] = []
+    tables: list[tuple[str, Any]] = []
+    for key, value in top.items():
+        if hasattr(value, "__dataclass_fields__"):
+            tables.append((key, value))
+        elif value is not None:
+            lines.append(f"{key} = {_toml_value(value)}")
+    for name, table in tables:
+        lines += ["", f"[{name}]"]
+        nested = []
+        for key, value in vars(table).items():
+            if isinstance(value, tuple) and value and hasattr(value[0], "__dataclass_fields__"):
+                nested.append((key, value))
+            else:
+                lines.append(f"{key} = {_toml_value(value)}")
+        for key, items in nested:
+            for item in items:
+                lines += ["", f"[[{name}.{key}]]"]
+                lines += [f"{k} = {_toml_value(v)}" for k, v in vars(item).items()]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        # JSON string escapes are valid TOML basic-string escapes.
+        return json.dumps(value)
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"no TOML spelling for {value!r}")

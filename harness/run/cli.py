@@ -1,0 +1,37 @@
+"""`starquake run SCENARIO`: the command line of harness/run/pipeline.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+BACKENDS = ("docker", "local")  # scenarios.format.BACKENDS, kept import-light for --help
+
+
+@click.command()
+@click.argument("scenario", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="Fixes operations, keys and the fault schedule [scenario's, else random; "
+                   "recorded either way].")
+@click.option("--backend", type=click.Choice(BACKENDS), default=None,
+              help="Containers or local processes [scenario's topology.backend].")
+@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("runs"), show_default=True,
+              help="Runs go to RUNS_DIR/<scenario>/<timestamp>-<seed>/.")
+def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path) -> int:
+    """Run SCENARIO: cluster, workload, faults, drain, checkers, report.
+
+    Exits 0 valid, 1 invalid, 2 unknown, 3 bad input, 4 environment (no Docker engine, a
+    node that will not start), 130 interrupted.
+    """
+    from rich.console import Console
+
+    from harness.run.pipeline import RunOptions
+    from harness.run.pipeline import run as run_scenario
+    from harness.run.summary import print_summary
+
+    console = Console()
+    outcome = run_scenario(RunOptions(scenario, seed, backend, runs_dir), console)
+    print_summary(console, outcome)
+    return outcome.exit_code

@@ -1,0 +1,207 @@
+"""`starquake run`, step by step (docs/running.md): scenario and seed, run directory,
+cluster, workload under the nemesis, heal, drain, teardown with logs, Parquet, checkers,
+report, `runs/latest`, summary.
+
+The history is the run's only truth and is written as things happen, so whatever ends the
+run early (Ctrl-C, SIGTERM, a crash) leaves a checkable prefix behind; the cluster is torn
+down on every path out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import secrets
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from checkers.load import prepare
+from harness.run.backends import ClusterBackend, make_backend
+from harness.run.progress import CountingHistory, Progress
+from harness.run.run_dir import create_run_dir, reproducing_command, update_latest, write_inputs
+from harness.signals import sigterm_interrupts
+from harness.workloads import check_workload, make_workload
+from harness.workloads.base import Workload, WorkloadContext
+from nemesis.runner import FaultStatus, NemesisRunner
+from nemesis.schedule import Schedule, build_schedule
+from scenarios.format import Scenario, load_scenario
+from starquake.errors import BAD_INPUT, ENVIRONMENT, StarquakeError
+
+INTERRUPTED = 130
+"""The shell's code for a run ended by Ctrl-C (128 + SIGINT)."""
+SEED_LIMIT = 2**31
+
+
+class RunInterrupted(StarquakeError):
+    """Ctrl-C or SIGTERM: torn down, the history so far kept, nothing judged."""
+
+    exit_code = INTERRUPTED
+
+
+class RunCrashed(StarquakeError):
+    """The harness itself failed; the traceback is in the run directory."""
+
+    exit_code = ENVIRONMENT
+
+
+class CheckFailed(StarquakeError):
+    """`starquake check` could not judge the run's history."""
+
+    exit_code = BAD_INPUT
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    scenario: Path
+    seed: int | None = None
+    backend: str | None = None
+    """Overrides the scenario's `topology.backend`."""
+    runs_dir: Path = Path("runs")
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_dir: Path
+    results: dict[str, Any]
+    exit_code: int
+    report: Path | None
+
+
+def resolve(options: RunOptions) -> tuple[Scenario, Schedule]:
+    """The scenario as this run executes it (seed chosen, backend applied) and its fault
+    schedule; raises ScenarioError before anything starts."""
+    scenario = load_scenario(options.scenario)
+    seed = next(s for s in (options.seed, scenario.seed, secrets.randbelow(SEED_LIMIT))
+                if s is not None)
+    topology = dataclasses.replace(scenario.topology,
+                                   backend=options.backend or scenario.topology.backend)
+    scenario = dataclasses.replace(scenario, seed=seed, topology=topology)
+    check_workload(scenario)
+    return scenario, build_schedule(scenario, seed)
+
+
+def run(options: RunOptions, console: Console) -> RunOutcome:
+    scenario, schedule = resolve(options)
+    assert scenario.seed is not None
+    seed, backend_name = scenario.seed, scenario.topology.backend
+    run_dir = create_run_dir(options.runs_dir, scenario, seed)
+    command = reproducing_command(options.scenario, seed, backend_name, options.runs_dir)
+    write_inputs(run_dir, scenario, command)
+    console.print(f"run {run_dir} (seed {seed}, {backend_name} backend)")
+    history = CountingHistory(run_dir / "history.jsonl")
+    history.record("harness", "ok", "meta", detail={
+        "scenario": scenario.name, "seed": seed,
+        "duplicate_window_bound_ms": scenario.checkers.duplicate_window_bound_ms,
+        "mutants": list(scenario.mutants), "expected": scenario.expected, "command": command})
+    faults = FaultStatus()
+    started = time.monotonic()
+    try:
+        with sigterm_interrupts(), Progress(console, history, faults, scenario.duration_s) as progress:
+            _execute(scenario, schedule, run_dir, history, faults, progress)
+    except KeyboardInterrupt:
+        raise RunInterrupted(f"run interrupted after {time.monotonic() - started:.0f} s; "
+                             f"cluster torn down, history so far in {run_dir}") from None
+    except StarquakeError:
+        raise
+    except Exception as exc:
+        (run_dir / "harness-error.txt").write_text(traceback.format_exc())
+        raise RunCrashed(f"run failed: {type(exc).__name__}: {exc} (cluster torn down; "
+                         f"traceback in {run_dir / 'harness-error.txt'})") from exc
+    finally:
+        history.close()
+    return _judge(run_dir, options.runs_dir, console)
+
+
+def _execute(scenario: Scenario, schedule: Schedule, run_dir: Path, history: CountingHistory,
+             faults: FaultStatus, progress: Progress) -> None:
+    """Boot, load under faults, heal, drain, tear down: everything that needs the cluster."""
+    progress.phase(f"starting the {scenario.topology.backend} cluster")
+    backend = make_backend(scenario, run_dir)
+    workload: Workload | None = None
+    try:
+        backend.start()
+        workload = make_workload(scenario, _context(scenario, backend, history, run_dir))
+        progress.phase("opening the workload")
+        workload.open()
+        _load_under_faults(scenario, schedule, backend, workload, history, faults, progress)
+        progress.phase("draining")
+        drained = workload.drain()
+        progress.phase("drained" if drained else "drain timed out: the verdict can be unknown")
+    finally:
+        progress.phase("stopping the cluster, saving logs")
+        if workload is not None:
+            workload.close()
+        backend.stop()
+
+
+def _context(scenario: Scenario, backend: ClusterBackend, history: CountingHistory,
+             run_dir: Path) -> WorkloadContext:
+    return WorkloadContext(
+        history=history, settings=scenario.workload, seed=scenario.seed or 0,
+        cluster=backend.cluster, service_url=backend.service_url,
+        admin_urls=tuple(backend.broker_admin_urls.values()),
+        topic=workload_topic(scenario), client_log=run_dir / "logs" / "client.log")
+
+
+def workload_topic(scenario: Scenario) -> str:
+    return f"persistent://public/default/{scenario.name}"
+
+
+def _load_under_faults(scenario: Scenario, schedule: Schedule, backend: ClusterBackend,
+                       workload: Workload, history: CountingHistory, faults: FaultStatus,
+                       progress: Progress) -> None:
+    """The workload in a thread until the deadline; the nemesis in this thread (so Ctrl-C
+    reaches it) until the final heal."""
+    stop = threading.Event()
+    started = time.monotonic()
+    deadline = started + scenario.duration_s
+    load = threading.Thread(target=workload.run, args=(deadline, stop), name="workload",
+                            daemon=True)
+    progress.phase(f"load for {scenario.duration_s:g} s, {len(schedule.steps)} faults scheduled",
+                   load_started=started)
+    load.start()
+    try:
+        NemesisRunner(schedule, backend, history, workload_topic(scenario), faults
+                      ).run(started, stop)
+    finally:
+        stop.set()
+        load.join(timeout=60)
+
+
+def _judge(run_dir: Path, runs_dir: Path, console: Console) -> RunOutcome:
+    """Parquet, `starquake check` (its exit code is the run's), the report, `latest`."""
+    prepare(run_dir / "history.jsonl")
+    console.print("[bold]checking[/bold]")
+    with (run_dir / "check.log").open("w") as check_log:
+        check = subprocess.run([sys.executable, "-m", "starquake", "check", str(run_dir)],
+                               stdout=check_log, stderr=subprocess.STDOUT, check=False)
+    results_path = run_dir / "results.json"
+    if check.returncode not in (0, 1, 2) or not results_path.is_file():
+        raise CheckFailed(f"starquake check {run_dir} exited {check.returncode}; "
+                          f"see {run_dir / 'check.log'}")
+    results = json.loads(results_path.read_text())
+    report = _report(run_dir, console)
+    update_latest(runs_dir, run_dir)
+    return RunOutcome(run_dir, results, check.returncode, report)
+
+
+def _report(run_dir: Path, console: Console) -> Path | None:
+    """report.html by the reports package; a run whose report fails keeps its verdict."""
+    try:
+        from reports.report import write_report
+    except ImportError as exc:
+        console.print(f"no report: the reports package is not available ({exc})")
+        return None
+    try:
+        return write_report(run_dir)
+    except Exception as exc:  # the verdict stands without its report
+        console.print(f"[yellow]report failed[/yellow]: {type(exc).__name__}: {exc}")
+        return None

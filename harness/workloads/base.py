@@ -1,0 +1,53 @@
+"""The workload interface: what drives the clients of a run.
+
+A workload is opened (clients connected, subscriptions made and recorded before anything
+is sent), run until a deadline while the nemesis works, drained after the final heal
+(every consumer reads all it will, recorded as the harness's `drain`), and closed. It
+records every operation itself, through the run's history writer, as the history contract
+says (../shared/spec/history.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from harness.history import HistoryWriter
+from scenarios.format import Workload as WorkloadSettings
+
+
+@dataclass(frozen=True)
+class WorkloadContext:
+    """Everything a workload gets from the run."""
+
+    history: HistoryWriter
+    settings: WorkloadSettings
+    seed: int
+    cluster: str
+    """The cluster name recorded with every operation."""
+    service_url: str
+    """Every broker's binary protocol address, as the official client takes them
+    (`pulsar://host:port,host:port`)."""
+    admin_urls: tuple[str, ...]
+    topic: str
+    client_log: Path
+    """Where the client library's own log goes (kept with the node logs)."""
+
+
+class Workload(Protocol):
+    def open(self) -> None:
+        """Connect and subscribe; raises EnvironmentProblem when the cluster will not take
+        clients within a bounded time."""
+
+    def run(self, deadline: float, stop: threading.Event) -> None:
+        """Drive load until `deadline` (a `time.monotonic()`) or `stop`; returns once
+        every producer has finished its last operation."""
+
+    def drain(self) -> bool:
+        """Read until every consumer has read all it will; records the `drain` and says
+        whether it completed (`ok`) rather than timed out (`info`)."""
+
+    def close(self) -> None:
+        """Stop every client; safe to call in any state, more than once."""

@@ -1,0 +1,107 @@
+"""The nemesis runner records each fault as the history catalogue says (invoke, then ok
+or info, targets in `detail`) and always ends by bringing every node back.
+
+The nodes here are stand-ins that remember what was done to them: this tests the
+runner's bookkeeping; tests/run/test_run_local.py runs it against real processes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import orjson
+
+from harness.history import HistoryWriter
+from nemesis.partition import Partitioner
+from nemesis.runner import NemesisRunner
+from nemesis.schedule import FaultStep, Schedule
+
+
+class Node:
+    def __init__(self, name: str, calls: list[str], broken: bool = False) -> None:
+        self.name = name
+        self._calls = calls
+        self._broken = broken
+
+    def _do(self, what: str) -> None:
+        if self._broken:
+            raise OSError(f"{self.name} does not answer")
+        self._calls.append(f"{what} {self.name}")
+
+    def kill(self) -> None:
+        self._do("kill")
+
+    def start(self) -> None:
+        self._do("start")
+
+    def pause(self) -> None:
+        self._do("pause")
+
+    def resume(self) -> None:
+        self._do("resume")
+
+
+class Targets:
+    def __init__(self, nodes: list[Node]) -> None:
+        self._nodes = {n.name: n for n in nodes}
+
+    def process_node(self, name: str) -> Node:
+        return self._nodes[name]
+
+    partitioner: Partitioner | None = None
+    broker_admin_urls: dict[str, str] = {}
+    zookeeper_hosts = ""
+
+    def broker_at(self, url: str) -> str | None:
+        return None
+
+
+def _run(tmp_path: Path, steps: list[FaultStep], heal_at_s: float, nodes: list[Node]
+         ) -> list[dict]:
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        runner = NemesisRunner(Schedule(tuple(steps), heal_at_s), Targets(nodes), history,
+                               "persistent://public/default/t")
+        runner.run(time.monotonic(), threading.Event())
+    return [orjson.loads(line) for line in (tmp_path / "history.jsonl").read_bytes().splitlines()]
+
+
+def test_faults_are_recorded_and_everything_is_back_at_the_end(tmp_path: Path) -> None:
+    calls: list[str] = []
+    nodes = [Node("a-broker1", calls), Node("a-broker2", calls), Node("a-bookie1", calls)]
+    events = _run(tmp_path, [
+        FaultStep(0.0, "pause", 0.05, ("a-broker1",), 1),
+        FaultStep(0.1, "kill", 5.0, ("a-bookie1", "a-broker2"), 2),  # outlasts the run
+    ], 0.2, nodes)
+    assert calls == ["pause a-broker1", "resume a-broker1", "kill a-bookie1",
+                     "kill a-broker2", "start a-bookie1", "start a-broker2"]
+    assert [(e["type"], e["f"]) for e in events] == [
+        ("invoke", "pause"), ("ok", "pause"), ("invoke", "resume"), ("ok", "resume"),
+        ("invoke", "kill"), ("ok", "kill"), ("invoke", "heal"), ("ok", "heal"),
+        ("invoke", "start"), ("ok", "start")]
+    assert {e["process"] for e in events} == {"nemesis"}
+    kill_ok = events[5]
+    assert orjson.loads(kill_ok["detail"])["targets"] == ["a-bookie1", "a-broker2"]
+    assert events[6]["time"] >= 0.2e9  # the final heal waits for the end of the load phase
+
+
+def test_a_fault_that_fails_is_recorded_as_info(tmp_path: Path) -> None:
+    calls: list[str] = []
+    events = _run(tmp_path, [FaultStep(0.0, "kill", 0.01, ("a-broker1",), 1)], 0.05,
+                  [Node("a-broker1", calls, broken=True)])
+    info = next(e for e in events if e["type"] == "info")
+    assert info["f"] == "kill" and info["error"] == "OSError"
+    assert "a-broker1 does not answer" in orjson.loads(info["detail"])["message"]
+
+
+def test_a_stop_cuts_the_schedule_short_but_still_heals(tmp_path: Path) -> None:
+    calls: list[str] = []
+    stop = threading.Event()
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        runner = NemesisRunner(Schedule((FaultStep(0.0, "kill", 60, ("a-broker1",), 1),), 60),
+                               Targets([Node("a-broker1", calls)]), history, "t")
+        threading.Timer(0.2, stop.set).start()
+        started = time.monotonic()
+        runner.run(started, stop)
+        assert time.monotonic() - started < 5
+    assert calls == ["kill a-broker1", "start a-broker1"]
