@@ -1,0 +1,243 @@
+"""One client connection to a broker: requests matched to answers by id, and the commands a
+broker sends unasked (receipts, messages, DAG and assignment pushes) routed to whoever
+registered for them. `ConnectionPool` keeps one connection per broker URL and looks topics
+up, following redirects, as Pulsar's clients do."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from impl.client.errors import BrokerError, ConnectionClosed
+from impl.protocol.frames import Frame, FrameDecoder, encode_command
+from impl.protocol.pulsar_api_pb2 import (
+    BaseCommand,
+    CommandConnect,
+    CommandLookupTopic,
+    CommandLookupTopicResponse,
+    CommandPong,
+)
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 19
+REQUEST_TIMEOUT = 30.0
+
+Handler = Callable[[Frame], None]
+
+# Where an unasked command's owner id lives: (field of BaseCommand, id attribute).
+_ROUTES: dict[int, tuple[str, str]] = {
+    BaseCommand.SEND_RECEIPT: ("send_receipt", "producer_id"),
+    BaseCommand.SEND_ERROR: ("send_error", "producer_id"),
+    BaseCommand.CLOSE_PRODUCER: ("close_producer", "producer_id"),
+    BaseCommand.MESSAGE: ("message", "consumer_id"),
+    BaseCommand.REACHED_END_OF_TOPIC: ("reachedEndOfTopic", "consumer_id"),
+    BaseCommand.CLOSE_CONSUMER: ("close_consumer", "consumer_id"),
+    BaseCommand.ACTIVE_CONSUMER_CHANGE: ("active_consumer_change", "consumer_id"),
+    BaseCommand.SCALABLE_TOPIC_UPDATE: ("scalableTopicUpdate", "session_id"),
+    BaseCommand.SCALABLE_CONSUMER_ASSIGNMENT: ("scalableConsumerAssignment", "consumer_id"),
+}
+# Answers to requests: (field, request id attribute).
+_ANSWERS: dict[int, str] = {
+    BaseCommand.SUCCESS: "success",
+    BaseCommand.ERROR: "error",
+    BaseCommand.PRODUCER_SUCCESS: "producer_success",
+    BaseCommand.LOOKUP_RESPONSE: "lookupTopicResponse",
+    BaseCommand.ACK_RESPONSE: "ackResponse",
+    BaseCommand.SCALABLE_TOPIC_UPDATE: "scalableTopicUpdate",
+    BaseCommand.SCALABLE_CONSUMER_ASSIGNMENT: "scalableConsumerAssignment",
+}
+
+
+class ClientConnection:
+    def __init__(self, url: str, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.url = url
+        self._reader = reader
+        self._writer = writer
+        self._decoder = FrameDecoder()
+        self._requests: dict[int, asyncio.Future[Frame]] = {}
+        self._handlers: dict[tuple[int, int], Handler] = {}
+        self._on_close: dict[tuple[tuple[int, ...], int], Callable[[], None]] = {}
+        self._ids = itertools.count(1)
+        self.closed = False
+        self._task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, url: str, timeout: float = 10.0) -> ClientConnection:
+        address = urlsplit(url)
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(address.hostname, address.port), timeout)
+        connection = cls(url, reader, writer)
+        connection._task = asyncio.create_task(connection._read())
+        connected = connection._expect_connected()
+        connection.send(BaseCommand(type=BaseCommand.CONNECT, connect=CommandConnect(
+            client_version="starquake-scalable", protocol_version=PROTOCOL_VERSION)))
+        await asyncio.wait_for(connected, timeout)
+        return connection
+
+    def _expect_connected(self) -> asyncio.Future[Frame]:
+        future: asyncio.Future[Frame] = asyncio.get_running_loop().create_future()
+        self._requests[-1] = future
+        return future
+
+    def next_id(self) -> int:
+        """A fresh id for a request, producer, consumer or session on this connection."""
+        return next(self._ids)
+
+    def send(self, command: BaseCommand, entry: bytes | None = None) -> None:
+        if self.closed:
+            raise ConnectionClosed(f"connection to {self.url} is closed")
+        self._writer.write(encode_command(command, entry))
+
+    async def request(self, command: BaseCommand, request_id: int,
+                      timeout: float = REQUEST_TIMEOUT) -> Frame:
+        """Send `command` and wait for the answer carrying `request_id`; ERROR raises."""
+        future: asyncio.Future[Frame] = asyncio.get_running_loop().create_future()
+        self._requests[request_id] = future
+        try:
+            self.send(command)
+            frame = await asyncio.wait_for(future, timeout)
+        finally:
+            self._requests.pop(request_id, None)
+        if frame.command.type == BaseCommand.ERROR:
+            raise BrokerError(frame.command.error.error, frame.command.error.message)
+        return frame
+
+    def register(self, kinds: tuple[int, ...], owner_id: int, handler: Handler,
+                 on_close: Callable[[], None]) -> None:
+        """Route unasked commands of `kinds` for `owner_id` (a producer, consumer or
+        session id) to `handler`; `on_close` runs once if the connection closes first."""
+        for kind in kinds:
+            self._handlers[(kind, owner_id)] = handler
+        self._on_close[(kinds, owner_id)] = on_close
+
+    def unregister(self, kinds: tuple[int, ...], owner_id: int) -> None:
+        for kind in kinds:
+            self._handlers.pop((kind, owner_id), None)
+        self._on_close.pop((kinds, owner_id), None)
+
+    async def _read(self) -> None:
+        try:
+            while data := await self._reader.read(256 * 1024):
+                for frame in self._decoder.feed(data):
+                    self._dispatch(frame)
+        except Exception as exc:
+            log.info("connection to %s lost: %s", self.url, exc)
+        finally:
+            self.close()
+
+    def _dispatch(self, frame: Frame) -> None:
+        command = frame.command
+        if command.type == BaseCommand.CONNECTED:
+            self._resolve(-1, frame)
+        elif command.type == BaseCommand.PING:
+            self.send(BaseCommand(type=BaseCommand.PONG, pong=CommandPong()))
+        answer = _ANSWERS.get(command.type)
+        if answer is not None:
+            body = getattr(command, answer)
+            if body.HasField("request_id") and self._resolve(body.request_id, frame):
+                return
+        route = _ROUTES.get(command.type)
+        if route is not None:
+            owner = getattr(getattr(command, route[0]), route[1])
+            handler = self._handlers.get((command.type, owner))
+            if handler is not None:
+                handler(frame)
+
+    def _resolve(self, request_id: int, frame: Frame) -> bool:
+        future = self._requests.get(request_id)
+        if future is None or future.done():
+            return False
+        future.set_result(frame)
+        return True
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._writer.close()
+        for future in self._requests.values():
+            if not future.done():
+                future.set_exception(ConnectionClosed(f"connection to {self.url} closed"))
+        callbacks, self._on_close, self._handlers = list(self._on_close.values()), {}, {}
+        for callback in callbacks:
+            callback()
+        if self._task is not None and self._task is not asyncio.current_task():
+            self._task.cancel()
+
+
+class ConnectionPool:
+    """One live connection per broker URL, and topic lookups."""
+
+    def __init__(self, service_urls: list[str]) -> None:
+        self.service_urls = list(service_urls)
+        self._connections: dict[str, ClientConnection] = {}
+        self._opening: dict[str, asyncio.Lock] = {}
+        self._next = itertools.count()
+
+    async def connection(self, url: str) -> ClientConnection:
+        lock = self._opening.setdefault(url, asyncio.Lock())
+        async with lock:
+            found = self._connections.get(url)
+            if found is None or found.closed:
+                found = self._connections[url] = await ClientConnection.open(url)
+            return found
+
+    async def any_connection(self) -> ClientConnection:
+        """A connection to one of the service URLs, trying each in turn."""
+        last: Exception | None = None
+        for _ in range(len(self.service_urls)):
+            url = self.service_urls[next(self._next) % len(self.service_urls)]
+            try:
+                return await self.connection(url)
+            except OSError as exc:
+                last = exc
+        raise ConnectionClosed(f"no broker of {self.service_urls} answers: {last}")
+
+    async def lookup(self, topic: str) -> ClientConnection:
+        """The connection to the broker serving `topic`, following redirects."""
+        connection = await self.any_connection()
+        authoritative = False
+        for _ in range(8):
+            request_id = connection.next_id()
+            frame = await connection.request(BaseCommand(
+                type=BaseCommand.LOOKUP, lookupTopic=CommandLookupTopic(
+                    topic=topic, request_id=request_id, authoritative=authoritative)),
+                request_id)
+            answer = frame.command.lookupTopicResponse
+            if answer.response == CommandLookupTopicResponse.Failed:
+                raise BrokerError(answer.error, answer.message)
+            target = await self.connection(answer.brokerServiceUrl)
+            if answer.response == CommandLookupTopicResponse.Connect:
+                return target
+            connection, authoritative = target, answer.authoritative
+        raise ConnectionClosed(f"lookup of {topic} redirected too often")
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
+
+
+async def retrying(what: str, attempt: Callable[[], Any], deadline: float,
+                   retry_on: tuple[type[BaseException], ...] = (ConnectionClosed, OSError,
+                                                                BrokerError,
+                                                                asyncio.TimeoutError)) -> Any:
+    """Await `attempt()` until it succeeds or `deadline` (loop time) passes; brokers come
+    and go during failovers, so every client operation retries."""
+    loop = asyncio.get_running_loop()
+    delay = 0.1
+    while True:
+        try:
+            return await attempt()
+        except retry_on as exc:
+            if loop.time() + delay > deadline:
+                raise
+            log.info("%s failed (%s); retrying", what, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)

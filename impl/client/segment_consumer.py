@@ -1,0 +1,162 @@
+"""A consumer on one segment topic: SUBSCRIBE, FLOW, MESSAGE in, individual ACK with a
+receipt. It knows when the segment is *drained* for it: the broker said
+REACHED_END_OF_TOPIC and every message it delivered has been acknowledged (and the broker
+confirmed each acknowledgement). A lost connection or a consumer closed by the broker is
+re-subscribed; unacknowledged messages come again."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from impl.client.connection import ClientConnection, ConnectionPool, retrying
+from impl.protocol.frames import Frame
+from impl.protocol.pulsar_api_pb2 import (
+    BaseCommand,
+    CommandAck,
+    CommandCloseConsumer,
+    CommandFlow,
+    CommandSubscribe,
+    MessageIdData,
+)
+from impl.storage.api import Position
+
+log = logging.getLogger(__name__)
+
+_KINDS = (BaseCommand.MESSAGE, BaseCommand.REACHED_END_OF_TOPIC, BaseCommand.CLOSE_CONSUMER,
+          BaseCommand.ACTIVE_CONSUMER_CHANGE)
+PERMITS = 500
+
+
+@dataclass(frozen=True)
+class Message:
+    segment_topic: str
+    position: Position
+    key: str
+    payload: bytes
+
+
+MessageHandler = Callable[[Message], Awaitable[None]]
+
+
+class SegmentConsumer:
+    def __init__(self, pool: ConnectionPool, topic: str, subscription: str,
+                 sub_type: int, name: str, on_message: MessageHandler, timeout: float) -> None:
+        self.topic = topic
+        self._pool = pool
+        self._subscription = subscription
+        self._sub_type = sub_type
+        self._name = name
+        self._on_message = on_message
+        self._timeout = timeout
+        self._connection: ClientConnection | None = None
+        self._consumer_id = 0
+        self._queue: asyncio.Queue[Message | None] = asyncio.Queue()
+        self._received = 0
+        self._reached_end = False
+        self._unacked = 0
+        self.drained = asyncio.Event()
+        self._closed = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        subscribed = False
+        while not self._closed:
+            if not subscribed or self._connection is None or self._connection.closed:
+                await retrying(f"subscribe to {self.topic}", self._subscribe,
+                               loop.time() + self._timeout)
+                subscribed = True
+            message = await self._queue.get()
+            if message is None:
+                continue  # a wake-up: resubscribe or closing
+            self._unacked += 1
+            await self._on_message(message)
+            await self._ack(message)
+
+    async def _subscribe(self) -> None:
+        connection = await self._pool.lookup(self.topic)
+        consumer_id, request_id = connection.next_id(), connection.next_id()
+        self._reached_end = False
+        connection.register(_KINDS, consumer_id, self._handle, self._lost)
+        await connection.request(BaseCommand(type=BaseCommand.SUBSCRIBE, subscribe=CommandSubscribe(
+            topic=self.topic, subscription=self._subscription, subType=self._sub_type,
+            consumer_id=consumer_id, request_id=request_id, consumer_name=self._name,
+            initialPosition=CommandSubscribe.Latest)), request_id)
+        self._connection, self._consumer_id = connection, consumer_id
+        self._flow(PERMITS)
+
+    def _flow(self, permits: int) -> None:
+        if self._connection is not None and not self._connection.closed:
+            self._connection.send(BaseCommand(type=BaseCommand.FLOW, flow=CommandFlow(
+                consumer_id=self._consumer_id, messagePermits=permits)))
+
+    def _handle(self, frame: Frame) -> None:
+        command = frame.command
+        if command.type == BaseCommand.MESSAGE:
+            metadata = frame.metadata()
+            position = Position(command.message.message_id.ledgerId,
+                                command.message.message_id.entryId)
+            self._queue.put_nowait(Message(self.topic, position, metadata.partition_key,
+                                           frame.payload()))
+            self._received += 1
+            if self._received % (PERMITS // 2) == 0:
+                self._flow(PERMITS // 2)
+        elif command.type == BaseCommand.REACHED_END_OF_TOPIC:
+            self._reached_end = True
+            self._check_drained()
+        elif command.type == BaseCommand.CLOSE_CONSUMER:
+            self._lost()
+
+    async def _ack(self, message: Message) -> None:
+        """Acknowledge and wait for the broker's receipt (a drained segment must really be
+        acknowledged before the controller is told)."""
+        loop = asyncio.get_running_loop()
+
+        async def ack_once() -> None:
+            connection = self._connection
+            if connection is None or connection.closed:
+                return  # redelivered after the resubscription; acknowledged then
+            request_id = connection.next_id()
+            await connection.request(BaseCommand(type=BaseCommand.ACK, ack=CommandAck(
+                consumer_id=self._consumer_id, ack_type=CommandAck.Individual,
+                message_id=[MessageIdData(ledgerId=message.position.ledger_id,
+                                          entryId=message.position.entry_id)],
+                request_id=request_id)), request_id)
+        await retrying(f"ack on {self.topic}", ack_once, loop.time() + self._timeout)
+        self._unacked -= 1
+        self._check_drained()
+
+    def _check_drained(self) -> None:
+        if self._reached_end and self._unacked == 0 and self._queue.empty():
+            self.drained.set()
+
+    def _lost(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.unregister(_KINDS, self._consumer_id)
+        while not self._queue.empty():  # unacknowledged: they come again after resubscribing
+            self._queue.get_nowait()
+        self._queue.put_nowait(None)
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+        connection = self._connection
+        if connection is not None and not connection.closed:
+            connection.unregister(_KINDS, self._consumer_id)
+            request_id = connection.next_id()
+            try:
+                await connection.request(BaseCommand(
+                    type=BaseCommand.CLOSE_CONSUMER, close_consumer=CommandCloseConsumer(
+                        consumer_id=self._consumer_id, request_id=request_id)), request_id,
+                    timeout=5.0)
+            except Exception as exc:
+                log.info("closing consumer on %s: %s", self.topic, exc)
+        self._connection = None

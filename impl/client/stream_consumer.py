@@ -1,0 +1,151 @@
+"""`StreamConsumer`: an ordered consumer of a scalable topic (PIP-468 "Registration Flow").
+
+It registers with the controller leader (whose URL the DAG watch session names), reads
+exactly the segments its assignment lists, one Failover consumer each, and hands messages
+to the application one at a time per segment, acknowledging each after the handler
+returns. When a sealed segment is drained (end reached, everything acknowledged) it tells
+the controller (command 203), which then assigns the children: so a key's messages arrive
+in send order across splits and merges. The registration is a session: if the controller's
+connection drops, the consumer registers again under the same name, on whichever broker
+leads by then, and keeps its assignment if it comes back within the grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from impl.client.connection import ClientConnection, ConnectionPool, retrying
+from impl.client.dag import DagWatcher
+from impl.client.errors import ClientError, NotController
+from impl.client.segment_consumer import MessageHandler, SegmentConsumer
+from impl.protocol.frames import Frame
+from impl.protocol.pulsar_api_pb2 import (
+    BaseCommand,
+    CommandScalableConsumerRegister,
+    CommandScalableConsumerUnregister,
+    CommandScalableSegmentDrained,
+    CommandSubscribe,
+    ScalableSubscriptionType,
+)
+from impl.scalable.names import ScalableTopicName
+
+log = logging.getLogger(__name__)
+
+_KINDS = (BaseCommand.SCALABLE_CONSUMER_ASSIGNMENT,)
+DRAIN_REPORT_INTERVAL = 1.0
+"""A drained segment still assigned is reported again this often (a report can reach a
+controller that is just taking over)."""
+
+
+class StreamConsumer:
+    def __init__(self, service_urls: list[str], topic: str, subscription: str,
+                 consumer_name: str, on_message: MessageHandler, timeout: float = 60.0) -> None:
+        self.topic = ScalableTopicName.parse(topic)
+        self.subscription = subscription
+        self.name = consumer_name
+        self._on_message = on_message
+        self._timeout = timeout
+        self._pool = ConnectionPool(service_urls)
+        self.dag = DagWatcher(self._pool, str(self.topic), timeout)
+        self._controller: ClientConnection | None = None
+        self._consumer_id = 0
+        self._segments: dict[int, SegmentConsumer] = {}
+        self.assigned: tuple[int, ...] = ()
+        self.assignments: list[tuple[int, ...]] = []
+        """Every assignment received, in order (tests compare them across failovers)."""
+        self.registrations = 0
+        self._lost = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> StreamConsumer:
+        await self.dag.start()
+        await self._register()
+        self._tasks = [asyncio.create_task(self._keep_registered()),
+                       asyncio.create_task(self._report_drained())]
+        return self
+
+    async def _register(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        async def attempt() -> None:
+            await self.dag.wait_for(lambda d: d.controller_url is not None)
+            assert self.dag.controller_url is not None
+            connection = await self._pool.connection(self.dag.controller_url)
+            consumer_id, request_id = connection.next_id(), connection.next_id()
+            self._lost.clear()
+            connection.register(_KINDS, consumer_id, self._pushed, self._lost.set)
+            frame = await connection.request(BaseCommand(
+                type=BaseCommand.SCALABLE_CONSUMER_REGISTER,
+                scalableConsumerRegister=CommandScalableConsumerRegister(
+                    request_id=request_id, consumer_id=consumer_id, topic=str(self.topic),
+                    subscription=self.subscription, consumer_name=self.name,
+                    subscription_type=ScalableSubscriptionType.SCALABLE_STREAM)), request_id)
+            answer = frame.command.scalableConsumerAssignment
+            if answer.HasField("error"):
+                connection.unregister(_KINDS, consumer_id)
+                raise NotController(answer.message, answer.leader_broker_url or None)
+            self._controller, self._consumer_id = connection, consumer_id
+            self.registrations += 1
+            await self._apply(frame)
+        await retrying(f"registering {self.name}", attempt, loop.time() + self._timeout,
+                       retry_on=(ClientError, OSError, asyncio.TimeoutError))
+
+    async def _keep_registered(self) -> None:
+        while True:
+            await self._lost.wait()
+            log.info("%s lost its controller connection; registering again", self.name)
+            await self._register()
+
+    def _pushed(self, frame: Frame) -> None:
+        asyncio.ensure_future(self._apply(frame))
+
+    async def _apply(self, frame: Frame) -> None:
+        answer = frame.command.scalableConsumerAssignment
+        wanted = {s.segment_id: s.segment_topic for s in answer.segments}
+        self.assigned = tuple(sorted(wanted))
+        self.assignments.append(self.assigned)
+        for segment_id in [i for i in self._segments if i not in wanted]:
+            await self._segments.pop(segment_id).close()
+        for segment_id, topic in wanted.items():
+            if segment_id not in self._segments:
+                consumer = SegmentConsumer(self._pool, topic, self.subscription,
+                                           CommandSubscribe.Failover, self.name,
+                                           self._on_message, self._timeout)
+                self._segments[segment_id] = consumer
+                consumer.start()
+
+    async def _report_drained(self) -> None:
+        while True:
+            await asyncio.sleep(DRAIN_REPORT_INTERVAL / 4)
+            connection = self._controller
+            for segment_id, consumer in list(self._segments.items()):
+                if consumer.drained.is_set() and connection is not None and not connection.closed:
+                    connection.send(BaseCommand(
+                        type=BaseCommand.SCALABLE_SEGMENT_DRAINED,
+                        scalableSegmentDrained=CommandScalableSegmentDrained(
+                            consumer_id=self._consumer_id, segment_id=segment_id)))
+                    consumer.drained.clear()
+                    asyncio.get_running_loop().call_later(DRAIN_REPORT_INTERVAL,
+                                                          consumer.drained.set)
+
+    async def close(self, unregister: bool = True) -> None:
+        """Stop; with `unregister` the session ends now, otherwise the controller keeps it
+        for the grace period (a consumer process that will come back)."""
+        for task in self._tasks:
+            task.cancel()
+        connection = self._controller
+        if unregister and connection is not None and not connection.closed:
+            request_id = connection.next_id()
+            try:
+                await connection.request(BaseCommand(
+                    type=BaseCommand.SCALABLE_CONSUMER_UNREGISTER,
+                    scalableConsumerUnregister=CommandScalableConsumerUnregister(
+                        request_id=request_id, consumer_id=self._consumer_id)), request_id,
+                    timeout=5.0)
+            except Exception as exc:
+                log.info("unregistering %s: %s", self.name, exc)
+        for consumer in self._segments.values():
+            await consumer.close()
+        self.dag.close()
+        self._pool.close()
