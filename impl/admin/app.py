@@ -5,6 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from impl.admin import broker_routes, cluster_routes, namespace_routes, tenant_routes, topic_routes
+from impl.admin import scalable_routes, segment_routes
 from impl.admin.context import CONTEXT, AdminContext
 from impl.admin.errors import errors_middleware
 
@@ -12,6 +13,7 @@ from impl.admin.errors import errors_middleware
 def build_admin_app(ctx: AdminContext) -> web.Application:
     app = web.Application(middlewares=[errors_middleware])
     app[CONTEXT] = ctx
-    for module in (cluster_routes, tenant_routes, namespace_routes, topic_routes, broker_routes):
+    for module in (cluster_routes, tenant_routes, namespace_routes, topic_routes, broker_routes,
+                   scalable_routes, segment_routes):
         app.add_routes(module.routes)
     return app

@@ -12,6 +12,8 @@ from impl.metadata.store import MetadataStore
 from impl.ownership.namespace_service import NamespaceService
 from impl.ownership.topic_name import TopicName
 from impl.resources import PulsarResources
+from impl.scalable.segment_storage import SegmentStorage
+from impl.scalable.service import ScalableTopicService
 
 
 @dataclass
@@ -24,6 +26,10 @@ class AdminContext:
     """None when the broker can serve; otherwise why not (the health check's answer)."""
     client_stats: Callable[[TopicName], dict[str, Any]] = lambda _topic: {}
     """The front end's part of a topic's stats (publishers, consumers, rates)."""
+    scalable: ScalableTopicService | None = None
+    """PIP-468 scalable topics (`/admin/v2/scalable`); None when disabled."""
+    segments: SegmentStorage | None = None
+    """Segment topics owned here (`/admin/v2/segments`); None when disabled."""
 
 
 CONTEXT: web.AppKey[AdminContext] = web.AppKey("starquake.admin.context", AdminContext)

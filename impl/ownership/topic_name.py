@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DOMAINS = ("persistent", "non-persistent")
+DOMAINS = ("persistent", "non-persistent", "segment")
+"""`segment` holds the segments of PIP-468 scalable topics (docs/scalable-topics.md)."""
 DEFAULT_TENANT = "public"
 DEFAULT_NAMESPACE = "default"
 
