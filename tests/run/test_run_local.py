@@ -1,0 +1,122 @@
+"""`starquake run` end to end on local processes: a run under broker kills is valid and
+leaves every file of its run directory; the same kind of run with a mutant that drops
+acknowledged writes is invalid; Ctrl-C tears everything down and keeps the history."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+STARQUAKE = [sys.executable, "-m", "starquake"]
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
+
+
+def _starquake_run(scenario: Path, runs: Path, seed: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*STARQUAKE, "run", str(scenario), "--seed", str(seed),
+                           "--backend", "local", "--runs-dir", str(runs)],
+                          cwd=REPO, capture_output=True, text=True, timeout=400, check=False)
+
+
+def _events(run_dir: Path) -> list[dict]:
+    return [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()]
+
+
+def test_a_run_under_broker_kills_is_valid_and_complete(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    done = _starquake_run(REPO / "scenarios/smoke/topic-kill.toml", runs, 7)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "verdict: valid" in done.stdout
+    (run_dir,) = (runs / "topic-kill").iterdir()
+    assert run_dir.name.endswith("-7")
+    assert (runs / "latest").resolve() == run_dir.resolve()
+    for name in ("scenario.toml", "command.txt", "history.jsonl", "history.parquet",
+                 "results.json", "report.html"):
+        assert (run_dir / name).is_file(), name
+    logs = {p.name for p in (run_dir / "logs").iterdir()}
+    assert logs >= {"a-zk1.log", "a-bookie1.log", "a-broker1.log", "a-broker2.log",
+                    "a-broker3.log", "client.log"}
+    assert shlex.split((run_dir / "command.txt").read_text()) == [
+        "starquake", "run", str(REPO / "scenarios/smoke/topic-kill.toml"), "--seed", "7",
+        "--backend", "local", "--runs-dir", str(runs)]
+
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["valid"] is True and results["seed"] == 7
+    assert results["stats"]["sends_ok"] > 200
+    events = _events(run_dir)
+    assert events[0]["f"] == "meta" and json.loads(events[0]["detail"])["seed"] == 7
+    first_send = next(e["index"] for e in events if e["f"] == "send")
+    subscribed = {e["subscription"] for e in events[:first_send]
+                  if e["f"] == "subscribe" and e["type"] == "ok"}
+    assert subscribed == {"live", "late"}
+    nemesis = [(e["type"], e["f"]) for e in events if e["process"] == "nemesis"]
+    assert ("ok", "kill") in nemesis and ("ok", "start") in nemesis
+    assert [e["type"] for e in events if e["f"] == "drain"] == ["invoke", "ok"]
+
+
+def test_a_mutant_that_acknowledges_before_durable_is_caught(tmp_path: Path) -> None:
+    done = _starquake_run(HERE / "scenarios/topic-ack-before-durable.toml", tmp_path, 1)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (run_dir,) = (tmp_path / "topic-ack-before-durable").iterdir()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["checkers"]["lost"]["count"] > 0
+    lost_in = {example["subscription"] for example in results["checkers"]["lost"]["examples"]}
+    assert "late" in lost_in
+
+
+def _run_dirs_of_clusters() -> set[str]:
+    return {p.name for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("starquake-run-*")}
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_ctrl_c_tears_down_and_keeps_the_history(tmp_path: Path) -> None:
+    before = _run_dirs_of_clusters()
+    harness = subprocess.Popen(
+        [*STARQUAKE, "run", str(REPO / "scenarios/smoke/topic-kill.toml"), "--seed", "3",
+         "--backend", "local", "--runs-dir", str(tmp_path)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert harness.stdout is not None
+        deadline = time.monotonic() + 120
+        for line in harness.stdout:  # ends when the harness exits
+            if line.startswith("load for") or time.monotonic() > deadline:
+                break
+        ours = _run_dirs_of_clusters() - before
+        time.sleep(2)
+        harness.send_signal(signal.SIGINT)
+        _, stderr = harness.communicate(timeout=60)
+    finally:
+        if harness.poll() is None:
+            harness.kill()
+            harness.wait()
+    assert harness.returncode == 130, stderr
+    message = [line for line in stderr.splitlines() if line.startswith("starquake:")]
+    assert len(message) == 1 and "run interrupted" in message[0]
+    (run_dir,) = (tmp_path / "topic-kill").iterdir()
+    events = _events(run_dir)
+    assert events[0]["f"] == "meta" and any(e["f"] == "send" for e in events)
+    assert (run_dir / "logs" / "a-broker1.log").is_file()
+    assert ours and not any(_processes_mentioning(name) for name in ours)
+    assert not ours & _run_dirs_of_clusters()
