@@ -54,7 +54,9 @@ class StreamConsumer:
         self.assigned: tuple[int, ...] = ()
         self.assignments: list[tuple[int, ...]] = []
         """Every assignment received, in order (tests compare them across failovers)."""
-        self.registrations = 0
+        self.registered: list[tuple[int, ...]] = []
+        """The assignment each registration answered with (a re-registration within the
+        grace period answers with the session's assignment)."""
         self._lost = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -86,8 +88,8 @@ class StreamConsumer:
                 connection.unregister(_KINDS, consumer_id)
                 raise NotController(answer.message, answer.leader_broker_url or None)
             self._controller, self._consumer_id = connection, consumer_id
-            self.registrations += 1
             await self._apply(frame)
+            self.registered.append(self.assigned)
         await retrying(f"registering {self.name}", attempt, loop.time() + self._timeout,
                        retry_on=(ClientError, OSError, asyncio.TimeoutError))
 

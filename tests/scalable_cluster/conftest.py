@@ -1,0 +1,6 @@
+"""Scalable topics on a real cluster: ZooKeeper, a bookie and brokers as processes
+(`make_cluster`), driven through the admin REST API and our client (impl/client)."""
+
+from __future__ import annotations
+
+from tests.fixtures.cluster import make_cluster  # noqa: F401  (the fixture)
