@@ -1,6 +1,7 @@
-"""A producer that speaks the binary protocol frame by frame, for what the official client
-hides: sending into a paused broker's socket and seeing exactly which writes got a receipt.
-Built on our codec (impl/protocol/frames.py), which the official client already agrees with.
+"""Clients that speak the binary protocol frame by frame, for what the official client
+hides: sending into a paused broker's socket and seeing exactly which writes got a receipt,
+or counting the MESSAGE frames a consumer gets for its permits. Built on our codec
+(impl/protocol/frames.py), which the official client already agrees with.
 """
 
 from __future__ import annotations
@@ -13,44 +14,35 @@ from impl.protocol.frames import FrameDecoder, MalformedFrame, encode_command, e
 from impl.protocol.pulsar_api_pb2 import (
     BaseCommand,
     CommandConnect,
+    CommandFlow,
     CommandPong,
     CommandProducer,
     CommandSend,
+    CommandSubscribe,
     MessageMetadata,
 )
 
 PRODUCER_ID = 1
+CONSUMER_ID = 1
 
 
-class RawProducer:
-    def __init__(self, service_url: str, topic: str, name: str = "raw-producer",
-                 timeout: float = 10.0) -> None:
+class RawConnection:
+    """One connected socket: CONNECT done, PINGs answered, everything else collected."""
+
+    def __init__(self, service_url: str, timeout: float = 10.0,
+                 client_version: str = "starquake-raw") -> None:
         address = urlsplit(service_url)
-        self.name = name
         self._sock = socket.create_connection((address.hostname, address.port), timeout=timeout)
         self._decoder = FrameDecoder()
         self._pending: list[BaseCommand] = []
         self.closed = False
         self._send(BaseCommand(type=BaseCommand.CONNECT, connect=CommandConnect(
-            client_version="starquake-raw", protocol_version=19)))
-        self._expect(BaseCommand.CONNECTED, timeout)
-        self._send(BaseCommand(type=BaseCommand.PRODUCER, producer=CommandProducer(
-            topic=topic, producer_id=PRODUCER_ID, request_id=1, producer_name=name)))
-        reply = self._expect_any((BaseCommand.PRODUCER_SUCCESS, BaseCommand.ERROR), timeout)
-        if reply.type == BaseCommand.ERROR:
-            raise ConnectionError(f"producer refused: {reply.error.message}")
-
-    def send(self, sequence_id: int, payload: bytes) -> None:
-        """Write one SEND frame (no waiting: the broker may be paused)."""
-        metadata = MessageMetadata(producer_name=self.name, sequence_id=sequence_id,
-                                   publish_time=int(time.time() * 1000))
-        command = BaseCommand(type=BaseCommand.SEND, send=CommandSend(
-            producer_id=PRODUCER_ID, sequence_id=sequence_id, num_messages=1))
-        self._sock.sendall(encode_command(command, encode_entry(metadata, payload)))
+            client_version=client_version, protocol_version=19)))
+        self._expect_any((BaseCommand.CONNECTED,), timeout)
 
     def collect(self, seconds: float) -> list[BaseCommand]:
         """Every command the broker sends within `seconds` (less if it closes the
-        connection): receipts, send errors, CLOSE_PRODUCER..."""
+        connection): receipts, send errors, MESSAGE, CLOSE_PRODUCER..."""
         deadline = time.monotonic() + seconds
         while not self.closed and (left := deadline - time.monotonic()) > 0:
             self._read(left)
@@ -86,9 +78,6 @@ class RawProducer:
             else:
                 self._pending.append(frame.command)
 
-    def _expect(self, kind: int, timeout: float) -> BaseCommand:
-        return self._expect_any((kind,), timeout)
-
     def _expect_any(self, kinds: tuple[int, ...], timeout: float) -> BaseCommand:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not self.closed:
@@ -98,3 +87,41 @@ class RawProducer:
                     return command
             self._read(deadline - time.monotonic())
         raise TimeoutError(f"no {[BaseCommand.Type.Name(k) for k in kinds]} within {timeout} s")
+
+    def _request(self, command: BaseCommand, success: int, timeout: float) -> None:
+        self._send(command)
+        reply = self._expect_any((success, BaseCommand.ERROR), timeout)
+        if reply.type == BaseCommand.ERROR:
+            raise ConnectionError(f"refused: {reply.error.message}")
+
+
+class RawProducer(RawConnection):
+    def __init__(self, service_url: str, topic: str, name: str = "raw-producer",
+                 timeout: float = 10.0) -> None:
+        super().__init__(service_url, timeout)
+        self.name = name
+        self._request(BaseCommand(type=BaseCommand.PRODUCER, producer=CommandProducer(
+            topic=topic, producer_id=PRODUCER_ID, request_id=1, producer_name=name)),
+            BaseCommand.PRODUCER_SUCCESS, timeout)
+
+    def send(self, sequence_id: int, payload: bytes) -> None:
+        """Write one SEND frame (no waiting: the broker may be paused)."""
+        metadata = MessageMetadata(producer_name=self.name, sequence_id=sequence_id,
+                                   publish_time=int(time.time() * 1000))
+        command = BaseCommand(type=BaseCommand.SEND, send=CommandSend(
+            producer_id=PRODUCER_ID, sequence_id=sequence_id, num_messages=1))
+        self._sock.sendall(encode_command(command, encode_entry(metadata, payload)))
+
+
+class RawConsumer(RawConnection):
+    def __init__(self, service_url: str, topic: str, subscription: str,
+                 timeout: float = 10.0) -> None:
+        super().__init__(service_url, timeout)
+        self._request(BaseCommand(type=BaseCommand.SUBSCRIBE, subscribe=CommandSubscribe(
+            topic=topic, subscription=subscription, subType=CommandSubscribe.Exclusive,
+            consumer_id=CONSUMER_ID, request_id=1, initialPosition=CommandSubscribe.Earliest)),
+            BaseCommand.SUCCESS, timeout)
+
+    def flow(self, permits: int) -> None:
+        self._send(BaseCommand(type=BaseCommand.FLOW, flow=CommandFlow(
+            consumer_id=CONSUMER_ID, messagePermits=permits)))

@@ -1,0 +1,148 @@
+"""The commands the broker sends, built in one place so every reply carries the fields the
+official client insists on (a CONNECTED without `server_version`, say, is dropped)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from impl.protocol.pulsar_api_pb2 import (
+    BaseCommand,
+    CommandAckResponse,
+    CommandActiveConsumerChange,
+    CommandCloseConsumer,
+    CommandCloseProducer,
+    CommandConnected,
+    CommandError,
+    CommandLookupTopicResponse,
+    CommandMessage,
+    CommandPartitionedTopicMetadataResponse,
+    CommandPing,
+    CommandPong,
+    CommandProducerSuccess,
+    CommandReachedEndOfTopic,
+    CommandSendError,
+    CommandSendReceipt,
+    CommandSuccess,
+    MessageIdData,
+)
+from impl.storage.api import Position
+
+SERVER_VERSION = "starquake-broker"
+MAX_PROTOCOL_VERSION = 19
+MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+SERVER_REQUEST_ID = 2**64 - 1
+"""The request id of a close the broker starts itself (Pulsar sends -1)."""
+
+
+def connected(client_protocol_version: int) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.CONNECTED, connected=CommandConnected(
+        server_version=SERVER_VERSION,
+        protocol_version=min(client_protocol_version, MAX_PROTOCOL_VERSION),
+        max_message_size=MAX_MESSAGE_SIZE))
+
+
+def ping() -> BaseCommand:
+    return BaseCommand(type=BaseCommand.PING, ping=CommandPing())
+
+
+def pong() -> BaseCommand:
+    return BaseCommand(type=BaseCommand.PONG, pong=CommandPong())
+
+
+def success(request_id: int) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.SUCCESS, success=CommandSuccess(request_id=request_id))
+
+
+def error(request_id: int, code: int, message: str) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.ERROR, error=CommandError(
+        request_id=request_id, error=code, message=message))
+
+
+def partitioned_metadata(request_id: int, partitions: int) -> BaseCommand:
+    return BaseCommand(
+        type=BaseCommand.PARTITIONED_METADATA_RESPONSE,
+        partitionMetadataResponse=CommandPartitionedTopicMetadataResponse(
+            request_id=request_id, partitions=partitions,
+            response=CommandPartitionedTopicMetadataResponse.Success))
+
+
+def partitioned_metadata_failed(request_id: int, code: int, message: str) -> BaseCommand:
+    return BaseCommand(
+        type=BaseCommand.PARTITIONED_METADATA_RESPONSE,
+        partitionMetadataResponse=CommandPartitionedTopicMetadataResponse(
+            request_id=request_id, response=CommandPartitionedTopicMetadataResponse.Failed,
+            error=code, message=message))
+
+
+def lookup_answer(request_id: int, broker_url: str, *, connect: bool,
+                  authoritative: bool) -> BaseCommand:
+    kind = CommandLookupTopicResponse.Connect if connect else CommandLookupTopicResponse.Redirect
+    return BaseCommand(type=BaseCommand.LOOKUP_RESPONSE, lookupTopicResponse=(
+        CommandLookupTopicResponse(request_id=request_id, response=kind,
+                                   brokerServiceUrl=broker_url, authoritative=authoritative)))
+
+
+def lookup_failed(request_id: int, code: int, message: str) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.LOOKUP_RESPONSE, lookupTopicResponse=(
+        CommandLookupTopicResponse(request_id=request_id,
+                                   response=CommandLookupTopicResponse.Failed,
+                                   error=code, message=message)))
+
+
+def producer_success(request_id: int, producer_name: str) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.PRODUCER_SUCCESS, producer_success=CommandProducerSuccess(
+        request_id=request_id, producer_name=producer_name, last_sequence_id=-1,
+        producer_ready=True))
+
+
+def message_id(position: Position) -> MessageIdData:
+    return MessageIdData(ledgerId=position.ledger_id, entryId=position.entry_id)
+
+
+def send_receipt(producer_id: int, sequence_id: int, highest_sequence_id: int,
+                 position: Position) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.SEND_RECEIPT, send_receipt=CommandSendReceipt(
+        producer_id=producer_id, sequence_id=sequence_id,
+        highest_sequence_id=highest_sequence_id, message_id=message_id(position)))
+
+
+def send_error(producer_id: int, sequence_id: int, code: int, message: str) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.SEND_ERROR, send_error=CommandSendError(
+        producer_id=producer_id, sequence_id=sequence_id, error=code, message=message))
+
+
+def close_producer(producer_id: int) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.CLOSE_PRODUCER, close_producer=CommandCloseProducer(
+        producer_id=producer_id, request_id=SERVER_REQUEST_ID))
+
+
+def close_consumer(consumer_id: int) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.CLOSE_CONSUMER, close_consumer=CommandCloseConsumer(
+        consumer_id=consumer_id, request_id=SERVER_REQUEST_ID))
+
+
+def message(consumer_id: int, position: Position, redelivery_count: int,
+            ack_set: Iterable[int] = ()) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.MESSAGE, message=CommandMessage(
+        consumer_id=consumer_id, message_id=message_id(position),
+        redelivery_count=redelivery_count, ack_set=list(ack_set)))
+
+
+def ack_response(consumer_id: int, request_id: int, code: int | None = None,
+                 text: str = "") -> BaseCommand:
+    response = CommandAckResponse(consumer_id=consumer_id, request_id=request_id)
+    if code is not None:
+        response.error = code
+        response.message = text
+    return BaseCommand(type=BaseCommand.ACK_RESPONSE, ackResponse=response)
+
+
+def active_consumer_change(consumer_id: int, is_active: bool) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.ACTIVE_CONSUMER_CHANGE,
+                       active_consumer_change=CommandActiveConsumerChange(
+                           consumer_id=consumer_id, is_active=is_active))
+
+
+def reached_end_of_topic(consumer_id: int) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.REACHED_END_OF_TOPIC,
+                       reachedEndOfTopic=CommandReachedEndOfTopic(consumer_id=consumer_id))

@@ -1,0 +1,85 @@
+"""The broker's command line as data: one dataclass, validated at the edge."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from impl.mutants import Mutants, UnknownMutant
+from impl.ownership.session_policy import SessionExpiredPolicy
+from impl.replication.config import (
+    GeoReplicationConfig,
+    InvalidReplicationConfig,
+    ReplicatedSubscriptionsConfig,
+)
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    cluster: str
+    zk: str
+    """ZooKeeper connect string, optionally with a chroot."""
+    port: int
+    admin_port: int
+    session_expired_policy: SessionExpiredPolicy
+    advertised_host: str = "127.0.0.1"
+    session_timeout_ms: int = 30_000
+    session_reconnect_retries: int = 3
+    mutants: Mutants = Mutants()
+    bind_host: str = "0.0.0.0"
+    replication: GeoReplicationConfig = GeoReplicationConfig()
+    scalable_grace_period: float = 60.0
+    """Seconds a disconnected scalable-topic stream consumer keeps its session."""
+
+    @property
+    def session_timeout(self) -> float:
+        return self.session_timeout_ms / 1000
+
+    @property
+    def broker_url(self) -> str:
+        return f"pulsar://{self.advertised_host}:{self.port}"
+
+    @property
+    def web_url(self) -> str:
+        return f"http://{self.advertised_host}:{self.admin_port}"
+
+
+def parse_args(argv: list[str] | None = None) -> BrokerConfig:
+    parser = argparse.ArgumentParser(prog="python -m impl.broker",
+                                     description="starquake's reference broker")
+    parser.add_argument("--cluster", required=True)
+    parser.add_argument("--zk", required=True, help="HOST:PORT[,...][/chroot]")
+    parser.add_argument("--port", type=int, required=True, help="binary protocol port")
+    parser.add_argument("--admin-port", type=int, required=True, help="admin HTTP port")
+    parser.add_argument("--advertised-host", default="127.0.0.1")
+    parser.add_argument("--session-timeout-ms", type=int, default=30_000)
+    parser.add_argument("--session-expired-policy", required=True,
+                        choices=[p.value for p in SessionExpiredPolicy])
+    parser.add_argument("--session-reconnect-retries", type=int, default=3)
+    parser.add_argument("--mutants", default="", help="comma-separated mutant switches")
+    parser.add_argument("--scalable-grace-period-seconds", type=float, default=60.0,
+                        help="PIP-468 consumer session grace period (scalable topics)")
+    parser.add_argument("--disable-replicated-subscriptions", action="store_true",
+                        help="ignore replicate_subscription_state (Pulsar's "
+                             "enableReplicatedSubscriptions=false)")
+    parser.add_argument("--replicated-subscriptions-snapshot-frequency-ms", type=int,
+                        default=ReplicatedSubscriptionsConfig.snapshot_frequency_ms)
+    parser.add_argument("--replicate-individually-deleted", action="store_true",
+                        help="our extension (document 003): replicated subscriptions also "
+                             "carry messages acknowledged out of order")
+    args = parser.parse_args(argv)
+    try:
+        mutants = Mutants.parse(args.mutants)
+        replication = GeoReplicationConfig(
+            enable_replicated_subscriptions=not args.disable_replicated_subscriptions,
+            subscriptions=ReplicatedSubscriptionsConfig(
+                snapshot_frequency_ms=args.replicated_subscriptions_snapshot_frequency_ms,
+                replicate_individually_deleted=args.replicate_individually_deleted))
+    except (UnknownMutant, InvalidReplicationConfig) as exc:
+        parser.error(str(exc))
+    return BrokerConfig(
+        cluster=args.cluster, zk=args.zk, port=args.port, admin_port=args.admin_port,
+        session_expired_policy=SessionExpiredPolicy(args.session_expired_policy),
+        advertised_host=args.advertised_host, session_timeout_ms=args.session_timeout_ms,
+        session_reconnect_retries=args.session_reconnect_retries, mutants=mutants,
+        replication=replication, scalable_grace_period=args.scalable_grace_period_seconds)

@@ -1,0 +1,289 @@
+"""One client connection: frames in, commands to the topics, frames out.
+
+Commands that need ZooKeeper or storage run as tasks so that the connection keeps reading
+(PINGs, SENDs of other producers); PRODUCER, SUBSCRIBE, CLOSE_* and UNSUBSCRIBE take their
+turn in arrival order (a client that closes and re-creates a consumer relies on it).
+Keep-alive as in Pulsar: after `keepalive` seconds of silence the broker pings, and after
+twice that it closes the connection. Bytes that are not a valid frame close this
+connection only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+from impl.broker import commands
+from impl.broker.consumer import Consumer
+from impl.broker.producer import Producer
+from impl.broker.scalable_commands import ScalableCommands
+from impl.broker.service import BrokerService
+from impl.broker.subscription import Subscription
+from impl.broker.topic import Topic
+from impl.broker.errors import server_error
+from impl.ownership.topic_name import TopicName
+from impl.protocol.frames import Frame, FrameDecoder, MalformedFrame, encode_command
+from impl.protocol.pulsar_api_pb2 import BaseCommand, ServerError
+
+log = logging.getLogger(__name__)
+
+READ_SIZE = 256 * 1024
+DEFAULT_KEEPALIVE = 30.0
+CPP_CLIENT_PREFIX = "Pulsar-CPP-"
+"""How the C++ client and those built on it (Python, Node.js) name themselves in CONNECT."""
+
+
+class ServerConnection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._service = service
+        self._keepalive = keepalive
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        self.address = f"{peer[0]}:{peer[1]}"
+        self._decoder = FrameDecoder()
+        self._producers: dict[int, tuple[Topic, Producer]] = {}
+        self._consumers: dict[int, tuple[Topic, Subscription, Consumer]] = {}
+        self._control = asyncio.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._last_heard = time.monotonic()
+        self.closed = False
+        self.understands_end_of_topic = True
+        self._handlers: dict[int, Callable[[Frame], None]] = {
+            BaseCommand.CONNECT: self._connect,
+            BaseCommand.PING: lambda _f: self.send(commands.pong()),
+            BaseCommand.PONG: lambda _f: None,
+            BaseCommand.PARTITIONED_METADATA: self._partitioned_metadata,
+            BaseCommand.LOOKUP: self._lookup,
+            BaseCommand.PRODUCER: self._producer,
+            BaseCommand.SEND: self._send,
+            BaseCommand.CLOSE_PRODUCER: self._close_producer,
+            BaseCommand.SUBSCRIBE: self._subscribe,
+            BaseCommand.FLOW: self._flow,
+            BaseCommand.ACK: self._ack,
+            BaseCommand.REDELIVER_UNACKNOWLEDGED_MESSAGES: self._redeliver,
+            BaseCommand.CLOSE_CONSUMER: self._close_consumer,
+            BaseCommand.UNSUBSCRIBE: self._unsubscribe,
+        }
+        self._scalable = ScalableCommands(self, service.scalable, self._owner_url)
+        self._handlers.update(self._scalable.handlers())
+
+    # --- the socket --------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        keepalive = asyncio.create_task(self._keep_alive())
+        try:
+            while data := await self._reader.read(READ_SIZE):
+                self._last_heard = time.monotonic()
+                for frame in self._decoder.feed(data):
+                    self._dispatch(frame)
+        except MalformedFrame as exc:
+            log.warning("closing connection from %s: %s", self.address, exc)
+        except (ConnectionError, asyncio.IncompleteReadError) as exc:
+            log.info("connection from %s dropped: %s", self.address, exc)
+        finally:
+            keepalive.cancel()
+            self.close()
+
+    def send(self, command: BaseCommand, entry: bytes | None = None) -> None:
+        if not self.closed:
+            self._writer.write(encode_command(command, entry))
+
+    async def drain(self) -> None:
+        if not self.closed:
+            try:
+                await self._writer.drain()
+            except ConnectionError:
+                self.close()
+
+    def close(self) -> None:
+        """Drop the connection: its producers go, its consumers' unacknowledged messages
+        are redelivered to others."""
+        if self.closed:
+            return
+        self.closed = True
+        self._writer.close()
+        for topic, producer in self._producers.values():
+            topic.remove_producer(producer)
+        for _topic, subscription, consumer in self._consumers.values():
+            consumer.closed = True
+            subscription.remove_consumer(consumer)
+        self._producers.clear()
+        self._consumers.clear()
+        self._scalable.close()
+        for task in self._tasks:
+            task.cancel()
+
+    async def _keep_alive(self) -> None:
+        while True:
+            await asyncio.sleep(self._keepalive)
+            silent = time.monotonic() - self._last_heard
+            if silent >= 2 * self._keepalive:
+                log.warning("closing connection from %s: silent for %.0f s", self.address,
+                            silent)
+                self.close()
+                return
+            if silent >= self._keepalive:
+                self.send(commands.ping())
+
+    # --- dispatching -------------------------------------------------------------------
+
+    def _dispatch(self, frame: Frame) -> None:
+        handler = self._handlers.get(frame.command.type)
+        if handler is None:
+            log.info("%s sent unsupported %s; ignored", self.address,
+                     BaseCommand.Type.Name(frame.command.type))
+            return
+        handler(frame)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _in_turn(self, request_id: int, work: Callable[[], Awaitable[BaseCommand]],
+                 answer_error: Callable[[int, int, str], BaseCommand] = commands.error,
+                 ordered: bool = True) -> None:
+        """Run `work` as a task (in arrival order when `ordered`), send its answer, or the
+        error its exception maps to."""
+        async def run() -> None:
+            try:
+                if ordered:
+                    async with self._control:
+                        reply = await work()
+                else:
+                    reply = await work()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                code = server_error(exc)
+                if code == ServerError.UnknownError:
+                    log.exception("request %d from %s failed", request_id, self.address)
+                reply = answer_error(request_id, code, str(exc))
+            self.send(reply)
+        self._spawn(run())
+
+    def _connect(self, frame: Frame) -> None:
+        connect = frame.command.connect
+        self.understands_end_of_topic = not connect.client_version.startswith(
+            CPP_CLIENT_PREFIX)
+        self.send(commands.connected(connect.protocol_version))
+
+    def _partitioned_metadata(self, frame: Frame) -> None:
+        request = frame.command.partitionMetadata
+
+        async def answer() -> BaseCommand:
+            TopicName.parse(request.topic)  # refuse names we cannot place
+            return commands.partitioned_metadata(request.request_id, 0)
+        self._in_turn(request.request_id, answer, commands.partitioned_metadata_failed,
+                      ordered=False)
+
+    def _lookup(self, frame: Frame) -> None:
+        request = frame.command.lookupTopic
+
+        async def answer() -> BaseCommand:
+            result = await self._service.ownership.lookup(TopicName.parse(request.topic),
+                                                          request.authoritative)
+            return commands.lookup_answer(
+                request.request_id, result.owner.broker_url, connect=result.is_self,
+                authoritative=result.is_self or result.authoritative)
+        self._in_turn(request.request_id, answer, commands.lookup_failed, ordered=False)
+
+    async def _owner_url(self, topic: TopicName) -> str:
+        return (await self._service.ownership.lookup(topic)).owner.broker_url
+
+    def _producer(self, frame: Frame) -> None:
+        request = frame.command.producer
+
+        async def answer() -> BaseCommand:
+            existing = self._producers.get(request.producer_id)
+            if existing is not None and not existing[1].closed:
+                return commands.producer_success(request.request_id, existing[1].name)
+            topic = await self._service.topic(TopicName.parse(request.topic))
+            name = request.producer_name or self._service.producer_name()
+            producer = topic.add_producer(self, request.producer_id, name)
+            self._producers[request.producer_id] = (topic, producer)
+            return commands.producer_success(request.request_id, name)
+        self._in_turn(request.request_id, answer)
+
+    def _send(self, frame: Frame) -> None:
+        send = frame.command.send
+        found = self._producers.get(send.producer_id)
+        if found is None or frame.entry is None:
+            log.info("%s sent to unknown producer %d; dropped", self.address, send.producer_id)
+            return
+        found[1].send(send, frame.entry)
+
+    def _close_producer(self, frame: Frame) -> None:
+        request = frame.command.close_producer
+
+        async def answer() -> BaseCommand:
+            found = self._producers.pop(request.producer_id, None)
+            if found is not None:
+                found[0].remove_producer(found[1])
+            return commands.success(request.request_id)
+        self._in_turn(request.request_id, answer)
+
+    def _subscribe(self, frame: Frame) -> None:
+        request = frame.command.subscribe
+
+        async def answer() -> BaseCommand:
+            existing = self._consumers.get(request.consumer_id)
+            if existing is not None and not existing[2].closed:
+                return commands.success(request.request_id)
+            topic = await self._service.topic(TopicName.parse(request.topic))
+            subscription, consumer = await topic.subscribe(self, request)
+            if self.closed:
+                subscription.remove_consumer(consumer)
+            else:
+                self._consumers[request.consumer_id] = (topic, subscription, consumer)
+            return commands.success(request.request_id)
+        self._in_turn(request.request_id, answer)
+
+    def _consumer(self, consumer_id: int) -> tuple[Topic, Subscription, Consumer] | None:
+        found = self._consumers.get(consumer_id)
+        return found if found is not None and not found[2].closed else None
+
+    def _flow(self, frame: Frame) -> None:
+        flow = frame.command.flow
+        if (found := self._consumer(flow.consumer_id)) is not None:
+            found[1].flow(found[2], flow.messagePermits)
+
+    def _ack(self, frame: Frame) -> None:
+        ack = frame.command.ack
+        if (found := self._consumer(ack.consumer_id)) is not None:
+            self._spawn(found[1].acknowledge(found[2], ack))
+        elif ack.HasField("request_id"):
+            self.send(commands.ack_response(ack.consumer_id, ack.request_id,
+                                            ServerError.ConsumerNotFound, "no such consumer"))
+
+    def _redeliver(self, frame: Frame) -> None:
+        request = frame.command.redeliverUnacknowledgedMessages
+        if (found := self._consumer(request.consumer_id)) is not None:
+            found[1].redeliver(found[2], list(request.message_ids))
+
+    def _close_consumer(self, frame: Frame) -> None:
+        request = frame.command.close_consumer
+
+        async def answer() -> BaseCommand:
+            found = self._consumers.pop(request.consumer_id, None)
+            if found is not None:
+                found[2].closed = True
+                found[1].remove_consumer(found[2])
+            return commands.success(request.request_id)
+        self._in_turn(request.request_id, answer)
+
+    def _unsubscribe(self, frame: Frame) -> None:
+        request = frame.command.unsubscribe
+
+        async def answer() -> BaseCommand:
+            found = self._consumers.get(request.consumer_id)
+            if found is not None:
+                await found[0].unsubscribe(found[1], found[2])
+                self._consumers.pop(request.consumer_id, None)
+            return commands.success(request.request_id)
+        self._in_turn(request.request_id, answer)

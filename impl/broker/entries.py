@@ -1,0 +1,36 @@
+"""An entry on its way to consumers: the stored bytes plus what dispatch decisions need
+(how many messages it holds for permits, its key for Key_Shared), parsed once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from impl.protocol.frames import split_batch, split_entry
+from impl.storage.api import Entry, Position
+
+
+@dataclass
+class DispatchEntry:
+    position: Position
+    data: bytes
+    num_messages: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        metadata, _ = split_entry(self.data)
+        self.num_messages = (metadata.num_messages_in_batch
+                             if metadata.HasField("num_messages_in_batch") else 1)
+
+    @classmethod
+    def of(cls, entry: Entry) -> DispatchEntry:
+        return cls(entry.position, entry.data)
+
+    @cached_property
+    def sticky_key(self) -> bytes:
+        """The key Key_Shared routes by: the ordering key if any, else the partition key, of
+        the first message (a batch is routed whole, as Pulsar routes it)."""
+        metadata, payload = split_entry(self.data)
+        first, _ = split_batch(metadata, payload)[0]
+        if first.HasField("ordering_key"):
+            return first.ordering_key
+        return first.partition_key.encode() if first.HasField("partition_key") else b""

@@ -1,0 +1,55 @@
+"""Why a request failed, as the protocol says it: every exception the front end meets maps
+onto one `ServerError` here, at the edge, so the handlers raise domain errors only."""
+
+from __future__ import annotations
+
+from impl.metadata.errors import MetadataError
+from impl.ownership.ephemeral import StaleNodeRemains
+from impl.ownership.namespace_service import NoBrokerAvailable, NotOwner
+from impl.ownership.topic_name import InvalidTopicName
+from impl.protocol.pulsar_api_pb2 import ServerError
+from impl.resources import ResourceNotFound
+from impl.storage.api import OwnershipLost, StorageError, TopicTerminated
+
+
+class BrokerRequestError(Exception):
+    """A request the broker refuses for a reason the client can act on."""
+
+    code: int = ServerError.UnknownError
+
+
+class ConsumerBusy(BrokerRequestError):
+    """The subscription cannot take this consumer (exclusive and taken, or another type)."""
+
+    code = ServerError.ConsumerBusy
+
+
+class TopicClosing(BrokerRequestError):
+    """The topic is being unloaded here; the client must look it up again."""
+
+    code = ServerError.ServiceNotReady
+
+    def __init__(self, topic: object) -> None:
+        super().__init__(f"topic {topic} is being unloaded from this broker")
+
+
+# Most specific first: the first matching class decides.
+_CODES: list[tuple[type[BaseException], int]] = [
+    (BrokerRequestError, -1),  # carries its own code
+    (NotOwner, ServerError.ServiceNotReady),
+    (StaleNodeRemains, ServerError.ServiceNotReady),
+    (NoBrokerAvailable, ServerError.ServiceNotReady),
+    (OwnershipLost, ServerError.ServiceNotReady),
+    (MetadataError, ServerError.ServiceNotReady),
+    (InvalidTopicName, ServerError.InvalidTopicName),
+    (ResourceNotFound, ServerError.TopicNotFound),
+    (TopicTerminated, ServerError.TopicTerminatedError),
+    (StorageError, ServerError.PersistenceError),
+]
+
+
+def server_error(exc: BaseException) -> int:
+    """The `ServerError` a client should see for `exc` (UnknownError when unexpected)."""
+    if isinstance(exc, BrokerRequestError):
+        return exc.code
+    return next((code for kind, code in _CODES if isinstance(exc, kind)), ServerError.UnknownError)

@@ -1,0 +1,156 @@
+"""The broker process: wiring and lifecycle.
+
+Start order (docs/broker.md): connect to ZooKeeper, make sure the cluster and
+`public/default` exist, listen on the binary and admin ports, then register as live (a
+registered broker must answer what lookups send it). SIGTERM or SIGINT: unregister, unload
+every bundle (clients are told to look their topics up again), close, exit 0. PIP-57's
+`shutdown` policy exits 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from aiohttp import web
+
+from impl.admin.app import build_admin_app
+from impl.admin.context import AdminContext
+from impl.broker.config import BrokerConfig, parse_args
+from impl.broker.server import BinaryServer
+from impl.broker.service import BrokerService
+from impl.metadata.store import MetadataStore
+from impl.ownership.brokers import BrokerInfo, BrokerRegistry
+from impl.ownership.bundles import NamespaceBundle
+from impl.ownership.namespace_service import NamespaceService
+from impl.ownership.ownership_cache import OwnershipCache
+from impl.ownership.session_policy import SessionPolicy
+from impl.ownership.topic_name import DEFAULT_NAMESPACE, DEFAULT_TENANT, NamespaceName
+from impl.replication.service import BrokerReplication
+from impl.resources import ClusterData, PulsarResources
+from impl.scalable.segment_storage import SegmentStorage
+from impl.scalable.service import ScalableTopicService, ScalableTopicsConfig
+from impl.storage.factory import ManagedLedgerFactory
+
+log = logging.getLogger("impl.broker")
+
+PIP57_EXIT_CODE = 1
+
+
+def stale_node_wait(session_timeout: float) -> float:
+    """How long a node of our previous session may take to vanish: the session timeout
+    plus a margin for the server to process the expiry (PIP-57)."""
+    return session_timeout * 1.5 + 2.0
+
+
+class BrokerProcess:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.me = BrokerInfo(config.broker_url, config.web_url)
+        self._stop = asyncio.Event()
+        self._exit_code = 0
+        self._executor = ThreadPoolExecutor(8, thread_name_prefix="broker-blocking")
+
+    def request_stop(self, exit_code: int, reason: str) -> None:
+        if not self._stop.is_set():
+            log.warning("stopping (exit %d): %s", exit_code, reason)
+            self._exit_code = exit_code
+            self._stop.set()
+
+    async def run(self) -> int:
+        config, loop = self.config, asyncio.get_running_loop()
+        store = await loop.run_in_executor(self._executor, lambda: MetadataStore.connect(
+            config.zk, session_timeout=config.session_timeout))
+        try:
+            return await self._serve(store)
+        finally:
+            store.close()
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _serve(self, store: MetadataStore) -> int:
+        config, loop = self.config, asyncio.get_running_loop()
+        resources = PulsarResources(store)
+        await loop.run_in_executor(self._executor, self._initialise_cluster, resources)
+        stale_wait = stale_node_wait(config.session_timeout)
+        registry = BrokerRegistry(store, self.me, stale_wait=stale_wait)
+        ownership = OwnershipCache(
+            store, self.me, stale_wait=stale_wait,
+            check_owner=not config.mutants.on("reown-without-owner-check"))
+        storage = ManagedLedgerFactory(store, config.mutants, executor=self._executor)
+        namespaces = NamespaceService(resources, ownership, registry, storage.open_ledger,
+                                      executor=self._executor)
+        service = BrokerService(namespaces, name_prefix=f"{config.cluster}-{config.port}",
+                                replication=BrokerReplication(config.cluster, resources,
+                                                              config.replication, config.mutants))
+        scalable = ScalableTopicService(store, registry, ScalableTopicsConfig(
+            self.me.broker_url, self.me.web_url, grace_period=config.scalable_grace_period),
+            config.mutants)
+        service.scalable = scalable
+
+        policy = SessionPolicy(
+            store, config.session_expired_policy, ownership, registry,
+            session_timeout=config.session_timeout,
+            reconnect_retries=config.session_reconnect_retries,
+            unload_bundle=lambda bundle: self._unload_from_thread(namespaces, bundle, loop),
+            shutdown=lambda reason: loop.call_soon_threadsafe(
+                self.request_stop, PIP57_EXIT_CODE, reason))
+
+        def healthy() -> str | None:
+            if not store.connected:
+                return "not connected to ZooKeeper"
+            if policy.session_lost:
+                return "ZooKeeper session lost; bundles not re-owned yet"
+            return None
+
+        server = BinaryServer(service)
+        await server.start(config.bind_host, config.port)
+        admin = web.AppRunner(build_admin_app(AdminContext(
+            config.cluster, store, resources, namespaces, healthy=healthy,
+            client_stats=service.client_stats, scalable=scalable,
+            segments=SegmentStorage(store, namespaces))), access_log=None)
+        await admin.setup()
+        await web.TCPSite(admin, config.bind_host, config.admin_port).start()
+        await loop.run_in_executor(self._executor, registry.register)
+        policy.start()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, self.request_stop, 0, signal.Signals(signum).name)
+        log.info("broker serving: %s, admin %s, cluster %s, policy %s%s", self.me.broker_url,
+                 self.me.web_url, config.cluster, config.session_expired_policy.value,
+                 f", mutants {sorted(config.mutants.enabled)}" if config.mutants.enabled else "")
+
+        await self._stop.wait()
+        policy.stop()
+        await loop.run_in_executor(self._executor, scalable.close)
+        if self._exit_code == 0:
+            await loop.run_in_executor(self._executor, registry.unregister)
+            await namespaces.close()
+        await service.close()
+        await server.close()
+        await admin.cleanup()
+        await storage.close()
+        log.info("broker stopped")
+        return self._exit_code
+
+    def _initialise_cluster(self, resources: PulsarResources) -> None:
+        """As Pulsar's cluster initialisation: the cluster and `public/default` exist."""
+        resources.ensure_cluster(self.config.cluster,
+                                 ClusterData(self.me.web_url, self.me.broker_url))
+        resources.ensure_namespace(NamespaceName(DEFAULT_TENANT, DEFAULT_NAMESPACE),
+                                   self.config.cluster)
+
+    @staticmethod
+    def _unload_from_thread(namespaces: NamespaceService, bundle: NamespaceBundle,
+                            loop: asyncio.AbstractEventLoop) -> None:
+        """The session policy's worker thread unloads on the event loop and waits."""
+        asyncio.run_coroutine_threadsafe(namespaces.unload_bundle(bundle), loop).result()
+
+
+def main(argv: list[str] | None = None) -> None:
+    config = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    sys.exit(asyncio.run(BrokerProcess(config).run()))

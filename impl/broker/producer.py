@@ -1,0 +1,81 @@
+"""One producer on one connection: SEND in, SEND_RECEIPT out, in order.
+
+Every SEND starts its append at once (the managed ledger keeps appends in call order), and
+receipts go out in the order the sends came, each only after its entry is durable. When the
+ledger was fenced by a newer owner (`OwnershipLost`) or failed otherwise, the producer is
+closed (CLOSE_PRODUCER) and sends no receipt again: the client looks the topic up and
+resends what was not receipted. A write that was not durably added never gets a receipt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from impl.broker import commands
+from impl.broker.peer import Peer
+from impl.protocol.pulsar_api_pb2 import CommandSend, ServerError
+from impl.storage.api import OwnershipLost, Position, TopicTerminated
+
+log = logging.getLogger(__name__)
+
+
+class Producer:
+    def __init__(self, peer: Peer, producer_id: int, name: str,
+                 append: Callable[[bytes], Awaitable[Position]],
+                 on_fenced: Callable[[], None]) -> None:
+        self.peer = peer
+        self.producer_id = producer_id
+        self.name = name
+        self._append = append
+        self._on_fenced = on_fenced
+        self._last: asyncio.Future[None] | None = None
+        self.closed = False
+        self.messages_in = 0
+
+    def __repr__(self) -> str:
+        return f"Producer({self.name!r}, id={self.producer_id}, {self.peer.address})"
+
+    def send(self, send: CommandSend, entry: bytes) -> None:
+        if self.closed:
+            return  # closed by the broker; the client re-creates it and resends
+        appended = asyncio.ensure_future(self._append(entry))
+        self._last = asyncio.ensure_future(self._settle(send, appended, self._last))
+
+    async def _settle(self, send: CommandSend, appended: asyncio.Future[Position],
+                      previous: asyncio.Future[None] | None) -> None:
+        try:
+            position: Position | BaseException = await appended
+        except Exception as exc:
+            position = exc
+        if previous is not None:
+            await previous  # receipts leave in send order; _settle never raises
+        if self.closed:
+            return
+        if isinstance(position, Position):
+            self.messages_in += send.num_messages
+            self.peer.send(commands.send_receipt(
+                self.producer_id, send.sequence_id, send.highest_sequence_id, position))
+        elif isinstance(position, TopicTerminated):
+            self.peer.send(commands.send_error(self.producer_id, send.sequence_id,
+                                               ServerError.TopicTerminatedError, str(position)))
+        else:
+            if isinstance(position, OwnershipLost):
+                log.warning("%s: write %d refused, the topic was fenced by another owner",
+                            self, send.sequence_id)
+                self._on_fenced()
+            else:
+                log.error("%s: write %d failed: %r", self, send.sequence_id, position)
+            self.close_by_broker()
+
+    def close_by_broker(self) -> None:
+        """The topic is leaving this broker (or its ledger failed): the client must look
+        it up again and resend what has no receipt."""
+        if not self.closed:
+            self.closed = True
+            self.peer.send(commands.close_producer(self.producer_id))
+
+    def stats(self) -> dict[str, object]:
+        return {"producerName": self.name, "producerId": self.producer_id,
+                "address": self.peer.address, "msgInCounter": self.messages_in}

@@ -1,0 +1,48 @@
+"""The binary-protocol listener: accepts connections, serves each on its own, and closes
+them all on shutdown. A connection's failure never reaches another."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from impl.broker.connection import DEFAULT_KEEPALIVE, ServerConnection
+from impl.broker.service import BrokerService
+
+log = logging.getLogger(__name__)
+
+
+class BinaryServer:
+    def __init__(self, service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE) -> None:
+        self._service = service
+        self._keepalive = keepalive
+        self._server: asyncio.Server | None = None
+        self._connections: set[ServerConnection] = set()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self, host: str, port: int) -> None:
+        self._server = await asyncio.start_server(self._serve, host, port)
+        log.info("binary protocol listening on %s:%d", host, self.port)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = ServerConnection(reader, writer, self._service, self._keepalive)
+        self._connections.add(connection)
+        try:
+            await connection.serve()
+        except Exception:
+            log.exception("connection from %s failed", connection.address)
+            connection.close()
+        finally:
+            self._connections.discard(connection)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for connection in list(self._connections):
+            connection.close()
+        if self._server is not None:
+            await self._server.wait_closed()

@@ -1,0 +1,99 @@
+"""The topics this broker serves to clients (Pulsar's `BrokerService`): a `Topic` per loaded
+managed ledger, created on a client's first PRODUCER or SUBSCRIBE, dropped when the
+namespace service unloads it.
+
+The front end reaches ownership only through `TopicOwnership`, which
+`impl.ownership.namespace_service.NamespaceService` fulfils; unit tests give a one-broker
+stand-in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import Any, Protocol
+
+from impl.broker.topic import Topic
+from impl.ownership.namespace_service import LookupResult, TopicCloser
+from impl.ownership.topic_name import TopicName
+from impl.scalable.service import ScalableTopicService
+from impl.replication.broker_hooks import NO_REPLICATION, ReplicationService
+from impl.storage.api import ManagedLedger
+
+log = logging.getLogger(__name__)
+
+
+class TopicOwnership(Protocol):
+    async def lookup(self, topic: TopicName, authoritative: bool = False) -> LookupResult: ...
+
+    async def load_topic(self, topic: TopicName) -> ManagedLedger: ...
+
+    async def topic_lost(self, topic: TopicName) -> None: ...
+
+    def set_topic_closer(self, close_clients: TopicCloser) -> None: ...
+
+
+class BrokerService:
+    def __init__(self, ownership: TopicOwnership, name_prefix: str,
+                 replication: ReplicationService = NO_REPLICATION) -> None:
+        self.ownership = ownership
+        self._replication = replication
+        self._topics: dict[TopicName, Topic] = {}
+        self._names = (f"{name_prefix}-{n}" for n in itertools.count())
+        self._losing: set[TopicName] = set()
+        self._background: set[asyncio.Task[None]] = set()
+        self.scalable: ScalableTopicService | None = None
+        """PIP-468 scalable topics (impl/broker/scalable_commands.py); set by the process."""
+        ownership.set_topic_closer(self.close_topic)
+
+    def producer_name(self) -> str:
+        """A name for a producer whose client chose none (unique on this broker)."""
+        return next(self._names)
+
+    async def topic(self, name: TopicName) -> Topic:
+        """The loaded topic; loads it (opening its ledger, which fences any previous
+        owner) if its bundle is ours, else raises `NotOwner`."""
+        ledger = await self.ownership.load_topic(name)
+        topic = self._topics.get(name)
+        if topic is None or topic.ledger is not ledger or topic.closing:
+            topic = Topic(name, ledger, self._fenced, self._replication.for_topic(name, ledger))
+            self._topics[name] = topic
+        await topic.replication.ready()  # replicator cursors exist before the first write
+        return topic
+
+    async def close_topic(self, name: TopicName) -> None:
+        """The namespace service's `TopicCloser`: clients of `name` must look it up again."""
+        topic = self._topics.pop(name, None)
+        if topic is not None:
+            await topic.close()
+
+    async def close(self) -> None:
+        """Close every topic's clients (the last step of a shutdown, after the bundles
+        were unloaded; anything left is closed here)."""
+        for name in list(self._topics):
+            await self.close_topic(name)
+
+    def _fenced(self, name: TopicName) -> None:
+        """A write on `name` found its ledger fenced: another broker owns it now. Unload
+        its bundle once, in the background (the producer that noticed has been closed)."""
+        if name in self._losing:
+            return
+        self._losing.add(name)
+
+        async def lose() -> None:
+            try:
+                await self.ownership.topic_lost(name)
+            except Exception:
+                log.exception("unloading fenced topic %s failed", name)
+            finally:
+                self._losing.discard(name)
+
+        task = asyncio.create_task(lose())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def client_stats(self, name: TopicName) -> dict[str, Any]:
+        """The front end's part of `/stats` (publishers, subscriptions' consumers)."""
+        topic = self._topics.get(name)
+        return topic.stats() if topic is not None else {}

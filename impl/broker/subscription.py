@@ -1,0 +1,296 @@
+"""One subscription of one topic: its durable cursor, its consumers, and the messages that
+are out at consumers and not yet acknowledged.
+
+A single task per subscription moves entries from the cursor to consumers. Entries waiting
+for delivery (new reads, and messages taken back for redelivery) are kept in position
+order; each pass offers them, oldest first, to the dispatcher of the subscription type.
+Messages are taken back from a consumer when it asks (a negative acknowledgement), when
+it disconnects, and when Failover makes another consumer active; each time their
+redelivery count grows, and MESSAGE carries it.
+
+An entry leaves the cursor only once every message in it is acknowledged (impl/broker/
+acks.py); a partly acknowledged batch is redelivered with an ack set, so the client skips
+what it acknowledged already.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from impl.broker import commands
+from impl.broker.acks import covers_entry_through, bits_of, remaining_after, words_of
+from impl.broker.consumer import Consumer
+from impl.broker.dispatch import Dispatcher, dispatcher_for
+from impl.broker.entries import DispatchEntry
+from impl.broker.errors import ConsumerBusy, server_error
+from impl.protocol.pulsar_api_pb2 import CommandAck, CommandSubscribe, MessageIdData
+from impl.replication.broker_hooks import NO_SUBSCRIPTION_HOOKS, SubscriptionHooks
+from impl.storage.api import ManagedCursor, Position, StorageError
+
+log = logging.getLogger(__name__)
+
+READ_BATCH = 100
+"""Entries read from the cursor at most per pass."""
+READ_AHEAD = 1000
+"""Entries held for delivery at most before reading stops (consumers without permits,
+keys waiting for their previous consumer)."""
+IDLE_CHECK = 1.0
+"""Seconds between checks while idle (termination needs no event to be noticed)."""
+
+
+def position_of(message: MessageIdData) -> Position:
+    return Position(message.ledgerId, message.entryId)
+
+
+@dataclass
+class _Unacked:
+    entry: DispatchEntry
+    consumer: Consumer
+
+
+class Subscription:
+    def __init__(self, name: str, cursor: ManagedCursor, sub_type: int,
+                 terminated: Callable[[], bool],
+                 hooks: SubscriptionHooks = NO_SUBSCRIPTION_HOOKS) -> None:
+        self.name = name
+        self._hooks = hooks
+        self.cursor = cursor
+        self.sub_type = sub_type
+        self.dispatcher: Dispatcher = dispatcher_for(sub_type)
+        self._terminated = terminated
+        self._unacked: dict[Position, _Unacked] = {}
+        self._to_deliver: dict[Position, DispatchEntry] = {}
+        self._remaining: dict[Position, set[int]] = {}
+        self._redeliveries: dict[Position, int] = {}
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._more: asyncio.Task[None] | None = None
+        self.messages_out = 0
+
+    # --- consumers ---------------------------------------------------------------------
+
+    @property
+    def consumers(self) -> list[Consumer]:
+        return list(self.dispatcher.consumers)
+
+    def add_consumer(self, consumer: Consumer, sub_type: int) -> None:
+        if sub_type != self.sub_type:
+            if self.dispatcher.consumers:
+                raise ConsumerBusy(
+                    f"subscription {self.name} is {self.dispatcher.sub_type_name} with "
+                    f"connected consumers; cannot join as "
+                    f"{CommandSubscribe.SubType.Name(sub_type)}")
+            self.sub_type, self.dispatcher = sub_type, dispatcher_for(sub_type)
+        self._take_back(self.dispatcher.add(consumer))
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"dispatch {self.name}")
+        self._wakeup.set()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        """A consumer left (closed, disconnected): its unacknowledged messages go to the
+        others (Shared, Key_Shared), to the new active consumer (Failover), or wait for
+        the next consumer."""
+        self._take_back([consumer, *self.dispatcher.remove(consumer)])
+        self._wakeup.set()
+
+    def flow(self, consumer: Consumer, permits: int) -> None:
+        consumer.add_permits(permits)
+        self._wakeup.set()
+
+    def redeliver(self, consumer: Consumer, messages: list[MessageIdData]) -> None:
+        """REDELIVER_UNACKNOWLEDGED_MESSAGES: the listed messages of this consumer, or all
+        of them when none is listed."""
+        if not messages:
+            self._take_back([consumer])
+        else:
+            wanted = {position_of(m) for m in messages}
+            self._return([p for p in wanted
+                          if p in self._unacked and self._unacked[p].consumer is consumer])
+        self._wakeup.set()
+
+    def _take_back(self, consumers: list[Consumer]) -> None:
+        if consumers:
+            self._return([p for p, u in self._unacked.items() if u.consumer in consumers])
+
+    def _return(self, positions: list[Position]) -> None:
+        for position in positions:
+            unacked = self._unacked.pop(position)
+            self.dispatcher.settled(unacked.entry, unacked.consumer)
+            self._to_deliver[position] = unacked.entry
+            self._redeliveries[position] = self._redeliveries.get(position, 0) + 1
+
+    # --- acknowledgements ----------------------------------------------------------------
+
+    async def acknowledge(self, consumer: Consumer, ack: CommandAck) -> None:
+        """Apply an ACK (persisted through the cursor), answering ACK_RESPONSE when the
+        client asked for one."""
+        error: BaseException | None = None
+        try:
+            if ack.ack_type == CommandAck.Cumulative:
+                await self._ack_cumulative(ack.message_id[0])
+            else:
+                await self._ack_individual(list(ack.message_id))
+        except StorageError as exc:
+            log.warning("acknowledgement on %s failed: %s", self.name, exc)
+            error = exc
+        self._hooks.acknowledged()  # replicated subscriptions: mark-delete may have moved
+        if ack.HasField("request_id"):
+            consumer.peer.send(commands.ack_response(
+                consumer.consumer_id, ack.request_id,
+                None if error is None else server_error(error), str(error or "")))
+        if self._to_deliver:
+            self._wakeup.set()  # a Key_Shared key may be free to move on
+
+    def _batch_size(self, position: Position) -> int | None:
+        entry = self._entry_at(position)
+        return entry.num_messages if entry is not None else None
+
+    def _entry_at(self, position: Position) -> DispatchEntry | None:
+        if position in self._unacked:
+            return self._unacked[position].entry
+        return self._to_deliver.get(position)
+
+    async def _ack_individual(self, messages: list[MessageIdData]) -> None:
+        whole = []
+        for message in messages:
+            position = position_of(message)
+            left = remaining_after(message, self._remaining.get(position),
+                                   self._batch_size(position))
+            if left is None:
+                continue
+            if left:
+                self._remaining[position] = left
+            else:
+                whole.append(position)
+                self._forget(position)
+        if whole:
+            await self.cursor.delete(whole)
+
+    async def _ack_cumulative(self, message: MessageIdData) -> None:
+        position = position_of(message)
+        size = self._batch_size(position)
+        if covers_entry_through(message, size):
+            through = position
+        else:
+            # Part of this batch is acknowledged; everything before it entirely.
+            left = (bits_of(list(message.ack_set)) if message.ack_set
+                    else set(range(message.batch_index + 1, size or message.batch_size)))
+            self._remaining[position] = left & self._remaining.get(position, left)
+            if position.entry_id == 0:
+                earlier = [p for p in self._unacked if p < position]
+                for p in earlier:
+                    self._forget(p)
+                if earlier:
+                    await self.cursor.delete(earlier)
+                return
+            through = Position(position.ledger_id, position.entry_id - 1)
+        for p in [p for p in (*self._unacked, *self._to_deliver) if p <= through]:
+            self._forget(p)
+        await self.cursor.mark_delete(through)
+
+    def _forget(self, position: Position) -> None:
+        unacked = self._unacked.pop(position, None)
+        if unacked is not None:
+            self.dispatcher.settled(unacked.entry, unacked.consumer)
+        self._to_deliver.pop(position, None)
+        self._remaining.pop(position, None)
+        self._redeliveries.pop(position, None)
+
+    # --- dispatching ---------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            self._wakeup.clear()
+            try:
+                progressed = await self._pass()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("dispatching %s failed; retrying", self.name)
+                progressed = False
+                await asyncio.sleep(IDLE_CHECK)
+            if not progressed:
+                await self._idle()
+
+    async def _pass(self) -> bool:
+        """One pass: read what is needed, deliver what can go. True if anything moved."""
+        self._check_end_of_topic()
+        if not self.dispatcher.ready():
+            return False
+        read = 0
+        if len(self._to_deliver) < READ_AHEAD and self.cursor.has_more():
+            wanted = sum(c.permits for c in self.dispatcher.consumers if c.permits > 0)
+            batch = await self.cursor.read_entries(max(1, min(READ_BATCH, wanted)))
+            read = len(batch)  # markers count as progress although none is delivered
+            for stored in await self._hooks.admit(batch):
+                if stored.position not in self._unacked:
+                    self._to_deliver[stored.position] = DispatchEntry.of(stored)
+        sent = self._deliver()
+        if sent:
+            peers = {id(c.peer): c.peer for c in self.consumers}.values()
+            await asyncio.gather(*(peer.drain() for peer in peers))
+        return bool(read or sent)
+
+    def _deliver(self) -> int:
+        sent = 0
+        self.dispatcher.begin_round()
+        for position in sorted(self._to_deliver):
+            entry = self._to_deliver[position]
+            consumer = self.dispatcher.route(entry)
+            if consumer is None:
+                if self.dispatcher.ordered:
+                    break
+                continue
+            del self._to_deliver[position]
+            remaining = self._remaining.get(position)
+            consumer.deliver(entry, self._redeliveries.get(position, 0),
+                             words_of(remaining, entry.num_messages) if remaining else None)
+            self._unacked[position] = _Unacked(entry, consumer)
+            self.dispatcher.delivered(entry, consumer)
+            self.messages_out += entry.num_messages
+            sent += 1
+            if not self.dispatcher.ready():
+                break
+        return sent
+
+    def _check_end_of_topic(self) -> None:
+        if self._terminated() and not self._to_deliver and not self.cursor.has_more():
+            for consumer in self.dispatcher.consumers:
+                consumer.tell_end_of_topic()
+
+    async def _idle(self) -> None:
+        waits: list[asyncio.Future[object]] = [asyncio.ensure_future(self._wakeup.wait())]
+        if not self.cursor.has_more():
+            if self._more is None or self._more.done():
+                self._more = asyncio.create_task(self.cursor.wait_for_more())
+            waits.append(self._more)  # type: ignore[arg-type]
+        await asyncio.wait(waits, timeout=IDLE_CHECK, return_when=asyncio.FIRST_COMPLETED)
+        waits[0].cancel()
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop dispatching (the topic is unloading or the subscription is deleted)."""
+        for task in (self._task, self._more):
+            if task is not None:
+                task.cancel()
+        for task in (self._task, self._more):
+            if task is not None:
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
+        self._task = self._more = None
+        # What was out at consumers goes out again from whoever opens the cursor next.
+        self.cursor.rewind()
+
+    def stats(self) -> dict[str, object]:
+        return {
+            "type": self.dispatcher.sub_type_name,
+            "consumers": [c.stats() for c in self.dispatcher.consumers],
+            "msgOutCounter": self.messages_out,
+            "unackedMessages": sum(u.entry.num_messages for u in self._unacked.values()),
+        }

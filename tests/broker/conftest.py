@@ -1,0 +1,97 @@
+"""An in-process front end over in-memory ledgers, one broker that owns everything: fast
+tests of dispatch logic with the official client (real ownership and storage are tested in
+tests/cluster)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
+
+import pulsar
+import pytest
+
+from impl.broker.server import BinaryServer
+from impl.broker.service import BrokerService
+from impl.ownership.brokers import BrokerInfo
+from impl.ownership.namespace_service import LookupResult, TopicCloser
+from impl.ownership.topic_name import TopicName
+from tests.broker.memory_ledger import MemoryLedger
+
+T = TypeVar("T")
+
+
+class OwnsEverything:
+    """The `TopicOwnership` of a one-broker cluster."""
+
+    def __init__(self) -> None:
+        self.me = BrokerInfo("pulsar://127.0.0.1:0", "http://127.0.0.1:0")
+        self.ledgers: dict[TopicName, MemoryLedger] = {}
+        self._close_clients: TopicCloser | None = None
+
+    async def lookup(self, topic: TopicName, authoritative: bool = False) -> LookupResult:
+        return LookupResult(self.me, True, True)
+
+    async def load_topic(self, topic: TopicName) -> MemoryLedger:
+        return self.ledgers.setdefault(topic, MemoryLedger(str(topic)))
+
+    async def topic_lost(self, topic: TopicName) -> None:
+        await self.unload(topic)
+
+    async def unload(self, topic: TopicName) -> None:
+        assert self._close_clients is not None
+        await self._close_clients(topic)
+
+    def set_topic_closer(self, close_clients: TopicCloser) -> None:
+        self._close_clients = close_clients
+
+
+class MemoryBroker:
+    def __init__(self, keepalive: float) -> None:
+        self.ownership = OwnsEverything()
+        self.service = BrokerService(self.ownership, "test")
+        self.server = BinaryServer(self.service, keepalive)
+        self.url = ""
+        self.loop = asyncio.new_event_loop()
+
+    def run(self, work: Coroutine[Any, Any, T], timeout: float = 10) -> T:
+        """Run a coroutine on the broker's loop (its state is not thread-safe)."""
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(timeout)
+
+    def ledger(self, topic: str) -> MemoryLedger:
+        return self.ownership.ledgers[TopicName.parse(topic)]
+
+    def backlog(self, topic: str, subscription: str) -> int:
+        async def read() -> int:
+            return self.ledger(topic).cursors()[subscription].backlog()
+        return self.run(read())
+
+
+@pytest.fixture
+def memory_broker() -> Iterator[MemoryBroker]:
+    broker = MemoryBroker(keepalive=30.0)
+    started = threading.Event()
+    thread = threading.Thread(target=broker.loop.run_forever, daemon=True)
+    thread.start()
+
+    async def start() -> None:
+        await broker.server.start("127.0.0.1", 0)
+        broker.url = f"pulsar://127.0.0.1:{broker.server.port}"
+        broker.ownership.me = BrokerInfo(broker.url, "http://127.0.0.1:0")
+        started.set()
+
+    broker.run(start())
+    yield broker
+    broker.run(broker.service.close())
+    broker.run(broker.server.close())
+    broker.loop.call_soon_threadsafe(broker.loop.stop)
+    thread.join(10)
+
+
+@pytest.fixture
+def client(memory_broker: MemoryBroker) -> Iterator[pulsar.Client]:
+    client = pulsar.Client(memory_broker.url, operation_timeout_seconds=10,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    yield client
+    client.close()

@@ -1,0 +1,117 @@
+"""A managed ledger in memory, only for unit tests of the front end's dispatch logic
+(integration tests in tests/cluster use the real bookie and managed ledger). One ledger,
+id 1; positions are `1:index`."""
+
+from __future__ import annotations
+
+import asyncio
+
+from impl.storage.api import Entry, InitialPosition, Position, TopicTerminated
+
+LEDGER_ID = 1
+
+
+class MemoryCursor:
+    def __init__(self, name: str, ledger: MemoryLedger, start: int) -> None:
+        self.name = name
+        self._ledger = ledger
+        self._acked: set[int] = set(range(start))
+        self._read = start
+
+    @property
+    def mark_delete_position(self) -> Position:
+        index = 0
+        while index in self._acked:
+            index += 1
+        return Position(LEDGER_ID, index - 1)
+
+    @property
+    def individually_deleted(self) -> list[tuple[Position, Position]]:
+        return [(Position(LEDGER_ID, i - 1), Position(LEDGER_ID, i)) for i in sorted(self._acked)
+                if i > self.mark_delete_position.entry_id]
+
+    @property
+    def read_position(self) -> Position:
+        return Position(LEDGER_ID, self._read)
+
+    def _unacked_from(self, index: int) -> list[int]:
+        return [i for i in range(index, len(self._ledger.entries)) if i not in self._acked]
+
+    async def read_entries(self, max_entries: int) -> list[Entry]:
+        indices = self._unacked_from(self._read)[:max_entries]
+        if indices:
+            self._read = indices[-1] + 1
+        return [self._ledger.entries[i] for i in indices]
+
+    def has_more(self) -> bool:
+        return bool(self._unacked_from(self._read))
+
+    async def wait_for_more(self) -> None:
+        while not self.has_more():
+            async with self._ledger.appended:
+                await self._ledger.appended.wait()
+
+    def rewind(self) -> None:
+        self._read = self.mark_delete_position.entry_id + 1
+
+    async def read_positions(self, positions: list[Position]) -> list[Entry]:
+        return [self._ledger.entries[p.entry_id] for p in positions
+                if p.entry_id not in self._acked]
+
+    async def mark_delete(self, position: Position) -> None:
+        self._acked.update(range(position.entry_id + 1))
+
+    async def delete(self, positions: list[Position]) -> None:
+        self._acked.update(p.entry_id for p in positions)
+
+    def backlog(self) -> int:
+        return len(self._unacked_from(0))
+
+
+class MemoryLedger:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.entries: list[Entry] = []
+        self._cursors: dict[str, MemoryCursor] = {}
+        self._terminated = False
+        self.appended = asyncio.Condition()
+
+    @property
+    def last_confirmed(self) -> Position | None:
+        return self.entries[-1].position if self.entries else None
+
+    @property
+    def terminated(self) -> bool:
+        return self._terminated
+
+    async def add_entry(self, data: bytes) -> Position:
+        if self._terminated:
+            raise TopicTerminated(f"{self.name} is terminated")
+        position = Position(LEDGER_ID, len(self.entries))
+        self.entries.append(Entry(position, data))
+        async with self.appended:
+            self.appended.notify_all()
+        return position
+
+    async def terminate(self) -> Position | None:
+        self._terminated = True
+        return self.last_confirmed
+
+    async def open_cursor(self, name: str, initial: InitialPosition) -> MemoryCursor:
+        if name not in self._cursors:
+            start = 0 if initial == InitialPosition.EARLIEST else len(self.entries)
+            self._cursors[name] = MemoryCursor(name, self, start)
+        return self._cursors[name]
+
+    async def delete_cursor(self, name: str) -> None:
+        self._cursors.pop(name, None)
+
+    def cursors(self) -> dict[str, MemoryCursor]:
+        return dict(self._cursors)
+
+    async def close(self) -> None:
+        pass
+
+    async def delete(self) -> None:
+        self.entries.clear()
+        self._cursors.clear()

@@ -1,0 +1,39 @@
+"""Batch acknowledgement arithmetic (impl/broker/acks.py)."""
+
+from __future__ import annotations
+
+from impl.broker.acks import bits_of, covers_entry_through, remaining_after, words_of
+from impl.protocol.pulsar_api_pb2 import MessageIdData
+
+
+def message(batch_index: int = -1, ack_set: list[int] | None = None) -> MessageIdData:
+    return MessageIdData(ledgerId=3, entryId=7, batch_index=batch_index, ack_set=ack_set or [])
+
+
+def test_ack_sets_round_trip_through_signed_words() -> None:
+    indices = {0, 5, 63, 64, 99}
+    words = words_of(indices, 100)
+    assert words[0] < 0  # bit 63 set: the word is negative as an int64
+    assert bits_of(words) == indices
+
+
+def test_an_entry_is_whole_only_when_every_message_is_acknowledged() -> None:
+    left = remaining_after(message(batch_index=1), None, 3)
+    assert left == {0, 2}
+    left = remaining_after(message(batch_index=0), left, 3)
+    assert left == {2}
+    assert remaining_after(message(batch_index=2), left, 3) == set()
+    assert remaining_after(message(), None, 3) == set()  # no batch index: the whole entry
+
+
+def test_an_ack_set_names_what_is_still_unacknowledged() -> None:
+    assert remaining_after(message(ack_set=words_of({1, 2}, 4)), None, None) == {1, 2}
+    assert remaining_after(message(ack_set=words_of({2}, 4)), {1, 2}, 4) == {2}
+    assert remaining_after(message(batch_index=1), None, None) is None  # size unknown
+
+
+def test_cumulative_ack_covers_its_entry_only_at_the_batchs_last_message() -> None:
+    assert covers_entry_through(message(), None)
+    assert not covers_entry_through(message(batch_index=1), 3)
+    assert covers_entry_through(message(batch_index=2), 3)
+    assert covers_entry_through(message(ack_set=[0]), 3)
