@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -19,6 +20,7 @@ from reports.history_view import HistoryView
 OUTCOME_COLOURS = {"ok": "#2e7d32", "fail": "#c62828", "info": "#ef6c00", "pending": "#757575"}
 FAULT_COLOUR = "#f9a825"
 TARGET_BINS = 150
+MIN_PER_QUANTILE = 5
 
 
 @dataclass(frozen=True)
@@ -117,3 +119,16 @@ def every_nth(count: int, limit: int) -> np.ndarray:
     if count <= limit:
         return np.arange(count)
     return np.linspace(0, count - 1, limit).astype(np.int64)
+
+
+def binned_quantiles(t: np.ndarray, values: np.ndarray, edges: np.ndarray,
+                     quantiles: tuple[float, ...]) -> tuple[np.ndarray, dict[float, np.ndarray]]:
+    """Quantiles of `values` per time bin, at bin centres; NaN (a gap in the line, not a
+    line across it) where a bin has fewer than MIN_PER_QUANTILE values."""
+    bins = np.clip(np.digitize(t, edges) - 1, 0, len(edges) - 2)
+    grouped = pd.Series(values).groupby(bins)
+    table = grouped.quantile(list(quantiles)).unstack().reindex(range(len(edges) - 1))
+    sparse = grouped.size().reindex(range(len(edges) - 1), fill_value=0) < MIN_PER_QUANTILE
+    table[sparse.to_numpy()] = np.nan
+    centres = edges[:-1] + (edges[1] - edges[0]) / 2
+    return centres, {q: table[q].to_numpy() for q in quantiles}

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from checkers.load import prepare
-from checkers.schema import OBSERVATIONS
+from checkers.schema import FIELDS, OBSERVATIONS
 
 NOT_CLIENTS = frozenset({"nemesis", "admin", "observer", "harness"})
 _COLUMNS = ["index", "time", "process", "type", "f", "cluster", "consumer", "segment"]
@@ -49,8 +49,9 @@ class HistoryView:
     @cached_property
     def frame(self) -> pd.DataFrame:
         """Every event, the few columns plots need; strings as categories."""
-        table = self._file.read(columns=_COLUMNS)
-        frame = table.to_pandas()
+        groups = [self._row_group(g, tuple(_COLUMNS)) for g in range(self._file.num_row_groups)]
+        empty = pa.schema([(c, FIELDS[c][0]) for c in _COLUMNS]).empty_table()
+        frame = pa.concat_tables(groups or [empty]).to_pandas()
         for name in _CATEGORIES:
             frame[name] = frame[name].astype("category")
         frame["t"] = frame["time"] / 1e9  # seconds since the run started
@@ -102,8 +103,9 @@ class HistoryView:
     def select(self, fs: tuple[str, ...], columns: list[str] | None = None) -> pd.DataFrame:
         """The events of the named operations (small by construction: layouts, splits,
         nemesis operations), with every column unless `columns` names some."""
-        table = pq.read_table(self.parquet, columns=columns, filters=[("f", "in", list(fs))])
-        frame = table.to_pandas()
+        rows = np.flatnonzero(self.frame["f"].isin(list(fs)).to_numpy())
+        frame = self._take(rows, columns).to_pandas() if len(rows) else pd.DataFrame(
+            columns=columns or list(FIELDS))
         if "time" in frame:
             frame["t"] = frame["time"] / 1e9
         return frame
@@ -160,5 +162,12 @@ class HistoryView:
 
     @lru_cache(maxsize=4)
     def _row_group(self, group: int, columns: tuple[str, ...] | None) -> pa.Table:
-        """Cached: a report looks up many examples, often in the same row group."""
-        return self._file.read_row_group(group, columns=list(columns) if columns else None)
+        """Cached: a report looks up many examples, often in the same row group. Optional
+        columns a Parquet history leaves out come back as nulls."""
+        present = self._file.schema_arrow.names
+        wanted = list(columns) if columns else present
+        table = self._file.read_row_group(group, columns=[c for c in wanted if c in present])
+        for name in wanted:
+            if name not in present:
+                table = table.append_column(name, pa.nulls(table.num_rows, FIELDS[name][0]))
+        return table.select(wanted)

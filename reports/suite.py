@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from checkers.cli import discover_runs
+from checkers.load import HistoryError
 from reports.run_dir import RunDirectory, load_run
 from reports.templates import render
 
@@ -32,15 +34,13 @@ class SuiteRun:
 
 
 def find_runs(top: Path) -> list[Path]:
-    """Run directories below `top` (each holding results.json), each counted once even
-    when a symlink such as `runs/latest` reaches it again."""
-    seen: set[Path] = set()
-    runs = []
-    for results in sorted(top.rglob("results.json")):
-        if results.parent.resolve() not in seen:
-            seen.add(results.parent.resolve())
-            runs.append(results.parent)
-    return runs
+    """Checked run directories at or below `top`, found as `starquake check` finds runs
+    (each counted once even when a symlink such as `runs/latest` reaches it again)."""
+    try:
+        histories = discover_runs(top)
+    except HistoryError:
+        return []
+    return sorted(h.parent for h in histories.values() if (h.parent / "results.json").is_file())
 
 
 def write_suite_index(runs: list[Path], out_dir: Path) -> tuple[Path, Path]:
@@ -54,7 +54,9 @@ def write_suite_index(runs: list[Path], out_dir: Path) -> tuple[Path, Path]:
     index.write_text(render("index.html.jinja", runs=entries,
                             passed=sum(e.passed for e in entries)))
     junit = out_dir / "junit.xml"
-    ET.ElementTree(_junit(entries)).write(junit, encoding="utf-8", xml_declaration=True)
+    tree = ET.ElementTree(_junit(entries))
+    ET.indent(tree)
+    tree.write(junit, encoding="utf-8", xml_declaration=True)
     return index, junit
 
 

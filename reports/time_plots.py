@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reports.figures import (OUTCOME_COLOURS, Omitted, Plot, PlotInput, data_uri, every_nth,
-                             figure, shade_faults, time_bins)
+from reports.figures import (OUTCOME_COLOURS, Omitted, Plot, PlotInput, binned_quantiles,
+                             data_uri, every_nth, figure, shade_faults, time_bins)
 from reports.history_view import HistoryView
 
 MAX_PANELS = 6
@@ -68,18 +68,15 @@ def latency(run: PlotInput) -> Plot | Omitted:
         t = mine["inv_t"].to_numpy()
         outcome = mine["outcome"].astype(str).to_numpy()
         sample = every_nth(len(mine), RAW_POINTS)
+        size = 3 if len(mine) > 2000 else 10  # sparse panels get visible points
         for name, colour in OUTCOME_COLOURS.items():
             chosen = sample[outcome[sample] == name]
             if len(chosen):
-                ax.scatter(t[chosen], ms[chosen], s=3, color=colour, alpha=0.35, lw=0,
+                ax.scatter(t[chosen], ms[chosen], s=size, color=colour, alpha=0.35, lw=0,
                            label=f"{name} ({int((outcome == name).sum())})")
-        bins = np.clip(np.digitize(t, edges) - 1, 0, len(edges) - 2)
-        quantiles = (pd.DataFrame({"bin": bins, "ms": ms}).groupby("bin")["ms"]
-                     .quantile([0.5, 0.95, 0.99]).unstack())
-        centres = edges[quantiles.index.to_numpy()] + (edges[1] - edges[0]) / 2
-        for q, style in ((0.5, "-"), (0.95, "--"), (0.99, ":")):
-            ax.plot(centres, quantiles[q].to_numpy(), style, color="black", lw=1,
-                    label=f"p{int(q * 100)}")
+        centres, quantiles = binned_quantiles(t, ms, edges, (0.5, 0.95, 0.99))
+        for (q, line), style in zip(quantiles.items(), ("-", "--", ":")):
+            ax.plot(centres, line, style, color="black", lw=1, label=f"p{int(q * 100)}")
         if ms.max() > 0 and ms.max() / max(np.median(ms), 1e-6) > 100:
             ax.set_yscale("log")
         shade_faults(ax, faults)
@@ -88,7 +85,8 @@ def latency(run: PlotInput) -> Plot | Omitted:
         ax.legend(fontsize=7, loc="upper right", markerscale=3)
     axes[-1].set_xlabel("invoke time since start (s)")
     caption = (f"Each point is one operation (at most {RAW_POINTS:,} per panel, evenly "
-               "sampled), coloured by outcome; lines are quantiles per time bin.")
+               "sampled), coloured by outcome; lines are quantiles per time bin (bins with fewer "
+               "than 5 operations left out).")
     return Plot(title, caption, data_uri(fig))
 
 
@@ -145,9 +143,9 @@ def replication_lag(run: PlotInput) -> Plot | Omitted:
     for pair, group in lag.iloc[sample].groupby("pair"):
         ax.scatter(group["sent_t"], group["lag_ms"], s=3, alpha=0.4, lw=0, label=pair)
     edges = time_bins(view.duration_s)
-    bins = np.clip(np.digitize(lag["sent_t"], edges) - 1, 0, len(edges) - 2)
-    p99 = pd.Series(lag["lag_ms"].to_numpy()).groupby(bins).quantile(0.99)
-    ax.plot(edges[p99.index.to_numpy()], p99.to_numpy(), color="black", lw=1, label="p99")
+    centres, quantiles = binned_quantiles(lag["sent_t"].to_numpy(), lag["lag_ms"].to_numpy(),
+                                          edges, (0.99,))
+    ax.plot(centres, quantiles[0.99], color="black", lw=1, label="p99")
     shade_faults(ax, faults)
     ax.set_xlabel("send acknowledged, time since start (s)")
     ax.set_ylabel("lag (ms)")
