@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # the docker SDK is imported only by runs that use it
 
 class ClusterBackend(FaultTargets, Protocol):
     cluster: str
+    where: str
+    """Where its nodes live, for people: a directory, or the containers' label."""
 
     def start(self) -> None:
         """Start every node; return once every broker serves."""
@@ -66,6 +68,7 @@ class LocalBackend:
         self.cluster = t.clusters[0]
         self._run_dir = run_dir
         self._base = Path(tempfile.mkdtemp(prefix="starquake-run-"))
+        self.where = f"processes with data in {self._base}"
         self._local = LocalCluster(self._base, ClusterSettings(
             name=self.cluster, brokers=t.brokers, bookies=t.bookies, zookeepers=t.zookeepers,
             session_timeout_ms=t.session_timeout_ms,
@@ -141,6 +144,7 @@ class DockerBackend:
             t, settings=NodeSettings(session_timeout_ms=t.session_timeout_ms,
                                      mutants=scenario.mutants), run_dir=run_dir)
         self._partitioner: Partitioner | None = None
+        self.where = f"containers labelled starquake={self._deployment.run_id}"
 
     def start(self) -> None:
         self._deployment.up()

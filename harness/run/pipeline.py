@@ -95,7 +95,7 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
     run_dir = create_run_dir(options.runs_dir, scenario, seed)
     command = reproducing_command(options.scenario, seed, backend_name, options.runs_dir)
     write_inputs(run_dir, scenario, command)
-    console.print(f"run {run_dir} (seed {seed}, {backend_name} backend)")
+    console.print(f"run {run_dir} (seed {seed}, {backend_name} backend)", markup=False)
     history = CountingHistory(run_dir / "history.jsonl")
     history.record("harness", "ok", "meta", detail={
         "scenario": scenario.name, "seed": seed,
@@ -123,8 +123,8 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
 def _execute(scenario: Scenario, schedule: Schedule, run_dir: Path, history: CountingHistory,
              faults: FaultStatus, progress: Progress) -> None:
     """Boot, load under faults, heal, drain, tear down: everything that needs the cluster."""
-    progress.phase(f"starting the {scenario.topology.backend} cluster")
     backend = make_backend(scenario, run_dir)
+    progress.phase(f"starting the {scenario.topology.backend} cluster: {backend.where}")
     workload: Workload | None = None
     try:
         backend.start()
@@ -198,10 +198,10 @@ def _report(run_dir: Path, console: Console) -> Path | None:
     try:
         from reports.report import write_report
     except ImportError as exc:
-        console.print(f"no report: the reports package is not available ({exc})")
+        console.print(f"no report: the reports package is not available ({exc})", markup=False)
         return None
     try:
         return write_report(run_dir)
     except Exception as exc:  # the verdict stands without its report
-        console.print(f"[yellow]report failed[/yellow]: {type(exc).__name__}: {exc}")
+        console.print(f"report failed: {type(exc).__name__}: {exc}", style="yellow", markup=False)
         return None

@@ -54,7 +54,7 @@ class Progress:
         self._phase = text
         if load_started is not None:
             self._load_started = load_started
-        self._console.print(f"[bold]{text}[/bold]")
+        self._console.print(text, style="bold", markup=False, highlight=False)
 
     def _table(self) -> Table:
         counts = self._history.snapshot()

@@ -26,6 +26,6 @@ def print_summary(console: Console, outcome: RunOutcome) -> None:
         console.print("  anomalies: " + ", ".join(f"{k}={v}" for k, v in anomalies.items()))
     if undecided:
         console.print("  undecided: " + ", ".join(undecided))
-    console.print(f"  run directory: {outcome.run_dir}")
+    console.print(f"  run directory: {outcome.run_dir}", markup=False)
     if outcome.report is not None:
-        console.print(f"  report: {outcome.report}")
+        console.print(f"  report: {outcome.report}", markup=False)
