@@ -104,7 +104,8 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
     faults = FaultStatus()
     started = time.monotonic()
     try:
-        with sigterm_interrupts(), Progress(console, history, faults, scenario.duration_s) as progress:
+        with sigterm_interrupts(), \
+                Progress(console, history, faults, scenario.duration_s) as progress:
             _execute(scenario, schedule, run_dir, history, faults, progress)
     except KeyboardInterrupt:
         raise RunInterrupted(f"run interrupted after {time.monotonic() - started:.0f} s; "

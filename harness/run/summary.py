@@ -16,7 +16,7 @@ def print_summary(console: Console, outcome: RunOutcome) -> None:
                  if c.get("count")}
     undecided = [name for name, c in results.get("checkers", {}).items()
                  if c.get("valid") == "unknown"]
-    verdict = VERDICTS.get(results.get("valid"), "[yellow]unknown[/yellow]")  # type: ignore[arg-type]
+    verdict = VERDICTS.get(results.get("valid"), "[yellow]unknown[/yellow]")
     console.print(f"verdict: {verdict}   scenario {results.get('scenario')} seed "
                   f"{results.get('seed')}   {results.get('events')} events")
     console.print(f"  sends ok/fail/info {stats.get('sends_ok', 0)}/{stats.get('sends_fail', 0)}"

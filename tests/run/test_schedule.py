@@ -94,7 +94,8 @@ def test_without_faults_the_schedule_is_the_final_heal(write_scenario: WriteScen
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ('[topology]\nbackend = "local"\n[nemesis]\nschedule = "random"\nfaults = ["kill", "isolate"]\n',
+    ('[topology]\nbackend = "local"\n[nemesis]\nschedule = "random"\n'
+     'faults = ["kill", "isolate"]\n',
      "nemesis.faults[1]: the local backend cannot inject isolate; it can inject "
      "expire-session, kill, pause"),
     ('[nemesis]\nschedule = "timeline"\n[[nemesis.timeline]]\nat_s = 1\nfault = "cut-wan"\n',
