@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.fixtures.zookeeper", "tests.fixtures.spark"]
+pytest_plugins = ["tests.fixtures.zookeeper", "tests.fixtures.spark", "tests.fixtures.cluster"]

@@ -31,6 +31,8 @@ class TopicOwnership(Protocol):
 
     async def topic_lost(self, topic: TopicName) -> None: ...
 
+    async def unload_topic(self, topic: TopicName) -> None: ...
+
     def set_topic_closer(self, close_clients: TopicCloser) -> None: ...
 
 
@@ -84,8 +86,15 @@ class BrokerService:
         async def lose() -> None:
             try:
                 await self.ownership.topic_lost(name)
-            except Exception:
-                log.exception("unloading fenced topic %s failed", name)
+            except Exception as exc:
+                # The bundle could not be given up (ZooKeeper out of reach, say): at least
+                # drop the fenced ledger, so the topic is opened afresh when next used.
+                log.warning("unloading the bundle of fenced topic %s failed (%s); "
+                            "unloading the topic only", name, exc)
+                try:
+                    await self.ownership.unload_topic(name)
+                except Exception:
+                    log.exception("unloading fenced topic %s failed", name)
             finally:
                 self._losing.discard(name)
 

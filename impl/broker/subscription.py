@@ -42,7 +42,9 @@ IDLE_CHECK = 1.0
 
 
 def position_of(message: MessageIdData) -> Position:
-    return Position(message.ledgerId, message.entryId)
+    """The position a message id names; an entry id of -1 (sent as 2**64 - 1) stays -1."""
+    entry = message.entryId
+    return Position(message.ledgerId, entry - 2**64 if entry >= 2**63 else entry)
 
 
 @dataclass
@@ -171,25 +173,38 @@ class Subscription:
 
     async def _ack_cumulative(self, message: MessageIdData) -> None:
         position = position_of(message)
+        if position.entry_id < 0:
+            # `ledger:-1`: nothing of this ledger, everything before it (the C++ client
+            # acknowledges "the entry before" a partly acknowledged first batch this way).
+            await self._ack_before(Position(position.ledger_id, 0))
+            return
         size = self._batch_size(position)
-        if covers_entry_through(message, size):
-            through = position
-        else:
+        if not covers_entry_through(message, size):
             # Part of this batch is acknowledged; everything before it entirely.
             left = (bits_of(list(message.ack_set)) if message.ack_set
                     else set(range(message.batch_index + 1, size or message.batch_size)))
             self._remaining[position] = left & self._remaining.get(position, left)
-            if position.entry_id == 0:
-                earlier = [p for p in self._unacked if p < position]
-                for p in earlier:
-                    self._forget(p)
-                if earlier:
-                    await self.cursor.delete(earlier)
-                return
-            through = Position(position.ledger_id, position.entry_id - 1)
-        for p in [p for p in (*self._unacked, *self._to_deliver) if p <= through]:
+            await self._ack_before(position)
+            return
+        for p in [p for p in (*self._unacked, *self._to_deliver) if p <= position]:
             self._forget(p)
-        await self.cursor.mark_delete(through)
+        await self.cursor.mark_delete(position)
+
+    async def _ack_before(self, position: Position) -> None:
+        """Acknowledge everything before `position` (exclusive)."""
+        if position.entry_id > 0:
+            through = Position(position.ledger_id, position.entry_id - 1)
+            for p in [p for p in (*self._unacked, *self._to_deliver) if p <= through]:
+                self._forget(p)
+            await self.cursor.mark_delete(through)
+            return
+        # The entry before the first of a ledger is in an earlier ledger we cannot name
+        # here: acknowledge what we delivered before it one by one.
+        earlier = [p for p in self._unacked if p < position]
+        for p in earlier:
+            self._forget(p)
+        if earlier:
+            await self.cursor.delete(earlier)
 
     def _forget(self, position: Position) -> None:
         unacked = self._unacked.pop(position, None)

@@ -37,9 +37,9 @@ class OwnsEverything:
         return self.ledgers.setdefault(topic, MemoryLedger(str(topic)))
 
     async def topic_lost(self, topic: TopicName) -> None:
-        await self.unload(topic)
+        await self.unload_topic(topic)
 
-    async def unload(self, topic: TopicName) -> None:
+    async def unload_topic(self, topic: TopicName) -> None:
         assert self._close_clients is not None
         await self._close_clients(topic)
 

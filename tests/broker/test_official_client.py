@@ -149,7 +149,7 @@ def test_unloading_closes_clients_and_they_come_back(
     consumer = client.subscribe(TOPIC, "moves")
     producer = client.create_producer(TOPIC, batching_enabled=False)
     producer.send(b"before")
-    memory_broker.run(memory_broker.ownership.unload(TopicName.parse(TOPIC)))
+    memory_broker.run(memory_broker.ownership.unload_topic(TopicName.parse(TOPIC)))
     producer.send(b"after")  # re-created by the client after CLOSE_PRODUCER
     assert drain(consumer) == [b"before", b"after"]
 
@@ -171,3 +171,14 @@ def test_a_terminated_topic_refuses_writes_and_tells_consumers_the_end(
     kinds = [c.type for c in raw.collect(1.0)]
     assert kinds == [BaseCommand.MESSAGE, BaseCommand.REACHED_END_OF_TOPIC]
     raw.close()
+
+
+def test_cumulative_ack_inside_the_first_batch_acknowledges_nothing_of_it(
+        client: pulsar.Client, memory_broker: MemoryBroker) -> None:
+    consumer = client.subscribe(TOPIC, "partial")
+    sent = produce(client, 100)
+    assert len(memory_broker.ledger(TOPIC).entries) == 1
+    messages = [consumer.receive(timeout_millis=2000) for _ in sent]
+    consumer.acknowledge_cumulative(messages[59])  # the client sends `ledger:-1`
+    consumer.close()
+    assert memory_broker.backlog(TOPIC, "partial") == 1

@@ -3,14 +3,11 @@ bad bytes close only the connection that sent them."""
 
 from __future__ import annotations
 
-import socket
-import struct
-
 import pulsar
 
 from impl.protocol.pulsar_api_pb2 import BaseCommand
 from tests.broker.conftest import MemoryBroker
-from tests.cluster.raw_producer import RawConsumer, RawProducer
+from tests.cluster.raw_producer import JUNK, RawConsumer, RawProducer, send_junk
 
 TOPIC = "persistent://public/default/edges"
 
@@ -30,13 +27,7 @@ def test_a_consumer_gets_no_more_messages_than_its_permits(memory_broker: Memory
 
 def test_garbage_and_truncated_frames_close_only_their_own_connection(
         memory_broker: MemoryBroker, client: pulsar.Client) -> None:
-    host, port = memory_broker.url.removeprefix("pulsar://").split(":")
     producer = client.create_producer(TOPIC, batching_enabled=False)
-    for junk in (b"\xff" * 64, struct.pack(">II", 100, 90) + b"\x00" * 100,
-                 struct.pack(">I", 50) + b"\x01\x02"):
-        with socket.create_connection((host, int(port)), timeout=5) as sock:
-            sock.sendall(junk)
-            sock.shutdown(socket.SHUT_WR)
-            sock.settimeout(5)
-            assert sock.recv(100) == b""  # closed by the broker (or at our end of input)
+    for junk in JUNK:
+        assert send_junk(memory_broker.url, junk) == b""
     producer.send(b"still served")

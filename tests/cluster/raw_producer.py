@@ -7,6 +7,7 @@ or counting the MESSAGE frames a consumer gets for its permits. Built on our cod
 from __future__ import annotations
 
 import socket
+import struct
 import time
 from urllib.parse import urlsplit
 
@@ -125,3 +126,20 @@ class RawConsumer(RawConnection):
     def flow(self, permits: int) -> None:
         self._send(BaseCommand(type=BaseCommand.FLOW, flow=CommandFlow(
             consumer_id=CONSUMER_ID, messagePermits=permits)))
+
+
+JUNK = (b"\xff" * 64,                                     # a frame size beyond any limit
+        struct.pack(">II", 100, 90) + b"\x00" * 100,       # a command that is no protobuf
+        struct.pack(">I", 50) + b"\x01\x02")               # a frame cut short
+"""Bytes no broker may take for a frame: garbage, an unreadable command, a truncated frame."""
+
+
+def send_junk(service_url: str, junk: bytes, timeout: float = 5.0) -> bytes:
+    """Send `junk` on a fresh connection, end our side, and return what the broker sent
+    back before closing (nothing, for a broker that refuses the bytes)."""
+    address = urlsplit(service_url)
+    with socket.create_connection((address.hostname, address.port), timeout=timeout) as sock:
+        sock.sendall(junk)
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(timeout)
+        return sock.recv(100)
