@@ -29,6 +29,7 @@ def _register() -> None:
     # that `starquake --help` stays fast.
     from checkers.bench import bench_check
     from checkers.cli import check, synth
+    from harness.bench_broker import bench_broker
     from harness.bench_cluster import bench_cluster
     from harness.bench_history import bench_history
     from harness.cluster_cli import cluster
@@ -50,6 +51,7 @@ def _register() -> None:
     bench.add_command(bench_history, "history")
     bench.add_command(bench_report, "report")
     bench.add_command(bench_cluster, "cluster")
+    bench.add_command(bench_broker, "broker")
 
 
 def main(argv: list[str] | None = None) -> None:
