@@ -69,8 +69,9 @@ class MemoryBroker:
 
 
 @pytest.fixture
-def memory_broker() -> Iterator[MemoryBroker]:
-    broker = MemoryBroker(keepalive=30.0)
+def memory_broker(request: pytest.FixtureRequest) -> Iterator[MemoryBroker]:
+    """Parametrize indirectly with a keep-alive interval in seconds (default 30)."""
+    broker = MemoryBroker(keepalive=getattr(request, "param", 30.0))
     started = threading.Event()
     thread = threading.Thread(target=broker.loop.run_forever, daemon=True)
     thread.start()

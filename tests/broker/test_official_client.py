@@ -182,3 +182,24 @@ def test_cumulative_ack_inside_the_first_batch_acknowledges_nothing_of_it(
     consumer.acknowledge_cumulative(messages[59])  # the client sends `ledger:-1`
     consumer.close()
     assert memory_broker.backlog(TOPIC, "partial") == 1
+
+
+def test_a_shared_consumers_unacknowledged_messages_go_to_the_others_when_it_leaves(
+        client: pulsar.Client) -> None:
+    leaving = client.subscribe(TOPIC, "handover", consumer_type=pulsar.ConsumerType.Shared,
+                               consumer_name="leaving")
+    sent = produce(client, 20, batching=False)
+    held = drain(leaving, ack=False, timeout_ms=500)
+    assert sorted(held) == sorted(sent)
+    staying = client.subscribe(TOPIC, "handover", consumer_type=pulsar.ConsumerType.Shared,
+                               consumer_name="staying")
+    leaving.close()
+    again = []
+    while True:
+        try:
+            message = staying.receive(timeout_millis=1500)
+        except pulsar.Timeout:
+            break
+        again.append((message.data(), message.redelivery_count()))
+        staying.acknowledge(message)
+    assert sorted(again) == sorted((data, 1) for data in sent)

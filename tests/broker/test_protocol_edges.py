@@ -1,9 +1,11 @@
-"""What the front end promises at the frame level: permits bound what a consumer gets, and
-bad bytes close only the connection that sent them."""
+"""What the front end promises at the frame level: permits bound what a consumer gets, bad
+bytes close only the connection that sent them, silent connections are closed, and
+acknowledgements are answered when asked."""
 
 from __future__ import annotations
 
 import pulsar
+import pytest
 
 from impl.protocol.pulsar_api_pb2 import BaseCommand
 from tests.broker.conftest import MemoryBroker
@@ -31,3 +33,27 @@ def test_garbage_and_truncated_frames_close_only_their_own_connection(
     for junk in JUNK:
         assert send_junk(memory_broker.url, junk) == b""
     producer.send(b"still served")
+
+
+@pytest.mark.parametrize("memory_broker", [0.3], indirect=True)
+def test_a_silent_connection_is_pinged_then_closed(memory_broker: MemoryBroker) -> None:
+    answering = RawConsumer(memory_broker.url, TOPIC, "alive")  # answers PING as it reads
+    silent = RawConsumer(memory_broker.url, TOPIC, "silent")
+    assert answering.collect(1.5) == []  # meanwhile the silent one reads nothing
+    assert not answering.closed
+    silent.collect(0.5)
+    assert silent.closed
+
+
+def test_acknowledgements_with_a_request_id_get_a_response(memory_broker: MemoryBroker) -> None:
+    consumer = RawConsumer(memory_broker.url, TOPIC, "receipts")
+    producer = RawProducer(memory_broker.url, TOPIC)
+    producer.send(0, b"x")
+    producer.collect(0.5)
+    consumer.flow(1)
+    (message,) = consumer.collect(0.5)
+    consumer.acknowledge(message.message.message_id, request_id=7)
+    (response,) = consumer.collect(0.5)
+    assert response.type == BaseCommand.ACK_RESPONSE and response.ackResponse.request_id == 7
+    assert not response.ackResponse.HasField("error")
+    assert memory_broker.backlog(TOPIC, "receipts") == 0

@@ -14,12 +14,14 @@ from urllib.parse import urlsplit
 from impl.protocol.frames import FrameDecoder, MalformedFrame, encode_command, encode_entry
 from impl.protocol.pulsar_api_pb2 import (
     BaseCommand,
+    CommandAck,
     CommandConnect,
     CommandFlow,
     CommandPong,
     CommandProducer,
     CommandSend,
     CommandSubscribe,
+    MessageIdData,
     MessageMetadata,
 )
 
@@ -126,6 +128,13 @@ class RawConsumer(RawConnection):
     def flow(self, permits: int) -> None:
         self._send(BaseCommand(type=BaseCommand.FLOW, flow=CommandFlow(
             consumer_id=CONSUMER_ID, messagePermits=permits)))
+
+    def acknowledge(self, message_id: MessageIdData, request_id: int | None = None) -> None:
+        ack = CommandAck(consumer_id=CONSUMER_ID, ack_type=CommandAck.Individual,
+                         message_id=[message_id])
+        if request_id is not None:
+            ack.request_id = request_id
+        self._send(BaseCommand(type=BaseCommand.ACK, ack=ack))
 
 
 JUNK = (b"\xff" * 64,                                     # a frame size beyond any limit
