@@ -43,6 +43,8 @@ class ClusterSettings:
     session_expired_policy: str = "reconnect"
     """PIP-57's policy; always explicit (Pulsar's default changed between versions)."""
     mutants: tuple[str, ...] = ()
+    broker_args: tuple[str, ...] = ()
+    """Further `python -m impl.broker` flags, e.g. `--replicate-individually-deleted`."""
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
     start_timeout: float = 60.0
 
@@ -184,6 +186,7 @@ class LocalCluster:
         ]
         if s.mutants:
             command += ["--mutants", ",".join(s.mutants)]
+        command += s.broker_args
         return LocalProcess(f"broker-{index}", command,
                             self.base_dir / f"broker-{index}" / "broker.log")
 

@@ -84,6 +84,8 @@ class NamespacePolicies:
     bundle_boundaries: tuple[int, ...] = field(
         default_factory=lambda: tuple(even_boundaries(DEFAULT_NUM_BUNDLES))
     )
+    message_ttl_in_seconds: int | None = None
+    """Pulsar's namespace message TTL: older messages expire (replicators skip them)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,6 +94,7 @@ class NamespacePolicies:
                 "boundaries": [f"0x{b:08x}" for b in self.bundle_boundaries],
                 "numBundles": len(self.bundle_boundaries) - 1,
             },
+            "message_ttl_in_seconds": self.message_ttl_in_seconds,
         }
 
     @classmethod
@@ -106,7 +109,9 @@ class NamespacePolicies:
                                                                    DEFAULT_NUM_BUNDLES))))
         except (TypeError, ValueError) as exc:
             raise InvalidResource(f"invalid bundles in namespace policies: {exc}") from None
-        return cls(tuple(value.get("replication_clusters") or ()), boundaries)
+        ttl = value.get("message_ttl_in_seconds")
+        return cls(tuple(value.get("replication_clusters") or ()), boundaries,
+                   None if ttl is None else int(ttl))
 
 
 class PulsarResources:
@@ -179,12 +184,21 @@ class PulsarResources:
 
     def set_replication_clusters(self, namespace: NamespaceName, clusters: list[str]) -> None:
         self._check_clusters(clusters)
+        self._set_policy(namespace, "replication_clusters", list(clusters))
+
+    def set_message_ttl(self, namespace: NamespaceName, seconds: int) -> None:
+        if seconds < 0:
+            raise InvalidResource(f"a message TTL cannot be negative: {seconds}")
+        self._set_policy(namespace, "message_ttl_in_seconds", seconds)
+
+    def _set_policy(self, namespace: NamespaceName, key: str, value: Any) -> None:
+        """Change one field of the namespace's policies, leaving the others as they are."""
         path = paths.namespace_policies(namespace.tenant, namespace.namespace)
 
         def replace(data: bytes) -> bytes:
-            value = _load(data)
-            value["replication_clusters"] = list(clusters)
-            return _dump(value)
+            policies = _load(data)
+            policies[key] = value
+            return _dump(policies)
 
         try:
             self.store.update(path, replace)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from impl.replication.replicator import is_replicator_cursor
 from impl.storage.api import ManagedCursor, ManagedLedger, Position
 
 
@@ -32,6 +33,8 @@ def topic_stats(ledger: ManagedLedger, clients: dict[str, Any]) -> dict[str, Any
     client_subs: dict[str, Any] = clients.get("subscriptions", {})
     subscriptions = {}
     for name, cursor in ledger.cursors().items():
+        if is_replicator_cursor(name):
+            continue  # a replicator's, reported under `replication` (as in Pulsar)
         sub = {"consumers": [], "msgRateOut": 0.0, "msgThroughputOut": 0.0}
         sub.update(client_subs.get(name, {}))
         sub.update(_cursor_facts(cursor))

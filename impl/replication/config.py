@@ -32,3 +32,31 @@ class ReplicatedSubscriptionsConfig:
             value = getattr(self, name)
             if value <= 0:
                 raise InvalidReplicationConfig(f"{name} must be positive, not {value}")
+
+
+@dataclass(frozen=True)
+class GeoReplicationConfig:
+    """A broker's geo-replication settings: its replicators and its replicated
+    subscriptions (`python -m impl.broker` flags, docs/geo-replication.md)."""
+
+    enable_replicated_subscriptions: bool = True
+    """Pulsar's `enableReplicatedSubscriptions`: off, SUBSCRIBE's
+    `replicate_subscription_state` is ignored and no controller runs."""
+    subscriptions: ReplicatedSubscriptionsConfig = ReplicatedSubscriptionsConfig()
+    read_batch: int = 100
+    """Entries a replicator reads and sends at most before waiting for their receipts."""
+    backoff_initial_s: float = 0.1
+    backoff_max_s: float = 5.0
+    """A replicator that lost its remote retries after `backoff_initial_s`, doubling up to
+    this bound (Pulsar's replicator backoff, shortened for test runs)."""
+    connect_timeout_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        for name in ("read_batch", "backoff_initial_s", "backoff_max_s", "connect_timeout_s"):
+            value = getattr(self, name)
+            if value <= 0:
+                raise InvalidReplicationConfig(f"{name} must be positive, not {value}")
+        if self.backoff_initial_s > self.backoff_max_s:
+            raise InvalidReplicationConfig(
+                f"backoff_initial_s {self.backoff_initial_s} exceeds backoff_max_s "
+                f"{self.backoff_max_s}")

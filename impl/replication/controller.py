@@ -56,6 +56,9 @@ class ReplicatedSubscriptionsController:
         self._new_snapshot_id = new_snapshot_id
         self._pending: dict[str, ReplicatedSubscriptionsSnapshotBuilder] = {}
         self.completed_snapshots = 0
+        self.last_snapshot: Snapshot | None = None
+        self.last_snapshot_rounds = 0
+        """Request rounds the latest completed snapshot took (2 beyond two clusters)."""
         self._covered: Position | None = None
         """Last published position when the latest completed snapshot started."""
         self._caches: dict[str, ReplicatedSubscriptionSnapshotCache] = {}
@@ -145,6 +148,7 @@ class ReplicatedSubscriptionsController:
         if isinstance(outcome, Snapshot):
             del self._pending[builder.snapshot_id]
             self.completed_snapshots += 1
+            self.last_snapshot, self.last_snapshot_rounds = outcome, builder.round
             self._covered = builder.published_position
         if outcome is not None:
             await self._write(outcome)

@@ -25,6 +25,8 @@ class ReplicatedSubscriptionSnapshotCache:
         self._positions: list[Position] = []
         self._snapshots: dict[Position, Snapshot] = {}
         self._last_used: Position | None = None
+        self.last_used: Snapshot | None = None
+        """The snapshot whose positions the subscription last sent (stats)."""
 
     def add_new_snapshot(self, snapshot: Snapshot) -> None:
         """A snapshot marker the subscription just read. One at or before a snapshot already
@@ -53,6 +55,7 @@ class ReplicatedSubscriptionSnapshotCache:
             del self._snapshots[position]
         del self._positions[:usable]
         self._last_used = chosen.local_position
+        self.last_used = chosen
         return chosen
 
     def snapshots(self) -> list[Snapshot]:

@@ -73,6 +73,15 @@ class ManagedCursor(Protocol):
     @property
     def read_position(self) -> Position: ...
 
+    @property
+    def properties(self) -> dict[str, int]:
+        """Named numbers stored with the cursor (Pulsar's cursor properties)."""
+        ...
+
+    async def put_property(self, name: str, value: int) -> None:
+        """Set a property; persisted when this returns."""
+        ...
+
     async def read_entries(self, max_entries: int) -> list[Entry]:
         """Entries from the read position onward that are not yet acknowledged; advances the
         read position past what it returns. Empty when caught up."""

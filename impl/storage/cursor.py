@@ -30,6 +30,7 @@ class ManagedCursorImpl:
         self._path = cursor_path(ledger.name, name)
         self._mark_delete = info.mark_delete
         self._acks = AckRanges(list(info.individually_deleted))
+        self._properties = dict(info.properties)
         self._version = version
         self._read_position = self._first_unacked(self._mark_delete)
         self._rewinds = 0
@@ -48,6 +49,16 @@ class ManagedCursorImpl:
     @property
     def read_position(self) -> Position:
         return self._read_position
+
+    @property
+    def properties(self) -> dict[str, int]:
+        return dict(self._properties)
+
+    async def put_property(self, name: str, value: int) -> None:
+        if self._properties.get(name) != value:
+            self._properties[name] = value
+            self._changes += 1
+        await self._persist()
 
     async def read_entries(self, max_entries: int) -> list[Entry]:
         start = self._first_unacked(self._read_position)
@@ -130,7 +141,8 @@ class ManagedCursorImpl:
             if self._persisted_changes >= wanted:
                 return  # a write that started after our change already carried it
             changes = self._changes
-            info = CursorInfo(self._mark_delete, tuple(self._acks.ranges))
+            info = CursorInfo(self._mark_delete, tuple(self._acks.ranges),
+                              tuple(sorted(self._properties.items())))
             ctx = self._ledger.context
             try:
                 self._version = await ctx.blocking(ctx.store.set, self._path, info.to_json(),

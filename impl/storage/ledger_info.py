@@ -78,12 +78,16 @@ class CursorInfo:
     mark_delete: Position
     individually_deleted: tuple[tuple[Position, Position], ...] = field(default=())
     """(exclusive start, inclusive end) ranges above mark-delete."""
+    properties: tuple[tuple[str, int], ...] = field(default=())
+    """Pulsar's cursor properties: named numbers stored with the cursor (a replicated
+    subscription is marked by one, so the mark lives and dies with the subscription)."""
 
     def to_json(self) -> bytes:
         return orjson.dumps({
             "markDeletePosition": str(self.mark_delete),
             "individuallyDeletedMessages": [[str(start), str(end)]
                                             for start, end in self.individually_deleted],
+            "properties": dict(self.properties),
         })
 
     @classmethod
@@ -91,4 +95,6 @@ class CursorInfo:
         data = orjson.loads(raw)
         return cls(Position.parse(data["markDeletePosition"]),
                    tuple((Position.parse(start), Position.parse(end))
-                         for start, end in data.get("individuallyDeletedMessages", [])))
+                         for start, end in data.get("individuallyDeletedMessages", [])),
+                   tuple(sorted((str(k), int(v))
+                                for k, v in (data.get("properties") or {}).items())))

@@ -1,0 +1,58 @@
+"""Two or three real clusters that geo-replicate one namespace, reached only through the
+admin REST API and the binary protocol (as a third party's clusters would be).
+
+`link(clusters)` does what an operator does in Pulsar: every cluster's metadata learns the
+others' URLs (`PUT /admin/v2/clusters/{name}`), and the tenant and namespace are created in
+each with the full list of replication clusters.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from harness.local_cluster import LocalCluster
+
+TENANT = "geo"
+NAMESPACE = f"{TENANT}/replicated"
+
+
+def admin(cluster: LocalCluster, method: str, path: str, body: Any = None) -> Any:
+    """One admin request to the cluster's first broker; the parsed JSON answer or None."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{cluster.admin_urls[0]}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=15) as response:
+        raw = response.read()
+    return json.loads(raw) if raw else None
+
+
+def link(clusters: Sequence[LocalCluster]) -> None:
+    names = [c.settings.name for c in clusters]
+    for cluster in clusters:
+        for other in clusters:
+            if other is not cluster:
+                admin(cluster, "PUT", f"/admin/v2/clusters/{other.settings.name}",
+                      {"serviceUrl": other.admin_urls[0],
+                       "brokerServiceUrl": other.service_urls[0]})
+        admin(cluster, "PUT", f"/admin/v2/tenants/{TENANT}", {"allowedClusters": names})
+        admin(cluster, "PUT", f"/admin/v2/namespaces/{NAMESPACE}",
+              {"replication_clusters": names})
+
+
+def topic_stats(cluster: LocalCluster, topic: str) -> dict[str, Any]:
+    """`/stats` of a `persistent://` topic, asked of the cluster's first broker (the admin
+    API redirects to the owner)."""
+    local = topic.removeprefix("persistent://")
+    return admin(cluster, "GET", f"/admin/v2/persistent/{local}/stats")  # type: ignore[no-any-return]
+
+
+def wait_until(what: str, condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.2)
