@@ -203,3 +203,38 @@ def test_a_shared_consumers_unacknowledged_messages_go_to_the_others_when_it_lea
         again.append((message.data(), message.redelivery_count()))
         staying.acknowledge(message)
     assert sorted(again) == sorted((data, 1) for data in sent)
+
+
+def test_key_shared_holds_a_moved_key_until_its_earlier_messages_are_acknowledged(
+        client: pulsar.Client) -> None:
+    def keyed(consumer: pulsar.Consumer, ack: bool) -> list[pulsar.Message]:
+        got = []
+        while True:
+            try:
+                got.append(consumer.receive(timeout_millis=700))
+            except pulsar.Timeout:
+                return got
+            if ack:
+                consumer.acknowledge(got[-1])
+
+    first = client.subscribe(TOPIC, "moving-keys", consumer_type=pulsar.ConsumerType.KeyShared,
+                             consumer_name="first")
+    producer = client.create_producer(TOPIC, batching_enabled=False)
+    for n in range(40):
+        producer.send(f"{n}".encode(), partition_key=f"k{n % 8}")
+    held = keyed(first, ack=False)
+    assert len(held) == 40
+    second = client.subscribe(TOPIC, "moving-keys", consumer_type=pulsar.ConsumerType.KeyShared,
+                              consumer_name="second")
+    for n in range(40, 80):
+        producer.send(f"{n}".encode(), partition_key=f"k{n % 8}")
+    assert keyed(second, ack=True) == [], "a moved key overtook its unacknowledged messages"
+    for message in held:
+        first.acknowledge(message)
+    later = {"first": keyed(first, ack=True), "second": keyed(second, ack=True)}
+    assert later["second"], "some keys moved to the new consumer"
+    assert sorted(int(m.data()) for m in later["first"] + later["second"]) == list(range(40, 80))
+    for messages in later.values():
+        for key in {m.partition_key() for m in messages}:
+            order = [int(m.data()) for m in messages if m.partition_key() == key]
+            assert order == sorted(order)

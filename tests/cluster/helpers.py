@@ -30,7 +30,7 @@ def owner_of(cluster: LocalCluster, topic: str, via: BrokerNode | None = None) -
     return cluster.broker_at(lookup_through(via or cluster.brokers[0], topic))
 
 
-def drain(consumer: pulsar.Consumer, *, idle_ms: int = 3000, deadline: float = 60.0,
+def drain(consumer: pulsar.Consumer, *, idle_ms: int = 2000, deadline: float = 60.0,
           ack: bool = True) -> list[pulsar.Message]:
     """Receive (and acknowledge) until nothing arrives for `idle_ms`."""
     got = []
