@@ -163,3 +163,22 @@ def test_junk_bytes_do_not_take_the_broker_down(
         assert send_junk(cluster.service_urls[0], junk) == b""
     producer.send(b"still served")
     assert cluster.brokers[0].running
+
+
+def test_a_clean_stop_exits_zero_and_hands_the_topic_over(
+        make_cluster: Callable[..., LocalCluster],
+        pulsar_client: Callable[..., pulsar.Client]) -> None:
+    cluster = make_cluster(brokers=2)
+    topic = "persistent://public/default/clean-stop"
+    owner = owner_of(cluster, topic)
+    survivor = other_than(cluster, owner)
+    client = pulsar_client(survivor.service_url)
+    consumer = client.subscribe(topic, "sub")
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(b"before")
+    owner.stop()
+    assert owner.process.returncode == 0
+    # The bundle was released, not left to expire with the session: it moves at once.
+    assert owner_of(cluster, topic, via=survivor) is survivor
+    producer.send(b"after")
+    assert [m.data() for m in drain(consumer)] == [b"before", b"after"]
