@@ -6,7 +6,7 @@ API, served by the broker that owns the segment topic's bundle (others answer 30
 | PUT | `.../{descriptor}` | create; body `{"subscriptions": [...], "initialPosition": "Earliest"}` |
 | POST | `.../{descriptor}/terminate` | terminate (seal); the last position |
 | DELETE | `.../{descriptor}` | delete the topic, its cursors and data |
-| GET | `.../{descriptor}` | starquake's: terminated, cursors, drained per subscription |
+| GET | `.../{descriptor}` | starquake's: terminated, cursors, drained per subscription, clients |
 | DELETE | `.../{descriptor}/subscriptions/{subscription}` | starquake's: delete one cursor |
 """
 
@@ -57,7 +57,10 @@ async def create_segment(request: web.Request) -> web.Response:
     subscriptions = body.get("subscriptions", [])
     if not isinstance(subscriptions, list) or not all(isinstance(s, str) for s in subscriptions):
         raise ValueError("subscriptions must be a list of names")
-    position = InitialPosition[str(body.get("initialPosition", "Earliest")).upper()]
+    position_name = str(body.get("initialPosition", "Earliest")).upper()
+    if position_name not in InitialPosition.__members__:
+        raise ValueError(f"initialPosition must be Earliest or Latest, not {position_name!r}")
+    position = InitialPosition[position_name]
     await _storage(request).create(topic, subscriptions, position)
     return web.Response(status=204)
 
@@ -73,7 +76,9 @@ async def terminate_segment(request: web.Request) -> web.Response:
 @routes.get(SEGMENT)
 async def segment_state(request: web.Request) -> web.Response:
     topic = await _segment(request)
-    return web.json_response((await _storage(request).state(topic)).to_json())
+    state = (await _storage(request).state(topic)).to_json()
+    state["clients"] = context(request).client_stats(topic)  # publishers, consumers
+    return web.json_response(state)
 
 
 @routes.delete(SEGMENT)

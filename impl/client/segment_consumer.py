@@ -84,11 +84,14 @@ class SegmentConsumer:
         consumer_id, request_id = connection.next_id(), connection.next_id()
         self._reached_end = False
         connection.register(_KINDS, consumer_id, self._handle, self._lost)
+        # Known before the answer, so that a close() while subscribing still closes it: a
+        # consumer left behind would stay active in a Failover subscription and take the
+        # messages nobody reads.
+        self._connection, self._consumer_id = connection, consumer_id
         await connection.request(BaseCommand(type=BaseCommand.SUBSCRIBE, subscribe=CommandSubscribe(
             topic=self.topic, subscription=self._subscription, subType=self._sub_type,
             consumer_id=consumer_id, request_id=request_id, consumer_name=self._name,
             initialPosition=CommandSubscribe.Latest)), request_id)
-        self._connection, self._consumer_id = connection, consumer_id
         self._flow(PERMITS)
 
     def _flow(self, permits: int) -> None:

@@ -58,6 +58,7 @@ class StreamConsumer:
         """The assignment each registration answered with (a re-registration within the
         grace period answers with the session's assignment)."""
         self._lost = asyncio.Event()
+        self._applying = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> StreamConsumer:
@@ -103,19 +104,22 @@ class StreamConsumer:
         asyncio.ensure_future(self._apply(frame))
 
     async def _apply(self, frame: Frame) -> None:
-        answer = frame.command.scalableConsumerAssignment
-        wanted = {s.segment_id: s.segment_topic for s in answer.segments}
-        self.assigned = tuple(sorted(wanted))
-        self.assignments.append(self.assigned)
-        for segment_id in [i for i in self._segments if i not in wanted]:
-            await self._segments.pop(segment_id).close()
-        for segment_id, topic in wanted.items():
-            if segment_id not in self._segments:
-                consumer = SegmentConsumer(self._pool, topic, self.subscription,
-                                           CommandSubscribe.Failover, self.name,
-                                           self._on_message, self._timeout)
-                self._segments[segment_id] = consumer
-                consumer.start()
+        """Follow an assignment; one at a time, in arrival order (closing a segment's
+        consumer waits for the broker, and the next assignment must not start meanwhile)."""
+        async with self._applying:
+            answer = frame.command.scalableConsumerAssignment
+            wanted = {s.segment_id: s.segment_topic for s in answer.segments}
+            self.assigned = tuple(sorted(wanted))
+            self.assignments.append(self.assigned)
+            for segment_id in [i for i in self._segments if i not in wanted]:
+                await self._segments.pop(segment_id).close()
+            for segment_id, topic in wanted.items():
+                if segment_id not in self._segments:
+                    consumer = SegmentConsumer(self._pool, topic, self.subscription,
+                                               CommandSubscribe.Failover, self.name,
+                                               self._on_message, self._timeout)
+                    self._segments[segment_id] = consumer
+                    consumer.start()
 
     async def _report_drained(self) -> None:
         while True:

@@ -16,14 +16,17 @@ from dataclasses import dataclass
 from impl.metadata.store import MetadataStore
 from impl.ownership.namespace_service import NamespaceService
 from impl.ownership.topic_name import TopicName
+from impl.resources import ResourceNotFound
 from impl.storage.api import InitialPosition, ManagedLedger, Position
 from impl.storage.factory import managed_ledger_name
 from impl.storage.ledger_info import managed_ledger_path
 
 
-class SegmentTopicNotFound(Exception):
+class SegmentTopicNotFound(ResourceNotFound):
+    """A 404 at the admin API, like any missing resource."""
+
     def __init__(self, topic: TopicName) -> None:
-        super().__init__(f"segment topic {topic} does not exist")
+        super().__init__("segment topic", str(topic))
         self.topic = topic
 
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from impl.metadata import paths
 from impl.metadata.errors import NotFound
-from impl.metadata.store import MetadataStore, Watch
+from impl.metadata.store import MetadataStore, Node, Watch
 from impl.mutants import NONE, Mutants
 from impl.ownership.brokers import BrokerRegistry
 from impl.ownership.topic_name import NamespaceName
@@ -61,6 +61,7 @@ class ScalableTopicService:
         self._mutants = mutants
         self.segments = AdminSegmentTopics(config.admin_url)
         self._controllers: dict[ScalableTopicName, ScalableTopicController] = {}
+        self._deletion_watches: dict[ScalableTopicName, Watch] = {}
         self._lock = threading.Lock()
         self.executor = ThreadPoolExecutor(16, thread_name_prefix="scalable")
 
@@ -88,18 +89,46 @@ class ScalableTopicService:
                 self._controllers.pop(topic, None)
             controller.close()
             raise
+        watch = self._store.watch_data(self.resources(topic).layout_path,
+                                       lambda node: self._check_deleted(topic, node))
+        with self._lock:
+            self._deletion_watches[topic] = watch
         return controller
 
     def release(self, topic: ScalableTopicName) -> None:
         """PIP-468 `releaseController()`: withdraw from the election and forget the topic."""
         with self._lock:
             controller = self._controllers.pop(topic, None)
+            watch = self._deletion_watches.pop(topic, None)
+        if watch is not None:
+            watch.cancel()
         if controller is not None:
             controller.close()
+
+    def _check_deleted(self, topic: ScalableTopicName, node: Node | None) -> None:
+        """The topic was deleted (by any broker): stop campaigning for it. A campaign that
+        raced the deletion re-creates the topic's node, empty, as the parent of its
+        election node; such a node is never a topic (a topic's node holds its layout), so
+        it is removed once this broker's candidate is gone."""
+        if node is not None and node.data:
+            return
+
+        def clean_up() -> None:
+            self.release(topic)
+            path = self.resources(topic).layout_path
+            try:
+                if not self._store.get(path).data:
+                    self._store.delete(path, recursive=True)
+            except NotFound:
+                pass
+        self.executor.submit(clean_up)
 
     def close(self) -> None:
         with self._lock:
             controllers, self._controllers = list(self._controllers.values()), {}
+            watches, self._deletion_watches = list(self._deletion_watches.values()), {}
+        for watch in watches:
+            watch.cancel()
         for controller in controllers:
             controller.close()
         self.executor.shutdown(wait=False, cancel_futures=True)

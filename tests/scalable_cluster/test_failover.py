@@ -27,6 +27,7 @@ from tests.scalable_cluster.workload import (
     dual_writes,
     lost,
     out_of_order,
+    undelivered,
     wait_until,
 )
 
@@ -100,8 +101,10 @@ def test_leader_killed_mid_split_the_next_leader_rolls_it_forward(
             await load.run(40, 0.01)
             await load.settled()
             assert not load.failed
-            await wait_until(lambda: not lost(load.sends, got_a.merged(got_b)), 60,
-                             "every message delivered")
+            await wait_until(
+                lambda: not lost(load.sends, got_a.merged(got_b)), 60, "every message delivered",
+                lambda: f"{undelivered(load.sends, got_a.merged(got_b))}; assignments "
+                        f"a {a.assignments}, b {b.assignments}")
             # Sessions kept through the failover: whoever re-registers first is dealt a
             # share, not everything, because the other's session is still there.
             await wait_until(lambda: len(a.registered) > 1 and len(b.registered) > 1, 30,

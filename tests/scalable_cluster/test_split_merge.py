@@ -25,6 +25,7 @@ from tests.scalable_cluster.workload import (
     dual_writes,
     lost,
     out_of_order,
+    undelivered,
     wait_until,
 )
 
@@ -67,8 +68,11 @@ def test_split_and_merge_under_load_lose_nothing_and_keep_key_order(
             await load.run(80, 0.01)
             await load.settled()
             assert not load.failed
-            await wait_until(lambda: not lost(load.sends, stream_a.merged(stream_b))
-                             and not lost(load.sends, queue), 60, "every message delivered")
+            await wait_until(
+                lambda: not lost(load.sends, stream_a.merged(stream_b))
+                and not lost(load.sends, queue), 60, "every message delivered",
+                lambda: f"stream: {undelivered(load.sends, stream_a.merged(stream_b))}; "
+                        f"queue: {undelivered(load.sends, queue)}")
         finally:
             await producer.close()
             for consumer in consumers:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,8 +24,16 @@ class ScalableAdmin:
     """The Scalable Topics admin API of one broker, as a test calls it."""
 
     def __init__(self, admin_url: str, topic: str) -> None:
-        self.base = f"{admin_url}/admin/v2/scalable/{NAMESPACE}/{topic}"
+        self.namespace_url = f"{admin_url}/admin/v2/scalable/{NAMESPACE}"
+        self.base = f"{self.namespace_url}/{topic}"
         self.topic = f"topic://{NAMESPACE}/{topic}"
+
+    def listed(self) -> list[str]:
+        """The namespace's scalable topics, as this broker lists them."""
+        response = requests.get(self.namespace_url, timeout=30)
+        assert response.status_code == 200, response.text
+        names: list[str] = response.json()
+        return names
 
     def call(self, method: str, suffix: str = "", **kwargs: Any) -> requests.Response:
         kwargs.setdefault("timeout", 60)
@@ -103,10 +112,13 @@ class KeyedLoad:
         await asyncio.gather(*self._tasks)
 
 
-async def wait_until(condition: Any, timeout: float, what: str) -> None:
+async def wait_until(condition: Callable[[], bool], timeout: float, what: str,
+                     explain: Callable[[], str] = lambda: "") -> None:
+    """Poll `condition`; on timeout fail with `what` and whatever `explain()` tells."""
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        assert time.monotonic() < deadline, (
+            f"timed out after {timeout} s waiting for {what}. {explain()}")
         await asyncio.sleep(0.1)
 
 
@@ -130,6 +142,13 @@ def out_of_order(sends: list[Send], received: Received) -> list[tuple[str, str]]
                         and position[a.value] > position[b.value]):
                     pairs.append((a.value, b.value))
     return pairs
+
+
+def undelivered(sends: list[Send], received: Received) -> str:
+    """Where the lost values were stored: what a failed wait for delivery reports."""
+    missing = set(lost(sends, received))
+    segments = sorted({s.result.segment_id for s in sends if s.value in missing})
+    return f"{len(missing)} values undelivered, sent to segments {segments}"
 
 
 def dual_writes(sends: list[Send], layout: SegmentLayout) -> list[str]:
