@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
+from typing import NoReturn
 
 from impl.mutants import Mutants, UnknownMutant
 from impl.ownership.session_policy import SessionExpiredPolicy
@@ -44,9 +46,19 @@ class BrokerConfig:
         return f"http://{self.advertised_host}:{self.admin_port}"
 
 
+USAGE_EXIT_CODE = 3
+"""The project's exit code for bad input or usage (argparse's own would be 2, which reads
+as "unknown" here)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_EXIT_CODE, f"{self.prog}: error: {message}\n")
+
+
 def parse_args(argv: list[str] | None = None) -> BrokerConfig:
-    parser = argparse.ArgumentParser(prog="python -m impl.broker",
-                                     description="starquake's reference broker")
+    parser = _Parser(prog="python -m impl.broker", description="starquake's reference broker")
     parser.add_argument("--cluster", required=True)
     parser.add_argument("--zk", required=True, help="HOST:PORT[,...][/chroot]")
     parser.add_argument("--port", type=int, required=True, help="binary protocol port")

@@ -22,6 +22,7 @@ from impl.admin.context import AdminContext
 from impl.broker.config import BrokerConfig, parse_args
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
+from impl.metadata.errors import MetadataError
 from impl.metadata.store import MetadataStore
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry
 from impl.ownership.bundles import NamespaceBundle
@@ -38,6 +39,8 @@ from impl.storage.factory import ManagedLedgerFactory
 log = logging.getLogger("impl.broker")
 
 PIP57_EXIT_CODE = 1
+ENVIRONMENT_EXIT_CODE = 4
+"""Could not start: ZooKeeper unreachable, a port taken (the project's "environment" code)."""
 
 
 def stale_node_wait(session_timeout: float) -> float:
@@ -153,4 +156,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kazoo").setLevel(logging.WARNING)
-    sys.exit(asyncio.run(BrokerProcess(config).run()))
+    try:
+        sys.exit(asyncio.run(BrokerProcess(config).run()))
+    except (MetadataError, OSError) as exc:
+        log.error("cannot start: %s", exc)
+        sys.exit(ENVIRONMENT_EXIT_CODE)
