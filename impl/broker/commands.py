@@ -13,6 +13,7 @@ from impl.protocol.pulsar_api_pb2 import (
     CommandCloseProducer,
     CommandConnected,
     CommandError,
+    CommandGetLastMessageIdResponse,
     CommandLookupTopicResponse,
     CommandMessage,
     CommandPartitionedTopicMetadataResponse,
@@ -96,7 +97,8 @@ def producer_success(request_id: int, producer_name: str) -> BaseCommand:
 
 
 def message_id(position: Position) -> MessageIdData:
-    return MessageIdData(ledgerId=position.ledger_id, entryId=position.entry_id)
+    """On the wire an entry id of -1 (nothing yet) is 2**64 - 1, as Pulsar writes it."""
+    return MessageIdData(ledgerId=position.ledger_id % 2**64, entryId=position.entry_id % 2**64)
 
 
 def send_receipt(producer_id: int, sequence_id: int, highest_sequence_id: int,
@@ -146,3 +148,10 @@ def active_consumer_change(consumer_id: int, is_active: bool) -> BaseCommand:
 def reached_end_of_topic(consumer_id: int) -> BaseCommand:
     return BaseCommand(type=BaseCommand.REACHED_END_OF_TOPIC,
                        reachedEndOfTopic=CommandReachedEndOfTopic(consumer_id=consumer_id))
+
+
+def last_message_id(request_id: int, last: Position, mark_delete: Position) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.GET_LAST_MESSAGE_ID_RESPONSE,
+                       getLastMessageIdResponse=CommandGetLastMessageIdResponse(
+                           request_id=request_id, last_message_id=message_id(last),
+                           consumer_mark_delete_position=message_id(mark_delete)))

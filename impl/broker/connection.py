@@ -18,20 +18,23 @@ from typing import Any
 
 from impl.broker import commands
 from impl.broker.consumer import Consumer
+from impl.broker.errors import ConsumerNotFound, server_error
 from impl.broker.producer import Producer
 from impl.broker.scalable_commands import ScalableCommands
 from impl.broker.service import BrokerService
 from impl.broker.subscription import Subscription
 from impl.broker.topic import Topic
-from impl.broker.errors import server_error
 from impl.ownership.topic_name import TopicName
 from impl.protocol.frames import Frame, FrameDecoder, MalformedFrame, encode_command
 from impl.protocol.pulsar_api_pb2 import BaseCommand, ServerError
+from impl.storage.api import Position
 
 log = logging.getLogger(__name__)
 
 READ_SIZE = 256 * 1024
 DEFAULT_KEEPALIVE = 30.0
+NOTHING_WRITTEN = Position(-1, -1)
+"""The last message id of an empty topic, as Pulsar answers it."""
 CPP_CLIENT_PREFIX = "Pulsar-CPP-"
 """How the C++ client and those built on it (Python, Node.js) name themselves in CONNECT."""
 
@@ -68,6 +71,7 @@ class ServerConnection:
             BaseCommand.REDELIVER_UNACKNOWLEDGED_MESSAGES: self._redeliver,
             BaseCommand.CLOSE_CONSUMER: self._close_consumer,
             BaseCommand.UNSUBSCRIBE: self._unsubscribe,
+            BaseCommand.GET_LAST_MESSAGE_ID: self._last_message_id,
         }
         self._scalable = ScalableCommands(self, service.scalable, self._owner_url)
         self._handlers.update(self._scalable.handlers())
@@ -276,6 +280,20 @@ class ServerConnection:
                 found[1].remove_consumer(found[2])
             return commands.success(request.request_id)
         self._in_turn(request.request_id, answer)
+
+    def _last_message_id(self, frame: Frame) -> None:
+        """What readers ask before reading (`has_message_available`)."""
+        request = frame.command.getLastMessageId
+
+        async def answer() -> BaseCommand:
+            found = self._consumer(request.consumer_id)
+            if found is None:
+                raise ConsumerNotFound(request.consumer_id)
+            topic, subscription, _ = found
+            last = topic.ledger.last_confirmed or NOTHING_WRITTEN
+            return commands.last_message_id(request.request_id, last,
+                                            subscription.cursor.mark_delete_position)
+        self._in_turn(request.request_id, answer, ordered=False)
 
     def _unsubscribe(self, frame: Frame) -> None:
         request = frame.command.unsubscribe

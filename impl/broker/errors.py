@@ -24,6 +24,13 @@ class ConsumerBusy(BrokerRequestError):
     code = ServerError.ConsumerBusy
 
 
+class ConsumerNotFound(BrokerRequestError):
+    code = ServerError.ConsumerNotFound
+
+    def __init__(self, consumer_id: int) -> None:
+        super().__init__(f"no consumer {consumer_id} on this connection")
+
+
 class TopicClosing(BrokerRequestError):
     """The topic is being unloaded here; the client must look it up again."""
 

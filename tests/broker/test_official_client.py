@@ -238,3 +238,23 @@ def test_key_shared_holds_a_moved_key_until_its_earlier_messages_are_acknowledge
         for key in {m.partition_key() for m in messages}:
             order = [int(m.data()) for m in messages if m.partition_key() == key]
             assert order == sorted(order)
+
+
+def test_unsubscribing_deletes_the_subscription(
+        client: pulsar.Client, memory_broker: MemoryBroker) -> None:
+    consumer = client.subscribe(TOPIC, "gone")
+    produce(client, 5, batching=False)
+    consumer.unsubscribe()
+    assert "gone" not in memory_broker.ledger(TOPIC).cursors()
+    again = client.subscribe(TOPIC, "gone")  # a new subscription, at the latest position
+    later = produce(client, 2, batching=False)
+    assert drain(again) == later
+
+
+def test_a_consumer_can_ask_for_the_last_message_id(client: pulsar.Client) -> None:
+    consumer = client.subscribe(TOPIC, "last")
+    producer = client.create_producer(TOPIC, batching_enabled=False)
+    producer.send(b"first")
+    written = producer.send(b"second")
+    last = consumer.get_last_message_id()
+    assert (last.ledger_id(), last.entry_id()) == (written.ledger_id(), written.entry_id())
