@@ -101,7 +101,11 @@ class BrokerProcess:
             shutdown=lambda reason: loop.call_soon_threadsafe(
                 self.request_stop, PIP57_EXIT_CODE, reason))
 
+        registered = False
+
         def healthy() -> str | None:
+            if not registered:
+                return "starting: not registered as a live broker yet"
             if not store.connected:
                 return "not connected to ZooKeeper"
             if policy.session_lost:
@@ -117,6 +121,7 @@ class BrokerProcess:
         await admin.setup()
         await web.TCPSite(admin, config.bind_host, config.admin_port).start()
         await loop.run_in_executor(self._executor, registry.register)
+        registered = True
         policy.start()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.request_stop, 0, signal.Signals(signum).name)
