@@ -177,10 +177,15 @@ class TopicReplication:
             self._watch = self._service.watch_policies(self.name, self._policies_changed)
 
     async def ready(self) -> None:
-        await asyncio.shield(self._ready)
+        try:
+            await asyncio.shield(self._ready)
+        except asyncio.CancelledError:
+            if not self._ready.cancelled():
+                raise  # our caller was cancelled, not the start-up
 
     async def close(self) -> None:
         self._closed = True
+        self._ready.cancel()
         if self._watch is not None:
             self._watch.cancel()
         await asyncio.gather(*(r.stop() for r in self._replicators.values()))

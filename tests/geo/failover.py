@@ -80,8 +80,8 @@ def _publish(client: pulsar.Client, scene: Scene, cluster: LocalCluster,
     producer.close()
 
 
-def _consume_source(consumer: pulsar.Consumer, scene: Scene,
-                    acknowledged: dict[str, int]) -> None:
+def _consume_source(consumer: pulsar.Consumer, scene: Scene, acknowledged: dict[str, int],
+                    seen: list[str]) -> None:
     time.sleep(scene.consumer_lag_s)
     start = time.monotonic()
     deadline = start + 60
@@ -90,6 +90,7 @@ def _consume_source(consumer: pulsar.Consumer, scene: Scene,
             time.sleep(max(0.0, start + len(acknowledged) / scene.rate - time.monotonic()))
         message = consumer.receive(timeout_millis=10_000)
         key = message.data().decode()
+        seen.append(key)
         if key != scene.hole:
             consumer.acknowledge(message)
             acknowledged[key] = message.publish_timestamp()
@@ -117,12 +118,13 @@ def play(scene: Scene, client: Callable[[str], pulsar.Client],
                                 initial_position=pulsar.InitialPosition.Earliest)
     published: set[str] = set()
     acknowledged: dict[str, int] = {}
+    seen: list[str] = []
     lock = threading.Lock()
     threads = [threading.Thread(target=_publish, args=(clients[p.settings.name], scene, p,
                                                        published, lock))
                for p in scene.producers]
     threads.append(threading.Thread(target=_consume_source,
-                                    args=(consumer, scene, acknowledged)))
+                                    args=(consumer, scene, acknowledged, seen)))
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -149,17 +151,20 @@ def play(scene: Scene, client: Callable[[str], pulsar.Client],
         scene.topic, SUBSCRIPTION, replicate_subscription_state_enabled=True)
     received: list[str] = []
     expected = published - set(acknowledged)
+    silent = 0  # everything was replicated before the failover: 6 s of silence is the end
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and silent < 2:
         try:
             message = failed_over.receive(timeout_millis=3000)
         except pulsar.Timeout:
-            if expected <= set(received):
-                break
+            silent = 2 if expected <= set(received) else silent + 1
             continue
+        silent = 0
         received.append(message.data().decode())
         failed_over.acknowledge(message)
     failed_over.close()
+    # Markers are broker business: consumers see published messages only.
+    assert set(seen) <= published and set(received) <= published
     return Outcome(published, acknowledged, received)
 
 
