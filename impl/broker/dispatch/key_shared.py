@@ -1,7 +1,9 @@
 """Key_Shared: every key sticks to one consumer, so each key's messages arrive in order.
 
 Keys map to consumers by consistent hashing (Murmur3 of the key onto a ring of points per
-consumer), so a consumer joining or leaving moves only a share of the keys. A moved key
+consumer, placed by the consumer's name and id), so a consumer joining or leaving moves
+only a share of the keys, and a consumer that reconnects (after its topic moved, say)
+gets its own keys back. A moved key
 must not overtake itself: while another consumer still holds unacknowledged messages of a
 key, the key's later messages wait, and within one pass a held message holds back every
 later message of its key.
@@ -45,7 +47,7 @@ class KeySharedDispatcher(Dispatcher):
 
     def _rebuild(self) -> None:
         self._ring = sorted(
-            (key_hash(f"{c.name}|{c.consumer_id}|{c.peer.address}|{n}".encode()), i)
+            (key_hash(f"{c.name}|{c.consumer_id}|{n}".encode()), i)
             for i, c in enumerate(self.consumers) for n in range(POINTS_PER_CONSUMER))
 
     def _owner(self, hashed: int) -> Consumer:
