@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from impl.protocol.frames import encode_entry, split_entry
+from impl.protocol.frames import MalformedFrame, encode_entry, split_entry
 from impl.replication.acknowledged import MessageIdentity, stamp_original_position
 from impl.replication.config import GeoReplicationConfig
 from impl.replication.markers import MalformedMarker, is_marker
@@ -153,7 +153,8 @@ class Replicator:
         url = await self._links.remote_url()
         if not url:
             raise RemoteUnavailable(f"cluster {self.remote_cluster} has no brokerServiceUrl "
-                                    "in this cluster's metadata")
+                                    "in this cluster's metadata (PUT /admin/v2/clusters/"
+                                    f"{self.remote_cluster})")
         self._producer = await RemoteProducer.connect(
             url, self.topic, replicator_producer_name(self.local_cluster),
             self._config.connect_timeout_s)
@@ -207,7 +208,11 @@ class Replicator:
 
     async def _outgoing(self, entry: Entry) -> bytes | None:
         """The bytes to send for a stored entry, or None to skip it."""
-        metadata, payload = split_entry(entry.data)
+        try:
+            metadata, payload = split_entry(entry.data)
+        except MalformedFrame as exc:  # as Pulsar: an unreadable entry is dropped, not retried
+            log.error("%r: unreadable entry at %s skipped: %s", self, entry.position, exc)
+            return None
         marker = is_marker(metadata)
         if not marker:
             self._links.data_seen(entry.position)

@@ -17,7 +17,7 @@ from impl.mutants import NONE, Mutants
 from impl.ownership.topic_name import TopicName
 from impl.replication.config import GeoReplicationConfig
 from impl.replication.topic_replication import TopicReplication
-from impl.resources import NamespacePolicies, PulsarResources
+from impl.resources import NamespacePolicies, PulsarResources, ResourceNotFound
 from impl.storage.api import ManagedLedger
 
 
@@ -38,7 +38,12 @@ class BrokerReplication:
         return await asyncio.to_thread(self._resources.policies, topic.namespace_name)
 
     async def broker_service_url(self, cluster: str) -> str:
-        data = await asyncio.to_thread(self._resources.cluster, cluster)
+        """The cluster's `brokerServiceUrl` as this cluster's metadata knows it; empty
+        when the cluster is not registered here."""
+        try:
+            data = await asyncio.to_thread(self._resources.cluster, cluster)
+        except ResourceNotFound:
+            return ""
         return data.broker_service_url
 
     def watch_policies(self, topic: TopicName,

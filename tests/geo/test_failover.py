@@ -17,11 +17,18 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 EXTENSION = "--replicate-individually-deleted"
 
 
+def _scene(a: LocalCluster, b: LocalCluster) -> Scene:
+    """The consumer in a runs 1.5 s behind the producer and stops after 150 messages: it
+    has read snapshots beyond what it acknowledged, and its subscription reached b with
+    the first snapshot it passed."""
+    return Scene(source=a, target=b, producers=[a], consumer_lag_s=1.5, acknowledge=150)
+
+
 def test_failover_loses_nothing_and_repeats_about_one_snapshot_interval(
         geo_clusters: Callable[..., list[LocalCluster]],
         pulsar_client: Callable[..., pulsar.Client]) -> None:
     a, b = geo_clusters(["a", "b"])
-    scene = Scene(source=a, target=b, producers=[a], consumer_lag_s=1.5)
+    scene = _scene(a, b)
     outcome = play(scene, pulsar_client, [a, b])
     report("PIP-33 failover a -> b", outcome)
     assert outcome.lost == set()
@@ -30,13 +37,13 @@ def test_failover_loses_nothing_and_repeats_about_one_snapshot_interval(
     assert outcome.duplicate_span_s() <= 2 * scene.snapshot_interval_s + 1.0
 
 
-def test_mutant_update_past_mark_delete_loses_messages_after_failover(
-        geo_clusters: Callable[..., list[LocalCluster]],
+@pytest.mark.parametrize("mutant", ["update-past-mark-delete", "update-creates-at-latest"])
+def test_mutant_loses_messages_after_failover(
+        mutant: str, geo_clusters: Callable[..., list[LocalCluster]],
         pulsar_client: Callable[..., pulsar.Client]) -> None:
-    a, b = geo_clusters(["a", "b"], mutants=("update-past-mark-delete",))
-    scene = Scene(source=a, target=b, producers=[a], consumer_lag_s=1.5)
-    outcome = play(scene, pulsar_client, [a, b])
-    report("update-past-mark-delete a -> b", outcome)
+    a, b = geo_clusters(["a", "b"], mutants=(mutant,))
+    outcome = play(_scene(a, b), pulsar_client, [a, b])
+    report(f"{mutant} a -> b", outcome)
     assert outcome.lost
 
 
