@@ -116,8 +116,8 @@ class DagWatchSession:
     async def start(self, request_id: int) -> None:
         """Answer the lookup with the DAG, then push every change until closed."""
         service, loop = self._commands.service, asyncio.get_running_loop()
-        await self._commands.blocking(service.controller, self.topic)  # raises NotFound
-        update = await self._update()
+        update = await self._update()  # raises ScalableTopicNotFound
+        service.campaign(self.topic)
         update.scalableTopicUpdate.request_id = request_id
         self._commands.connection.send(update)
         self._watches = await self._commands.blocking(
@@ -340,9 +340,12 @@ class ScalableCommands:
 
     def _disconnected(self, registration: _Registration) -> None:
         def report() -> None:
-            self.service.controller(registration.topic).consumer_disconnected(
-                registration.subscription, registration.consumer_name,
-                registration.registration_id)
+            # Only a controller that exists here can hold the session.
+            controller = self.service.existing_controller(registration.topic)
+            if controller is not None:
+                controller.consumer_disconnected(registration.subscription,
+                                                 registration.consumer_name,
+                                                 registration.registration_id)
         future = asyncio.get_running_loop().run_in_executor(self.service.executor, report)
         future.add_done_callback(lambda f: f.exception() and log.warning(
             "disconnect of %s not reported: %s", registration.consumer_name, f.exception()))

@@ -29,7 +29,7 @@ from impl.ownership.topic_name import NamespaceName
 from impl.scalable.admin_segments import AdminSegmentTopics
 from impl.scalable.controller import ControllerConfig, ScalableTopicController
 from impl.scalable.coordinator import DEFAULT_GRACE_PERIOD
-from impl.scalable.errors import NotLeader, SubscriptionNotFound
+from impl.scalable.errors import NotLeader, ScalableTopicNotFound, SubscriptionNotFound
 from impl.scalable.layout import SegmentLayout
 from impl.scalable.lifecycle import create_scalable_topic, delete_scalable_topic
 from impl.scalable.names import ScalableTopicName
@@ -94,6 +94,22 @@ class ScalableTopicService:
         with self._lock:
             self._deletion_watches[topic] = watch
         return controller
+
+    def existing_controller(self, topic: ScalableTopicName) -> ScalableTopicController | None:
+        with self._lock:
+            return self._controllers.get(topic)
+
+    def campaign(self, topic: ScalableTopicName) -> None:
+        """Have this broker's controller for `topic` exist and campaign, without waiting
+        (a leader's takeover can take as long as a segment owner takes to answer)."""
+        def create() -> None:
+            try:
+                self.controller(topic)
+            except ScalableTopicNotFound:
+                pass
+            except Exception:
+                log.exception("controller of %s could not start", topic)
+        self.executor.submit(create)
 
     def release(self, topic: ScalableTopicName) -> None:
         """PIP-468 `releaseController()`: withdraw from the election and forget the topic."""
