@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from checkers.frames import HistoryFrames
@@ -43,3 +43,8 @@ def anomalies(frame: DataFrame, sort_key: str | Column, events: list[str | Colum
     units = F.col(weight) if weight else F.lit(1)
     return frame.select("run", key.cast("long").alias("sort_key"),
                         units.cast("long").alias("weight"), example.alias("example"))
+
+
+def no_anomalies(spark: SparkSession) -> DataFrame:
+    """A checker's answer when the history cannot have its anomaly (no layout, no failover)."""
+    return spark.createDataFrame([], "run string, sort_key long, weight long, example string")

@@ -62,7 +62,7 @@ class RunResult:
 def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
                settings: CheckSettings) -> list[RunResult]:
     """The results of every run, as `results.json` documents (see the history spec)."""
-    frames = HistoryFrames.load(spark, {run: str(h.parquet) for run, h in histories.items()})
+    frames = HistoryFrames.load(spark, histories)
     found = None
     for checker in CHECKERS:
         part = checker.find(frames, settings).withColumn("checker", F.lit(checker.name))
@@ -104,8 +104,6 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
             "checkers": checkers,
             "stats": stats[run],
         }))
-    frames.ops.unpersist()
-    frames.recvs.unpersist()
     return results
 
 

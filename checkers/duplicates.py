@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.anomaly import CheckSettings, anomalies
+from checkers.anomaly import CheckSettings, anomalies, no_anomalies
 from checkers.frames import HistoryFrames
 from checkers.schema import DEFAULT_DUPLICATE_WINDOW_BOUND_MS
 
@@ -18,6 +18,9 @@ def duplicate(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     unless a failover into that cluster came between (then it is the failover's duplicate)."""
     after_ack = (frames.recvs.join(frames.acked(), _SCOPE)
                  .filter(F.col("index") > F.col("ack_index")))
+    if not frames.failover_ops:
+        return anomalies(after_ack, "index", ["ack_index", "index"], value="value",
+                         topic="topic", subscription="subscription", cluster="cluster")
     failovers = frames.failovers()
     explained = after_ack.alias("d").join(
         F.broadcast(failovers).alias("f"),
@@ -62,6 +65,8 @@ def failover_duplicates(frames: HistoryFrames, settings: CheckSettings) -> DataF
 
 
 def duplicate_window(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
+    if not frames.failover_ops:
+        return no_anomalies(frames.spark)
     over = failover_duplicates(frames, settings).filter(F.col("window_ms") > F.col("bound_ms"))
     return anomalies(over, "failover_index",
                      ["failover_index", "earliest.ack_index", "first_recv_index"],

@@ -8,13 +8,15 @@ operations and failovers, which are small by construction, ever reach the driver
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import reduce
+from pathlib import Path
 
-from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from checkers.schema import FIELDS, OBSERVATIONS
+from checkers.load import PreparedHistory
 
 
 def position_struct(column: str = "position") -> Column:
@@ -39,56 +41,107 @@ class Segment:
     parents: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class SmallFact:
+    """One event the driver keeps: layouts, meta, drains, nemesis operations, failovers."""
+
+    run: str
+    f: str
+    process: str | None
+    topic: str | None
+    subscription: str | None
+    detail: str | None
+    """The event's (or the invoke's) `detail` text, as recorded."""
+    done_detail: str | None
+    index: int
+    time: int
+    outcome: str | None
+    done_time: int | None
+
+
 @dataclass
 class HistoryFrames:
     """Shared views; build with `HistoryFrames.load`."""
 
     spark: SparkSession
-    events: DataFrame
     ops: DataFrame
+    """One row per invoke with its completion (`outcome`, `done_*`), see `checkers.pairing`."""
+    observations: DataFrame
     recvs: DataFrame
     runs: list[str]
     layouts: dict[tuple[str, str], dict[int, Segment]] = field(default_factory=dict)
     meta: dict[str, dict] = field(default_factory=dict)
     drained: set[str] = field(default_factory=set)
+    nemesis: list[SmallFact] = field(default_factory=list)
+    """Nemesis operations, by run and index."""
+    failover_ops: list[SmallFact] = field(default_factory=list)
+    cumulative_ack_runs: set[str] = field(default_factory=set)
+    """Runs with at least one cumulative ack: only they need the coverage walk."""
 
     @classmethod
-    def load(cls, spark: SparkSession, parquet_by_run: dict[str, str]) -> HistoryFrames:
-        columns = list(FIELDS)
-        parts = [spark.read.parquet(path).select(*columns).withColumn("run", F.lit(run))
-                 for run, path in parquet_by_run.items()]
-        events = parts[0]
-        for part in parts[1:]:
-            events = events.unionByName(part)
-        ops = _pair_operations(events).persist(StorageLevel.MEMORY_AND_DISK)
-        recvs = (events.filter((F.col("f") == "recv") & (F.col("type") == "ok"))
+    def load(cls, spark: SparkSession, histories: dict[str, PreparedHistory]) -> HistoryFrames:
+        def union(path_of: Callable[[PreparedHistory], Path]) -> DataFrame:
+            return _read_runs(spark, {str(path_of(h).resolve()): run
+                                      for run, h in histories.items()})
+
+        operations = union(lambda h: h.operations)
+        ops = operations.select(
+            "run", "process", "f", "topic", "cluster", "subscription", "consumer", "key",
+            "value", "segment", "position", "detail", "key_hash",
+            F.col("index").alias("inv_index"), F.col("time").alias("inv_time"),
+            F.col("done_type").alias("outcome"), "done_index", "done_time", "done_segment",
+            "done_position", "done_detail", F.col("done_error").alias("error"),
+            F.col("done_node").alias("node"))
+        observations = union(lambda h: h.observations)
+        recvs = (observations.filter((F.col("f") == "recv") & (F.col("type") == "ok"))
                  .select("run", "index", "time", "topic", "subscription", "consumer",
                          "cluster", "value", F.coalesce("segment", F.lit(-1)).alias("seg"),
-                         position_struct().alias("pos"), "position")
-                 .persist(StorageLevel.MEMORY_AND_DISK))
-        frames = cls(spark, events, ops, recvs, list(parquet_by_run))
+                         position_struct().alias("pos"), "position"))
+        frames = cls(spark, ops, observations, recvs, list(histories))
         frames._collect_small_facts()
         return frames
 
     def _collect_small_facts(self) -> None:
-        small = (self.events.filter(F.col("f").isin("layout", "meta") & (F.col("type") == "ok"))
-                 .select("run", "f", "topic", "detail").collect())
-        for row in small:
-            detail = _parse_json(row["detail"])
-            if row["f"] == "meta":
-                self.meta.setdefault(row["run"], detail)
-            else:
-                segments = self.layouts.setdefault((row["run"], row["topic"] or ""), {})
-                segments.update(_segments(detail))
-        drains = (self.ops.filter((F.col("f") == "drain") & (F.col("outcome") == "ok"))
-                  .select("run").distinct().collect())
-        self.drained = {row["run"] for row in drains}
+        """One job brings the few events the driver needs; they are small by construction."""
+        wanted_ops = (((F.col("f") == "drain") & (F.col("outcome") == "ok"))
+                      | (F.col("process") == "nemesis")
+                      | ((F.col("f") == "failover") & (F.col("outcome") == "ok")))
+        ops = self.ops.filter(wanted_ops).select(
+            "run", "f", "process", "topic",
+            F.coalesce("subscription", "value").alias("subscription"),
+            "detail", "done_detail", F.col("inv_index").alias("index"), F.col("inv_time").alias("time"), "outcome",
+            "done_time")
+        observed = (self.observations.filter(F.col("f").isin("layout", "meta")
+                                             & (F.col("type") == "ok"))
+                    .select("run", "f", "process", "topic", "subscription", "detail", "index",
+                            "time", F.col("type").alias("outcome")))
+        cumulative = (self.acks_ok().filter(F.col("cumulative")).select("run").distinct()
+                      .select("run", F.lit("cumulative-ack").alias("f"), F.lit(-1).alias("index")))
+        rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                      [ops, observed, cumulative]).collect()
+        for row in sorted(rows, key=lambda r: (r["run"], r["index"])):
+            fact = SmallFact(row["run"], row["f"], row["process"], row["topic"],
+                             row["subscription"], row["detail"], row["done_detail"],
+                             row["index"], row["time"], row["outcome"], row["done_time"])
+            if fact.f == "meta":
+                self.meta.setdefault(fact.run, _parse_json(fact.detail))
+            elif fact.f == "layout":
+                segments = self.layouts.setdefault((fact.run, fact.topic or ""), {})
+                segments.update(_segments(_parse_json(fact.detail)))
+            elif fact.f == "drain":
+                self.drained.add(fact.run)
+            elif fact.f == "cumulative-ack":
+                self.cumulative_ack_runs.add(fact.run)
+            if fact.process == "nemesis":
+                self.nemesis.append(fact)
+            if fact.f == "failover" and fact.outcome == "ok":
+                self.failover_ops.append(fact)
 
     # --- views over operations ------------------------------------------------------------
 
     def sends(self) -> DataFrame:
         return self.ops.filter(F.col("f") == "send").select(
-            "run", "process", "topic", "cluster", "key", "value", "outcome",
+            "run", "process", "topic", "cluster", "key", "key_hash", "value", "outcome",
             "inv_index", "inv_time", "done_index", "done_time",
             F.coalesce("done_segment", "segment").alias("segment"),
             F.coalesce("done_position", "position").alias("position"))
@@ -114,54 +167,39 @@ class HistoryFrames:
                         F.col("first.mode").alias("mode")))
 
     def failovers(self) -> DataFrame:
-        return (self.ops.filter((F.col("f") == "failover") & (F.col("outcome") == "ok"))
-                .select("run", "topic", F.coalesce("subscription", "value").alias("subscription"),
-                        F.coalesce(json_field("done_detail", "from"),
-                                   json_field("detail", "from")).alias("from_cluster"),
-                        F.coalesce(json_field("done_detail", "to"),
-                                   json_field("detail", "to")).alias("to_cluster"),
-                        F.col("inv_index").alias("failover_index"),
-                        F.col("inv_time").alias("failover_time")))
+        """Completed failovers: a small table the driver already holds."""
+        return self.spark.createDataFrame(
+            [(f.run, f.topic, f.subscription, _detail_field(f, "from"), _detail_field(f, "to"),
+              f.index, f.time) for f in self.failover_ops],
+            "run string, topic string, subscription string, from_cluster string, "
+            "to_cluster string, failover_index long, failover_time long")
 
     def acked(self) -> DataFrame:
         """The earliest moment each delivered value counted as acknowledged in a
         subscription and cluster: by its own ack, or by a cumulative ack at or past its
         position in the same segment (or topic)."""
-        if getattr(self, "_acked", None) is None:
-            self._acked = _acked(self.acks_ok(), self.recvs).persist(
-                StorageLevel.MEMORY_AND_DISK)
-        return self._acked
+        return _acked(self.acks_ok(), self.recvs, bool(self.cumulative_ack_runs))
 
 
-def _pair_operations(events: DataFrame) -> DataFrame:
-    """One row per invoke with its completion: a process has at most one operation
-    outstanding, so the completion is the process's next non-observation event."""
-    operation_events = events.filter(~(F.col("f").isin(*OBSERVATIONS) & (F.col("type") == "ok")))
-    by_process = Window.partitionBy("run", "process").orderBy("index")
-    done = F.lead(F.struct("type", "index", "time", "segment", "position", "epoch", "detail",
-                           "node", "error")).over(by_process)
-    paired = operation_events.withColumn("done", done).filter(F.col("type") == "invoke")
-    completed = F.col("done.type") != "invoke"
-    return paired.select(
-        "run", "process", "f", "topic", "cluster", "subscription", "consumer", "key", "value",
-        "segment", "position", "detail",
-        F.col("index").alias("inv_index"), F.col("time").alias("inv_time"),
-        F.when(completed, F.col("done.type")).alias("outcome"),
-        F.when(completed, F.col("done.index")).alias("done_index"),
-        F.when(completed, F.col("done.time")).alias("done_time"),
-        F.when(completed, F.col("done.segment")).alias("done_segment"),
-        F.when(completed, F.col("done.position")).alias("done_position"),
-        F.when(completed, F.col("done.detail")).alias("done_detail"),
-        F.when(completed, F.col("done.error")).alias("error"),
-        F.when(completed, F.col("done.node")).alias("node"),
-    )
+def _read_runs(spark: SparkSession, run_by_path: dict[str, str]) -> DataFrame:
+    """The files as one frame with a `run` column: one scan, whatever the number of runs
+    (a union of one scan per run makes plans, and checks of many runs, slow)."""
+    frame = spark.read.parquet(*run_by_path)
+    if len(run_by_path) == 1:
+        return frame.withColumn("run", F.lit(next(iter(run_by_path.values()))))
+    local_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
+    runs = F.create_map(*[F.lit(text) for item in run_by_path.items() for text in item])
+    return frame.withColumn("run", runs[local_path])
 
 
-def _acked(acks: DataFrame, recvs: DataFrame) -> DataFrame:
+def _acked(acks: DataFrame, recvs: DataFrame, any_cumulative: bool) -> DataFrame:
     scope = ["run", "topic", "subscription", "cluster"]
     first_ack = F.struct(F.col("ack_index"), F.col("ack_time"))
     individual = (acks.filter(~F.col("cumulative"))
                   .groupBy(*scope, "value").agg(F.min(first_ack).alias("ack")))
+    if not any_cumulative:  # the common case: no walk, no second aggregate
+        return individual.select(*scope, "value", F.col("ack.ack_index").alias("ack_index"),
+                                 F.col("ack.ack_time").alias("ack_time"))
 
     delivered = recvs.filter(F.col("pos").isNotNull()).select(*scope, "value", "seg", "pos").distinct()
     # A cumulative ack names a message; its position in this cluster is where it was delivered.
@@ -202,6 +240,16 @@ def _parse_json(text: str | None) -> dict:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _detail_field(fact: SmallFact, key: str) -> str | None:
+    """`key` of the completion's detail, else of the invoke's, as text (the way
+    `get_json_object` gives it)."""
+    for text in (fact.done_detail, fact.detail):
+        value = _parse_json(text).get(key)
+        if value is not None:
+            return value if isinstance(value, str) else json.dumps(value)
+    return None
 
 
 def _segments(metadata: dict) -> dict[int, Segment]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
+from checkers.pairing import OBSERVATIONS_FILE, OPERATIONS_FILE, OperationPairer
 from checkers.schema import ARROW_SCHEMA, EVENT_TYPES, FIELDS, INT_FIELDS, REQUIRED
 from starquake.errors import BadInput
 
@@ -39,9 +42,20 @@ class PreparedHistory:
 
     source: Path
     parquet: Path
+    """The events as Parquet (the spec's `history.parquet`)."""
     events: int
     truncated_tail: bool
     """A torn last line was dropped: the run was cut off mid-write."""
+    paired: Path
+    """The checkers' input, its operations paired (see `checkers.pairing`)."""
+
+    @property
+    def operations(self) -> Path:
+        return self.paired / OPERATIONS_FILE
+
+    @property
+    def observations(self) -> Path:
+        return self.paired / OBSERVATIONS_FILE
 
 
 def find_history(path: Path) -> Path:
@@ -55,23 +69,51 @@ def find_history(path: Path) -> Path:
 
 
 def prepare(path: Path) -> PreparedHistory:
-    """Validate a history file and return the Parquet file Spark reads.
+    """Validate a history file and return the files Spark reads.
 
     A JSON Lines history is converted to `history.parquet` beside it (or reused when that
-    file is newer), as the spec allows; a Parquet history is validated in place.
+    file is newer), as the spec allows; a Parquet history is validated in place. Either
+    way the same streaming pass writes the paired operations to `<name>.paired/` beside
+    the Parquet file, reused while it is newer than that file.
     """
     if path.suffix == ".parquet":
-        return PreparedHistory(path, path, _validate_parquet(path), False)
+        return PreparedHistory(path, path, _validated_and_paired(path), False, _paired_dir(path))
     if path.suffix != ".jsonl":
         raise HistoryError(f"{path}: a history must be .jsonl or .parquet")
     target = path.with_suffix(".parquet")
     length, truncated = _complete_length(path)
     if truncated:
         log.warning("%s: last line is incomplete JSON (run cut off mid-write); dropped", path)
-    if target.exists() and target.stat().st_mtime >= path.stat().st_mtime:
-        return PreparedHistory(path, target, pq.ParquetFile(target).metadata.num_rows, truncated)
-    events = _convert_jsonl(path, length, target)
-    return PreparedHistory(path, target, events, truncated)
+    if _newer(target, path):
+        events = _validated_and_paired(target)
+    else:
+        events = _convert_jsonl(path, length, target)
+    return PreparedHistory(path, target, events, truncated, _paired_dir(target))
+
+
+def _paired_dir(parquet: Path) -> Path:
+    return parquet.with_name(f"{parquet.stem}.paired")
+
+
+def _newer(derived: Path, source: Path) -> bool:
+    return derived.exists() and derived.stat().st_mtime >= source.stat().st_mtime
+
+
+@contextmanager
+def _pairing(parquet: Path) -> Iterator[OperationPairer]:
+    """An `OperationPairer` writing beside `parquet`; its files appear only when complete."""
+    final = _paired_dir(parquet)
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        pairer = OperationPairer(tmp / OPERATIONS_FILE, tmp / OBSERVATIONS_FILE)
+        yield pairer
+        pairer.close()
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _complete_length(path: Path) -> tuple[int, bool]:
@@ -101,10 +143,11 @@ def _convert_jsonl(path: Path, length: int, target: Path) -> int:
             lines = _count_lines(data)
             checker = _BatchChecker()
             try:
-                with pq.ParquetWriter(tmp, ARROW_SCHEMA) as writer:
+                with _pairing(target) as pairer, pq.ParquetWriter(tmp, ARROW_SCHEMA) as writer:
                     for batch in _arrow_batches(data):
                         checker.check(batch)
                         writer.write_batch(batch)
+                        pairer.feed(batch)
             except (pa.ArrowInvalid, _Violation) as exc:
                 _locate_jsonl_error(path, data)
                 raise HistoryError(f"{path}: {exc}") from exc
@@ -226,7 +269,12 @@ def _locate_jsonl_error(path: Path, data: pa.Buffer) -> None:
         last_index, last_time = event["index"], event["time"]
 
 
-def _validate_parquet(path: Path) -> int:
+def _validated_and_paired(path: Path) -> int:
+    """Validate a Parquet history and pair its operations, unless that was done since the
+    file last changed; the number of events."""
+    paired = _paired_dir(path)
+    if all(_newer(paired / name, path) for name in (OPERATIONS_FILE, OBSERVATIONS_FILE)):
+        return pq.ParquetFile(path).metadata.num_rows
     try:
         file = pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as exc:
@@ -244,10 +292,25 @@ def _validate_parquet(path: Path) -> int:
             raise HistoryError(f"{path}: column {name!r} has type {actual}, "
                                f"expected {arrow_type}")
     checker = _BatchChecker()
+    present = [name for name in FIELDS if name in schema.names]
     try:
-        for batch in file.iter_batches(batch_size=1 << 20, columns=["index", "time", "type",
-                                                                      "process", "f"]):
-            checker.check(batch)
+        with _pairing(path) as pairer:
+            for batch in file.iter_batches(batch_size=1 << 20, columns=present):
+                batch = _conformed(batch)
+                checker.check(batch)
+                pairer.feed(batch)
     except _Violation as exc:
         raise HistoryError(f"{path}: {exc}") from None
     return checker.rows
+
+
+def _conformed(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch with exactly the spec's columns and types (absent optional ones null)."""
+    columns = []
+    for field in ARROW_SCHEMA:
+        if field.name not in batch.schema.names:
+            columns.append(pa.nulls(batch.num_rows, field.type))
+            continue
+        column = batch.column(field.name)
+        columns.append(column if column.type == field.type else column.cast(field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmh3
 import pyarrow as pa
 
 # field -> (arrow type, required). Order is the Parquet column order.
@@ -51,3 +52,11 @@ FAULT_HEALS = {
 }
 
 DEFAULT_DUPLICATE_WINDOW_BOUND_MS = 2000
+
+HASH_SPACE = 65536
+
+
+def key_hash(key: str) -> int:
+    """The spec's key hash (`misrouted`): murmur3 x86 32-bit, seed 0, of the UTF-8 bytes,
+    made non-negative, modulo 65536."""
+    return (mmh3.hash(key.encode(), 0) & 0x7FFFFFFF) % HASH_SPACE

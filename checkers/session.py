@@ -38,6 +38,8 @@ def spark_session(master: str, *, driver_memory: str = "3g",
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or max(4, 2 * cores)))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.adaptive.enabled", "true")
+        # Split the paired files (row groups of 256K rows) across every core.
+        .config("spark.sql.files.maxPartitionBytes", str(8 << 20))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.host", "127.0.0.1")

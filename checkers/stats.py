@@ -7,14 +7,16 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.anomaly import CheckSettings
 from checkers.duplicates import failover_duplicates
 from checkers.frames import HistoryFrames
-from checkers.schema import FAULT_HEALS
+from checkers.schema import FAULT_HEALS, OBSERVATIONS
 
 NOT_CLIENTS = ("nemesis", "admin", "observer", "harness")
 _SECOND = 1_000_000_000
@@ -32,25 +34,61 @@ class FaultInterval:
 
 
 def run_stats(frames: HistoryFrames, settings: CheckSettings) -> dict[str, dict]:
-    """Statistics for every run, keyed by run."""
+    """Statistics for every run, keyed by run. One Spark job computes the counts, the
+    latencies and the throughput; faults and failovers add a job each when a run has any."""
     stats: dict[str, dict] = {run: {"operations": [], "latency": [], "throughput": [],
                                     "nemesis": [], "failover_windows": []} for run in frames.runs}
-    _operation_counts(frames, stats)
-    _latency(frames, stats)
-    throughput = _throughput(frames, stats)
-    intervals = _fault_intervals(frames)
+    rows = _aggregates(frames).collect()
+    by_kind: dict[str, list] = defaultdict(list)
+    for row in rows:
+        by_kind[row["kind"]].append(row)
+    history_end = _operation_counts(by_kind["count"], stats)
+    _latency(by_kind["latency"], stats)
+    throughput = _throughput(by_kind["throughput"], stats)
+    intervals = _fault_intervals(frames, history_end)
     _availability(frames, intervals, stats)
     _recovery(frames, intervals, throughput, stats)
-    _failovers(frames, settings, stats)
+    if frames.failover_ops:
+        _failovers(frames, settings, stats)
     return stats
 
 
-def _operation_counts(frames: HistoryFrames, stats: dict[str, dict]) -> None:
-    ops = frames.ops.groupBy("run", "f", "outcome").count()
-    observed = (frames.events.filter(F.col("f").isin("recv", "layout", "meta")
-                                     & (F.col("type") == "ok"))
-                .groupBy("run", "f").count().withColumn("outcome", F.lit("ok")))
-    for row in ops.unionByName(observed).collect():
+def _aggregates(frames: HistoryFrames) -> DataFrame:
+    """Every per-run aggregate as rows of one frame, told apart by `kind`."""
+    end = F.max(F.greatest("inv_time", "done_time")).alias("end")
+    counts = (frames.ops.groupBy("run", "f", "outcome").agg(F.count(F.lit(1)).alias("count"), end)
+              .withColumn("kind", F.lit("count")))
+    observed = (frames.observations.groupBy("run", "f", "type")
+                .agg(F.count(F.lit(1)).alias("count"), F.max("time").alias("end"))
+                .select("run", "f", F.when(F.col("type") == "ok", "ok").alias("outcome"),
+                        F.when(F.col("f").isin(*OBSERVATIONS) & (F.col("type") == "ok"),
+                               F.col("count")).alias("count"), "end",
+                        F.lit("count").alias("kind")))
+    completed = frames.ops.filter(_client_ops() & F.col("done_time").isNotNull())
+    latency_ms = (F.col("done_time") - F.col("inv_time")) / _MS
+    latency = (completed
+               .groupBy("run", "f", (F.col("inv_time") / _SECOND).cast("long").alias("second"))
+               .agg(F.count(F.lit(1)).alias("count"),
+                    F.percentile_approx(latency_ms, [0.5, 0.95, 0.99], 1000).alias("q"),
+                    F.max(latency_ms).alias("max_ms"))
+               .withColumn("kind", F.lit("latency")))
+    throughput = (completed
+                  .groupBy("run", "f", "cluster", "outcome",
+                           (F.col("done_time") / _SECOND).cast("long").alias("second"))
+                  .agg(F.count(F.lit(1)).alias("count"))
+                  .withColumn("kind", F.lit("throughput")))
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                  [counts, observed, latency, throughput])
+
+
+def _operation_counts(rows: list, stats: dict[str, dict]) -> dict[str, int]:
+    """Counts by operation and outcome; returns each run's last event time."""
+    history_end: dict[str, int] = {}
+    for row in rows:
+        if row["end"] is not None:
+            history_end[row["run"]] = max(history_end.get(row["run"], row["end"]), row["end"])
+        if row["count"] is None:  # a completion that followed no invoke: only its time counts
+            continue
         outcome = row["outcome"] or "pending"
         stats[row["run"]]["operations"].append(
             {"f": row["f"], "outcome": outcome, "count": row["count"]})
@@ -60,20 +98,14 @@ def _operation_counts(frames: HistoryFrames, stats: dict[str, dict]) -> None:
             sends_ok=counts.get(("send", "ok"), 0), sends_fail=counts.get(("send", "fail"), 0),
             sends_info=counts.get(("send", "info"), 0), recvs=counts.get(("recv", "ok"), 0),
             failovers=counts.get(("failover", "ok"), 0))
+    return history_end
 
 
 def _client_ops():
     return ~F.col("process").isin(*NOT_CLIENTS)
 
 
-def _latency(frames: HistoryFrames, stats: dict[str, dict]) -> None:
-    latency_ms = (F.col("done_time") - F.col("inv_time")) / _MS
-    rows = (frames.ops.filter(_client_ops() & F.col("done_time").isNotNull())
-            .groupBy("run", "f", (F.col("inv_time") / _SECOND).cast("long").alias("second"))
-            .agg(F.count(F.lit(1)).alias("count"),
-                 F.percentile_approx(latency_ms, [0.5, 0.95, 0.99], 1000).alias("q"),
-                 F.max(latency_ms).alias("max_ms"))
-            .collect())
+def _latency(rows: list, stats: dict[str, dict]) -> None:
     for row in sorted(rows, key=lambda r: (r["run"], r["f"], r["second"])):
         p50, p95, p99 = row["q"]
         stats[row["run"]]["latency"].append(
@@ -81,13 +113,9 @@ def _latency(frames: HistoryFrames, stats: dict[str, dict]) -> None:
              "p95_ms": p95, "p99_ms": p99, "max_ms": row["max_ms"]})
 
 
-def _throughput(frames: HistoryFrames, stats: dict[str, dict]) -> dict[str, dict[int, int]]:
+def _throughput(rows: list, stats: dict[str, dict]) -> dict[str, dict[int, int]]:
     """Per second, per operation and cluster: completions by outcome. Returns the seconds
     with acknowledged sends per run, which the recovery figures search."""
-    rows = (frames.ops.filter(_client_ops() & F.col("done_time").isNotNull())
-            .groupBy("run", "f", "cluster", "outcome",
-                     (F.col("done_time") / _SECOND).cast("long").alias("second"))
-            .count().collect())
     sends_ok: dict[str, dict[int, int]] = defaultdict(dict)
     for row in sorted(rows, key=lambda r: (r["run"], r["second"], r["f"])):
         stats[row["run"]]["throughput"].append(
@@ -98,27 +126,23 @@ def _throughput(frames: HistoryFrames, stats: dict[str, dict]) -> dict[str, dict
     return sends_ok
 
 
-def _fault_intervals(frames: HistoryFrames) -> list[FaultInterval]:
-    nemesis = (frames.ops.filter(F.col("process") == "nemesis")
-               .select("run", "f", "inv_index", "inv_time", "done_time", "detail",
-                       "done_detail").orderBy("run", "inv_index").collect())
-    ends = (frames.events.groupBy("run").agg(F.max("time").alias("end")).collect())
-    history_end = {row["run"]: row["end"] for row in ends}
+def _fault_intervals(frames: HistoryFrames, history_end: dict[str, int]) -> list[FaultInterval]:
+    nemesis = frames.nemesis
     heals = set(FAULT_HEALS.values())
     intervals = []
     for i, op in enumerate(nemesis):
-        if op["f"] in heals:
+        if op.f in heals:
             continue
-        detail = _json(op["done_detail"] or op["detail"])
-        start = op["done_time"] if op["done_time"] is not None else op["inv_time"]
-        heal = FAULT_HEALS.get(op["f"])
+        detail = _json(op.done_detail or op.detail)
+        start = op.done_time if op.done_time is not None else op.time
+        heal = FAULT_HEALS.get(op.f)
         if heal is None:  # instantaneous: expire-session, kill-leader, ...
             end = start
         else:
-            end = next((later["inv_time"] for later in nemesis[i + 1:]
-                        if later["run"] == op["run"] and later["f"] == heal),
-                       history_end[op["run"]])
-        intervals.append(FaultInterval(op["run"], op["f"], start, end, op["inv_index"], detail))
+            end = next((later.time for later in nemesis[i + 1:]
+                        if later.run == op.run and later.f == heal),
+                       history_end[op.run])
+        intervals.append(FaultInterval(op.run, op.f, start, end, op.index, detail))
     return intervals
 
 

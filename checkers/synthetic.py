@@ -19,8 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers.schema import ARROW_SCHEMA
-from checkers.segments import key_hash
+from checkers.schema import ARROW_SCHEMA, key_hash
 
 TOPIC = "topic://synthetic/ns/t"
 SUBSCRIPTION = "s"

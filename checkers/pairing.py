@@ -1,0 +1,128 @@
+"""Folding each completion into its invoke while the history streams through the driver.
+
+A client process has one operation outstanding, so an invoke's completion is the next
+non-observation event of the same process. Finding it in Spark means sorting every
+process's events; here the history already arrives in index order, so each batch needs
+only a stable sort by process and a shift, vectorised in Arrow and numpy. Invokes whose
+process has not spoken again by the end of a batch wait for the next one (at most one per
+process), so memory stays bounded by the batch.
+
+Two Parquet files come out, the checkers' only input:
+
+- operations: one row per invoke, its own fields plus the completion's as `done_*`
+  columns (null when the process's next event was another invoke or never came), and
+  `key_hash` of its key (spec, `misrouted`), computed once per distinct key;
+- observations: every other event (`recv`, `layout`, `meta`, and any completion that
+  followed no invoke), unchanged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from checkers.schema import ARROW_SCHEMA, OBSERVATIONS, key_hash
+
+# The completion's fields carried onto its invoke, by the name they take there.
+COMPLETION_FIELDS = {"type": "done_type", "index": "done_index", "time": "done_time",
+                     "segment": "done_segment", "position": "done_position",
+                     "detail": "done_detail", "error": "done_error", "node": "done_node"}
+OPERATIONS_SCHEMA = pa.schema(
+    [*ARROW_SCHEMA, *(pa.field(done, ARROW_SCHEMA.field(name).type)
+                      for name, done in COMPLETION_FIELDS.items()),
+     pa.field("key_hash", pa.int32())])
+
+OPERATIONS_FILE = "operations.parquet"
+OBSERVATIONS_FILE = "observations.parquet"
+_ROW_GROUP = 1 << 18
+_OBSERVATIONS = pa.array(sorted(OBSERVATIONS))
+
+
+class OperationPairer:
+    """Feed event batches in index order; completed operations and observations go to
+    the two writers as they are resolved."""
+
+    def __init__(self, operations: Path, observations: Path) -> None:
+        self._operations = _BufferedWriter(operations, OPERATIONS_SCHEMA)
+        self._observations = _BufferedWriter(observations, ARROW_SCHEMA)
+        self._waiting = ARROW_SCHEMA.empty_table()
+        self._hashes: dict[str, int] = {}
+
+    def feed(self, batch: pa.RecordBatch) -> None:
+        events = pa.concat_tables([self._waiting, pa.Table.from_batches([batch])])
+        observation = pc.and_(pc.is_in(events["f"], _OBSERVATIONS),
+                              pc.equal(events["type"], "ok"))
+        steps = events.filter(pc.invert(observation))
+        self._observations.write(events.filter(observation))
+        process = pc.dictionary_encode(steps["process"].combine_chunks()).indices.to_numpy()
+        order = np.argsort(process, kind="stable")  # each process's steps in index order
+        same = process[order[1:]] == process[order[:-1]]
+        follower = np.full(len(order), -1, dtype=np.int64)
+        follower[order[:-1][same]] = order[1:][same]
+        is_invoke = pc.equal(steps["type"], "invoke").to_numpy(zero_copy_only=False)
+        folded = np.zeros(len(order), dtype=bool)
+        folded[order[1:][same]] = is_invoke[order[:-1][same]]
+        has_follower = follower >= 0
+        done = has_follower & is_invoke
+        done[done] = ~is_invoke[follower[done]]
+        resolved = is_invoke & has_follower
+        self._write_operations(steps, np.flatnonzero(resolved),
+                               np.where(done, follower, -1)[resolved])
+        self._observations.write(steps.filter(pa.array(~is_invoke & ~folded)))
+        self._waiting = steps.filter(pa.array(is_invoke & ~has_follower))
+
+    def close(self) -> None:
+        """Invokes still waiting never completed: they are written with no completion."""
+        waiting = np.arange(self._waiting.num_rows)
+        self._write_operations(self._waiting, waiting, np.full(len(waiting), -1))
+        self._operations.close()
+        self._observations.close()
+
+    def _write_operations(self, steps: pa.Table, invokes: np.ndarray,
+                          completions: np.ndarray) -> None:
+        rows = steps.take(invokes)
+        missing = completions < 0
+        taken = pa.array(np.where(missing, 0, completions), mask=missing)
+        columns = dict(zip(rows.column_names, rows.columns))
+        for name, done in COMPLETION_FIELDS.items():
+            columns[done] = steps[name].take(taken)
+        columns["key_hash"] = self._key_hashes(rows["key"])
+        self._operations.write(pa.table(columns, schema=OPERATIONS_SCHEMA))
+
+    def _key_hashes(self, keys: pa.ChunkedArray) -> pa.Array:
+        encoded = pc.dictionary_encode(keys.combine_chunks())
+        hashes = [self._hashes.get(k) for k in encoded.dictionary.to_pylist()]
+        for n, k in enumerate(encoded.dictionary.to_pylist()):
+            if hashes[n] is None:
+                hashes[n] = self._hashes[k] = key_hash(k)
+        return pc.take(pa.array(hashes, pa.int32()), encoded.indices)
+
+
+class _BufferedWriter:
+    """A Parquet writer that gathers small batches into row groups of 256K rows,
+    so Spark can split a file across cores."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self._writer = pq.ParquetWriter(path, schema)
+        self._pending: list[pa.Table] = []
+        self._rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        if table.num_rows:
+            self._pending.append(table)
+            self._rows += table.num_rows
+        if self._rows >= _ROW_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._writer.write_table(pa.concat_tables(self._pending), row_group_size=_ROW_GROUP)
+        self._pending, self._rows = [], 0
+
+    def close(self) -> None:
+        self._flush()
+        self._writer.close()
