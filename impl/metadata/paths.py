@@ -32,6 +32,9 @@ BOOKIES_AVAILABLE = "/ledgers/available"
 # sequence number as the new ledger id, delete the child (see impl/metadata/ids.py).
 LEDGER_ID_PREFIX = "/ledgers/idgen/ID-"
 LIVE_BROKERS = "/loadbalance/brokers"
+# The lookup service's own metadata (document 003's tenant migration), in its own store.
+LOOKUP_CLUSTERS = "/lookup/clusters"
+LOOKUP_TENANTS = "/lookup/tenants"
 
 
 def encode(name: str, what: str = "name") -> str:
@@ -169,3 +172,16 @@ def ledger(ledger_id: int) -> str:
     if ledger_id < 0:
         raise InvalidName("ledger", str(ledger_id), "ledger ids are not negative")
     return f"{LEDGERS}/L{ledger_id:010d}"
+
+
+# --- the lookup service (document 003) ---------------------------------------------------
+
+
+def lookup_cluster(name: str) -> str:
+    """The lookup service's record of a cluster: JSON with its `brokerServiceUrl`."""
+    return f"{LOOKUP_CLUSTERS}/{encode(name, 'cluster')}"
+
+
+def lookup_tenant(tenant: str) -> str:
+    """The lookup service's record of the cluster that serves a tenant: JSON `{"cluster"}`."""
+    return f"{LOOKUP_TENANTS}/{encode(tenant, 'tenant')}"

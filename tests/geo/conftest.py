@@ -1,27 +1,35 @@
 """Fixtures of the geo-replication tests: several real clusters (each with its own
-ZooKeeper, bookie and broker) started side by side and linked for one namespace."""
+ZooKeeper, bookie and broker) started side by side, and the lookup service of document
+003's tenant migration as a real process."""
 
 from __future__ import annotations
 
+import sys
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.local_cluster import ClusterSettings, LocalCluster
+from harness.local_cluster import HOST, ClusterSettings, LocalCluster, NodeStartFailed
+from harness.ports import free_ports
+from harness.processes import LocalProcess, wait_serving
 from tests.fixtures.cluster import pulsar_client  # noqa: F401  (a fixture)
 from tests.geo.geo_clusters import link
 
 
 @pytest.fixture
 def geo_clusters(tmp_path: Path) -> Iterator[Callable[..., list[LocalCluster]]]:
-    """`geo_clusters(["a", "b"], **ClusterSettings fields)`: started, linked clusters with
-    one broker each; all stopped after the test, also on failure."""
+    """`geo_clusters(["a", "b"], linked=True, **ClusterSettings fields)`: started clusters
+    with one broker each, linked for the test namespace unless `linked=False`; all stopped
+    after the test, also on failure."""
     started: list[LocalCluster] = []
 
-    def start(names: list[str], **settings: Any) -> list[LocalCluster]:
+    def start(names: list[str], linked: bool = True, **settings: Any) -> list[LocalCluster]:
         settings.setdefault("brokers", 1)
         clusters = [LocalCluster(tmp_path / f"{len(started) + i}-{name}",
                                  ClusterSettings(name=name, **settings))
@@ -30,9 +38,47 @@ def geo_clusters(tmp_path: Path) -> Iterator[Callable[..., list[LocalCluster]]]:
         with ThreadPoolExecutor(len(clusters)) as pool:
             for done in [pool.submit(c.start) for c in clusters]:
                 done.result()
-        link(clusters)
+        if linked:
+            link(clusters)
         return clusters
 
     yield start
     for cluster in started:
         cluster.stop()
+
+
+@dataclass(frozen=True)
+class LookupService:
+    service_url: str
+    admin_url: str
+
+
+@pytest.fixture
+def lookup_service(tmp_path: Path) -> Iterator[Callable[[str], LookupService]]:
+    """`lookup_service(zk_connect_string)`: a started `python -m impl.lookup`, stopped after
+    the test."""
+    processes: list[LocalProcess] = []
+
+    def start(zk: str) -> LookupService:
+        port, admin_port = free_ports(2, HOST)
+        process = LocalProcess("lookup", [
+            sys.executable, "-m", "impl.lookup", "--port", str(port),
+            "--admin-port", str(admin_port), "--zk", zk], tmp_path / "lookup" / "lookup.log")
+        processes.append(process)
+        process.start()
+        service = LookupService(f"pulsar://{HOST}:{port}", f"http://{HOST}:{admin_port}")
+
+        def healthy() -> bool:
+            try:
+                with urllib.request.urlopen(f"{service.admin_url}/lookup/v2/health",
+                                            timeout=1.0) as response:
+                    return bool(response.status == 200)
+            except (urllib.error.URLError, OSError):
+                return False
+
+        wait_serving(process, healthy, 30, NodeStartFailed)
+        return service
+
+    yield start
+    for process in processes:
+        process.stop()

@@ -8,12 +8,11 @@ each with the full list of replication clusters.
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.admin_api import admin_request
 from harness.local_cluster import LocalCluster
 
 TENANT = "geo"
@@ -22,12 +21,7 @@ NAMESPACE = f"{TENANT}/replicated"
 
 def admin(cluster: LocalCluster, method: str, path: str, body: Any = None) -> Any:
     """One admin request to the cluster's first broker; the parsed JSON answer or None."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(f"{cluster.admin_urls[0]}{path}", data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=15) as response:
-        raw = response.read()
-    return json.loads(raw) if raw else None
+    return admin_request(cluster.admin_urls[0], method, path, body)
 
 
 def link(clusters: Sequence[LocalCluster]) -> None:

@@ -6,7 +6,6 @@ TTL lets a replicator skip what expired while the remote was away."""
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -17,53 +16,13 @@ import pytest
 
 from harness.local_cluster import LocalCluster
 from tests.geo.geo_clusters import NAMESPACE, admin, topic_stats, wait_until
+from tests.geo.traffic import SteadyProducer, read_all
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
 def _topic() -> str:
     return f"persistent://{NAMESPACE}/t-{uuid.uuid4().hex[:8]}"
-
-
-def _drain(client: pulsar.Client, topic: str) -> list[str]:
-    """Every message of `topic` in that client's cluster, read by a fresh subscription."""
-    consumer = client.subscribe(topic, f"reader-{uuid.uuid4().hex[:6]}",
-                                initial_position=pulsar.InitialPosition.Earliest)
-    received = []
-    while True:
-        try:
-            message = consumer.receive(timeout_millis=3000)
-        except pulsar.Timeout:
-            break
-        received.append(message.data().decode())
-        consumer.acknowledge(message)
-    consumer.close()
-    return received
-
-
-class _SteadyProducer:
-    """Publishes one message every 20 ms until stopped, counting what was acknowledged."""
-
-    def __init__(self, client: pulsar.Client, topic: str) -> None:
-        self._producer = client.create_producer(topic)
-        self.sent: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run)
-        self._thread.start()
-
-    def _run(self) -> None:
-        deadline = time.monotonic() + 120
-        while not self._stop.is_set() and time.monotonic() < deadline:
-            key = f"m-{len(self.sent)}"
-            self._producer.send(key.encode())
-            self.sent.append(key)
-            time.sleep(0.02)
-
-    def stop(self) -> list[str]:
-        self._stop.set()
-        self._thread.join(30)
-        self._producer.close()
-        return self.sent
 
 
 class _RemoteAway:
@@ -77,7 +36,7 @@ class _RemoteAway:
         client = pulsar_client(self.a.service_urls[0])
         self.consumer = client.subscribe(self.topic, "sub",
                                          replicate_subscription_state_enabled=True)
-        self.producer = _SteadyProducer(client, self.topic)
+        self.producer = SteadyProducer(client, self.topic)
         wait_until("snapshots are taken", lambda: self.snapshots() >= 2)
         self.b.brokers[0].stop()
         wait_until("the replicator notices", lambda: not self.connected())
@@ -121,7 +80,7 @@ def test_snapshots_stop_while_the_remote_is_away_and_everything_arrives_after(
         published = scene.stop()
     wait_until("the backlog drains",
                lambda: scene.stats()["replication"]["b"]["msgBacklog"] == 0)
-    received = _drain(pulsar_client(scene.b.service_urls[0]), scene.topic)
+    received = read_all(pulsar_client(scene.b.service_urls[0]), scene.topic)
     assert set(published) <= set(received)
 
 
@@ -161,4 +120,4 @@ def test_replication_follows_policy_changes_and_skips_expired_messages(
     wait_until("the backlog drains", lambda: topic_stats(a, topic)["replication"]["b"]
                ["msgBacklog"] == 0)
     assert topic_stats(a, topic)["replication"]["b"]["msgExpired"] == 1
-    assert _drain(pulsar_client(b.service_urls[0]), topic) == ["replicated", "fresh"]
+    assert read_all(pulsar_client(b.service_urls[0]), topic) == ["replicated", "fresh"]

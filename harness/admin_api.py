@@ -1,0 +1,45 @@
+"""Calls to an admin REST API (a broker's, or the lookup service's), as an operator's
+script makes them: JSON in, JSON out, an error carrying the status and the server's
+reason."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+TIMEOUT = 15.0
+
+
+class AdminError(Exception):
+    """The API refused a request; `status` is the HTTP status."""
+
+    def __init__(self, method: str, url: str, status: int, reason: str) -> None:
+        super().__init__(f"{method} {url}: {status} {reason}")
+        self.status = status
+
+
+def admin_request(base_url: str, method: str, path: str, body: Any = None,
+                  timeout: float = TIMEOUT) -> Any:
+    """The parsed JSON answer (None for an empty one); redirects are followed."""
+    url = f"{base_url.rstrip('/')}{path}"
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = response.read()
+    except urllib.error.HTTPError as exc:
+        text = exc.read().decode(errors="replace")
+        try:
+            reason = json.loads(text).get("reason", text)
+        except ValueError:
+            reason = text
+        raise AdminError(method, url, exc.code, reason) from None
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode()

@@ -1,0 +1,93 @@
+"""The lookup service's binary-protocol front door (document 003: it answers lookups and
+partition metadata; data never passes through it).
+
+A client whose service URL is the lookup service sends CONNECT, PARTITIONED_METADATA and
+LOOKUP here. A LOOKUP is answered with a `Redirect` (not authoritative) to the
+`brokerServiceUrl` of the cluster that serves the topic's tenant; the client then looks the
+topic up at that cluster, whose brokers redirect further to the owner, and connects there.
+When a topic is unloaded, its clients look it up again through this door, so after the
+tenant's record changes they land in the new cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from impl.broker import commands
+from impl.lookup.directory import TenantDirectory, UnknownCluster, UnknownTenant
+from impl.metadata.errors import MetadataError
+from impl.ownership.topic_name import InvalidTopicName, TopicName
+from impl.protocol.frames import Frame, FrameDecoder, MalformedFrame, encode_command
+from impl.protocol.pulsar_api_pb2 import BaseCommand, ServerError
+
+log = logging.getLogger(__name__)
+
+
+class LookupServer:
+    def __init__(self, directory: TenantDirectory) -> None:
+        self._directory = directory
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self, host: str, port: int) -> None:
+        self._server = await asyncio.start_server(self._serve, host, port)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._writers):
+            writer.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        decoder = FrameDecoder()
+        try:
+            while data := await reader.read(64 * 1024):
+                for frame in decoder.feed(data):
+                    reply = await self._answer(frame)
+                    if reply is not None:
+                        writer.write(encode_command(reply))
+        except (MalformedFrame, ConnectionError) as exc:
+            log.info("lookup connection closed: %s", exc)
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    async def _answer(self, frame: Frame) -> BaseCommand | None:
+        command = frame.command
+        if command.type == BaseCommand.CONNECT:
+            return commands.connected(command.connect.protocol_version)
+        if command.type == BaseCommand.PING:
+            return commands.pong()
+        if command.type == BaseCommand.PARTITIONED_METADATA:
+            request = command.partitionMetadata
+            _, code, reason = await self._route(request.topic)
+            if code is not None:
+                return commands.partitioned_metadata_failed(request.request_id, code, reason)
+            return commands.partitioned_metadata(request.request_id, 0)  # as every broker here
+        if command.type == BaseCommand.LOOKUP:
+            request = command.lookupTopic
+            url, code, reason = await self._route(request.topic)
+            if code is not None:
+                return commands.lookup_failed(request.request_id, code, reason)
+            return commands.lookup_answer(request.request_id, url, connect=False,
+                                          authoritative=False)
+        if command.type != BaseCommand.PONG:
+            log.info("the lookup service does not serve %s; ignored",
+                     BaseCommand.Type.Name(command.type))
+        return None
+
+    async def _route(self, topic: str) -> tuple[str, int | None, str]:
+        """The `brokerServiceUrl` for the topic's tenant, or the error to answer."""
+        try:
+            url = await asyncio.to_thread(self._directory.route, TopicName.parse(topic).tenant)
+        except InvalidTopicName as exc:
+            return "", ServerError.InvalidTopicName, str(exc)
+        except (UnknownTenant, UnknownCluster) as exc:
+            return "", ServerError.TopicNotFound, str(exc)
+        except MetadataError as exc:
+            return "", ServerError.ServiceNotReady, str(exc)
+        return url, None, ""

@@ -1,0 +1,37 @@
+"""The lookup service alone (a real process on a real ZooKeeper): it sends a client to the
+cluster its tenant is assigned to, and refuses what it cannot place with the fact a user
+needs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pulsar
+import pytest
+
+from harness.admin_api import AdminError, admin_request
+from tests.geo.conftest import LookupService
+
+pytestmark = [pytest.mark.zk, pytest.mark.cluster]
+
+
+def test_the_lookup_service_routes_tenants_and_refuses_unknown_ones(
+        zk_connect_string: str, lookup_service: Callable[[str], LookupService],
+        pulsar_client: Callable[..., pulsar.Client]) -> None:
+    lookup = lookup_service(zk_connect_string)
+    with pytest.raises(AdminError) as refused:
+        admin_request(lookup.admin_url, "PUT", "/lookup/v2/tenants/t", {"cluster": "nowhere"})
+    assert refused.value.status == 412
+    with pytest.raises(AdminError) as missing:
+        admin_request(lookup.admin_url, "GET", "/lookup/v2/tenants/t")
+    assert missing.value.status == 404
+
+    admin_request(lookup.admin_url, "PUT", "/lookup/v2/clusters/east",
+                  {"brokerServiceUrl": "pulsar://127.0.0.1:1"})
+    admin_request(lookup.admin_url, "PUT", "/lookup/v2/tenants/t", {"cluster": "east"})
+    assert admin_request(lookup.admin_url, "GET", "/lookup/v2/tenants/t") == {
+        "cluster": "east", "brokerServiceUrl": "pulsar://127.0.0.1:1"}
+
+    client = pulsar_client(lookup.service_url, operation_timeout_seconds=3)
+    with pytest.raises(pulsar.TopicNotFound):
+        client.create_producer("persistent://unknown-tenant/ns/t")
