@@ -34,6 +34,7 @@ def _register() -> None:
     from harness.bench_history import bench_history
     from harness.cluster_cli import cluster
     from harness.run.cli import run
+    from harness.run.suite import suite
     from harness.serve_cli import serve
     from harness.zk_cli import zk
     from reports.bench import bench_report
@@ -47,6 +48,7 @@ def _register() -> None:
     starquake.add_command(scenario)
     starquake.add_command(run)
     starquake.add_command(serve)
+    starquake.add_command(suite)
     starquake.add_command(report)
     starquake.add_command(suite_index)
     bench.add_command(bench_check, "check")

@@ -1,0 +1,57 @@
+"""`starquake suite`: every scenario validated before anything starts, each run judged
+against the verdict its scenario expects, and an index and JUnit file CI can read."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+STARQUAKE = [sys.executable, "-m", "starquake"]
+
+
+def _suite(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*STARQUAKE, "suite", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=400, check=False)
+
+
+def test_a_bad_scenario_stops_the_suite_before_any_run(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\n[topology]\nbrokers = 0\n')
+    done = _suite(str(REPO / "scenarios/smoke/topic-kill.toml"), str(bad),
+                  "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"{bad}: topology.brokers" in done.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_directory_without_scenarios_is_bad_input(tmp_path: Path) -> None:
+    done = _suite(str(tmp_path))
+    assert done.returncode == 3
+    assert f"{tmp_path}: no scenario files" in done.stderr
+
+
+@pytest.mark.cluster
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_caught_mutant_passes_the_suite_and_junit_says_so(tmp_path: Path) -> None:
+    """The mutant drops acknowledged writes before they are durable; its scenario
+    expects `invalid`, so catching it is a pass."""
+    runs = tmp_path / "runs"
+    done = _suite(str(HERE / "scenarios/topic-ack-before-durable.toml"), "--seed", "1",
+                  "--backend", "local", "--runs-dir", str(runs))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = (runs / "topic-ack-before-durable").iterdir()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["valid"] is False and results["checkers"]["lost"]["count"] > 0
+    assert "late" in {e["subscription"] for e in results["checkers"]["lost"]["examples"]}
+
+    junit = ET.parse(runs / "junit.xml").getroot()
+    assert (junit.get("tests"), junit.get("failures")) == ("1", "0")
+    assert "topic-ack-before-durable" in (runs / "index.html").read_text()
