@@ -2,7 +2,10 @@
 receipt. It knows when the segment is *drained* for it: the broker said
 REACHED_END_OF_TOPIC and every message it delivered has been acknowledged (and the broker
 confirmed each acknowledgement). A lost connection or a consumer closed by the broker is
-re-subscribed; unacknowledged messages come again."""
+re-subscribed; unacknowledged messages come again.
+
+A handler may return an `AckListener`: it is told, once the acknowledgement is settled,
+whether the broker confirmed it (a harness records the `ack` as `ok` only then)."""
 
 from __future__ import annotations
 
@@ -36,9 +39,12 @@ class Message:
     position: Position
     key: str
     payload: bytes
+    redelivery: int = 0
+    """How many times the broker delivered this message before."""
 
 
-MessageHandler = Callable[[Message], Awaitable[None]]
+AckListener = Callable[[bool], None]
+MessageHandler = Callable[[Message], Awaitable[AckListener | None]]
 
 
 class SegmentConsumer:
@@ -72,12 +78,15 @@ class SegmentConsumer:
                 await retrying(f"subscribe to {self.topic}", self._subscribe,
                                loop.time() + self._timeout)
                 subscribed = True
+                continue  # closed meanwhile? (Python 3.11's wait_for can drop a cancel)
             message = await self._queue.get()
             if message is None:
                 continue  # a wake-up: resubscribe or closing
             self._unacked += 1
-            await self._on_message(message)
-            await self._ack(message)
+            listener = await self._on_message(message)
+            confirmed = await self._ack(message)
+            if listener is not None:
+                listener(confirmed)
 
     async def _subscribe(self) -> None:
         connection = await self._pool.lookup(self.topic)
@@ -92,6 +101,8 @@ class SegmentConsumer:
             topic=self.topic, subscription=self._subscription, subType=self._sub_type,
             consumer_id=consumer_id, request_id=request_id, consumer_name=self._name,
             initialPosition=CommandSubscribe.Latest)), request_id)
+        log.info("%s subscribed to %s as consumer %d on %s", self._name, self.topic,
+                 consumer_id, connection.url)
         self._flow(PERMITS)
 
     def _flow(self, permits: int) -> None:
@@ -106,7 +117,7 @@ class SegmentConsumer:
             position = Position(command.message.message_id.ledgerId,
                                 command.message.message_id.entryId)
             self._queue.put_nowait(Message(self.topic, position, metadata.partition_key,
-                                           frame.payload()))
+                                           frame.payload(), command.message.redelivery_count))
             self._received += 1
             if self._received % (PERMITS // 2) == 0:
                 self._flow(PERMITS // 2)
@@ -116,24 +127,28 @@ class SegmentConsumer:
         elif command.type == BaseCommand.CLOSE_CONSUMER:
             self._lost()
 
-    async def _ack(self, message: Message) -> None:
+    async def _ack(self, message: Message) -> bool:
         """Acknowledge and wait for the broker's receipt (a drained segment must really be
-        acknowledged before the controller is told)."""
+        acknowledged before the controller is told); False when the connection went away
+        first, so the broker's answer never came."""
         loop = asyncio.get_running_loop()
 
-        async def ack_once() -> None:
+        async def ack_once() -> bool:
             connection = self._connection
             if connection is None or connection.closed:
-                return  # redelivered after the resubscription; acknowledged then
+                return False  # redelivered after the resubscription; acknowledged then
             request_id = connection.next_id()
             await connection.request(BaseCommand(type=BaseCommand.ACK, ack=CommandAck(
                 consumer_id=self._consumer_id, ack_type=CommandAck.Individual,
                 message_id=[MessageIdData(ledgerId=message.position.ledger_id,
                                           entryId=message.position.entry_id)],
                 request_id=request_id)), request_id)
-        await retrying(f"ack on {self.topic}", ack_once, loop.time() + self._timeout)
+            return True
+        confirmed: bool = await retrying(f"ack on {self.topic}", ack_once,
+                                         loop.time() + self._timeout)
         self._unacked -= 1
         self._check_drained()
+        return confirmed
 
     def _check_drained(self) -> None:
         if self._reached_end and self._unacked == 0 and self._queue.empty():
@@ -148,10 +163,16 @@ class SegmentConsumer:
         self._queue.put_nowait(None)
 
     async def close(self) -> None:
+        """Stop reading and close the consumer on the broker. The reading task is awaited
+        first: a subscription it was still making must be closed too, or the broker keeps
+        a consumer nobody reads (in a Failover subscription, the active one)."""
         self._closed = True
         if self._task is not None:
             self._task.cancel()
+            await asyncio.wait([self._task])
         connection = self._connection
+        log.info("%s closes its consumer %d of %s (%s)", self._name, self._consumer_id,
+                 self.topic, "connected" if connection is not None else "not subscribed")
         if connection is not None and not connection.closed:
             connection.unregister(_KINDS, self._consumer_id)
             request_id = connection.next_id()

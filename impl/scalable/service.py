@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from impl.metadata import paths
-from impl.metadata.errors import NotFound
+from impl.metadata.errors import NotEmpty, NotFound, VersionConflict
 from impl.metadata.store import MetadataStore, Node, Watch
 from impl.mutants import NONE, Mutants
 from impl.ownership.brokers import BrokerRegistry
@@ -29,7 +29,12 @@ from impl.ownership.topic_name import NamespaceName
 from impl.scalable.admin_segments import AdminSegmentTopics
 from impl.scalable.controller import ControllerConfig, ScalableTopicController
 from impl.scalable.coordinator import DEFAULT_GRACE_PERIOD
-from impl.scalable.errors import NotLeader, ScalableTopicNotFound, SubscriptionNotFound
+from impl.scalable.errors import (
+    InvalidMetadata,
+    NotLeader,
+    ScalableTopicNotFound,
+    SubscriptionNotFound,
+)
 from impl.scalable.layout import SegmentLayout
 from impl.scalable.lifecycle import create_scalable_topic, delete_scalable_topic
 from impl.scalable.names import ScalableTopicName
@@ -39,6 +44,13 @@ from impl.scalable.sessions import SubscriptionType
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+DELETING_PROPERTY = "starquake.deleting"
+"""Set in a topic's properties while it is deleted: brokers stop campaigning for it."""
+
+
+def _deleting(layout: SegmentLayout) -> bool:
+    return layout.properties.get(DELETING_PROPERTY) == "true"
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,11 @@ class ScalableTopicService:
     def controller(self, topic: ScalableTopicName) -> ScalableTopicController:
         """PIP-468 `getOrCreateController()`: this broker's controller for `topic`,
         campaigning for leadership. `ScalableTopicNotFound` when the topic does not exist."""
+        with self._lock:
+            found = self._controllers.get(topic)
+        if found is not None:
+            return found
+        self.layout(topic)  # no controller for a missing topic, or one being deleted
         with self._lock:
             found = self._controllers.get(topic)
             if found is not None:
@@ -122,12 +139,16 @@ class ScalableTopicService:
             controller.close()
 
     def _check_deleted(self, topic: ScalableTopicName, node: Node | None) -> None:
-        """The topic was deleted (by any broker): stop campaigning for it. A campaign that
-        raced the deletion re-creates the topic's node, empty, as the parent of its
+        """The topic is being deleted (by any broker): stop campaigning for it. A campaign
+        that raced the deletion re-creates the topic's node, empty, as the parent of its
         election node; such a node is never a topic (a topic's node holds its layout), so
         it is removed once this broker's candidate is gone."""
         if node is not None and node.data:
-            return
+            try:
+                if not _deleting(SegmentLayout.from_json(node.data)):
+                    return
+            except InvalidMetadata:
+                return  # not ours to judge; reads report it
 
         def clean_up() -> None:
             self.release(topic)
@@ -203,11 +224,37 @@ class ScalableTopicService:
         return layout
 
     def delete_topic(self, topic: ScalableTopicName) -> None:
+        """Mark the topic as being deleted (every broker then stops campaigning for it),
+        then delete its segments and its metadata. A candidate that campaigns before it
+        heard of the mark re-creates the election node under the topic; the deletion is
+        repeated until no candidate is left."""
         self.release(topic)
-        delete_scalable_topic(self.resources(topic), self.segments)
+        resources = self.resources(topic)
+        while True:
+            current = resources.read_layout()
+            marked = current.layout.with_properties(
+                {**current.layout.properties, DELETING_PROPERTY: "true"})
+            try:
+                resources.replace_layout(marked, current.version)
+                break
+            except VersionConflict:
+                continue
+        deadline = time.monotonic() + self.config.leader_wait
+        while True:
+            try:
+                delete_scalable_topic(resources, self.segments)
+                return
+            except NotEmpty:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def layout(self, topic: ScalableTopicName) -> SegmentLayout:
-        return self.resources(topic).read_layout().layout
+        """The stored layout; `ScalableTopicNotFound` also while the topic is deleted."""
+        layout = self.resources(topic).read_layout().layout
+        if _deleting(layout):
+            raise ScalableTopicNotFound(str(topic))
+        return layout
 
     # --- subscriptions -------------------------------------------------------------------
 
@@ -238,7 +285,7 @@ class ScalableTopicService:
     def stats(self, topic: ScalableTopicName) -> dict[str, Any]:
         """Segment counts, per-segment cursor state, per-subscription consumers."""
         resources = self.resources(topic)
-        layout = resources.read_layout().layout
+        layout = self.layout(topic)
         segments = {}
         for segment in layout.segments.values():
             name = topic.segment_topic(segment)

@@ -42,6 +42,12 @@ def test_admin_answers_with_the_documented_statuses(
     assert parent.status_code == 200 and parent.json()["terminated"] is True
     assert requests.get(f"{segments}/0000-3fff-77", timeout=30).status_code == 404
     assert first.listed() == ["topic://public/default/orders"]
+    second.ok("PUT", "/subscriptions/billing")
+    child = requests.get(f"{segments}/8000-bfff-2", timeout=30).json()
+    assert child["subscriptions"]["billing"]["drained"] is False
+    second.ok("DELETE", "/subscriptions/billing")
+    assert second.ok("GET", "/stats")["subscriptions"] == {}
+    assert requests.get(f"{segments}/8000-bfff-2", timeout=30).json()["subscriptions"] == {}
 
     first.ok("DELETE")
     # Every broker forgets it, including the one whose controller was only a candidate.

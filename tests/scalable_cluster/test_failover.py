@@ -104,7 +104,8 @@ def test_leader_killed_mid_split_the_next_leader_rolls_it_forward(
             await wait_until(
                 lambda: not lost(load.sends, got_a.merged(got_b)), 60, "every message delivered",
                 lambda: f"{undelivered(load.sends, got_a.merged(got_b))}; assignments "
-                        f"a {a.assignments}, b {b.assignments}")
+                        f"a {a.assignments}, b {b.assignments}; segment 1: "
+                        f"{survivors.segment_state('8000-ffff-1')}")
             # Sessions kept through the failover: whoever re-registers first is dealt a
             # share, not everything, because the other's session is still there.
             await wait_until(lambda: len(a.registered) > 1 and len(b.registered) > 1, 30,

@@ -32,7 +32,6 @@ from tests.scalable_cluster.workload import (
 pytestmark = [pytest.mark.cluster]
 
 
-@pytest.mark.slow
 def test_split_and_merge_under_load_lose_nothing_and_keep_key_order(
         make_cluster: Callable[..., LocalCluster]) -> None:
     cluster = make_cluster(brokers=3)

@@ -44,6 +44,11 @@ class ScalableAdmin:
         assert response.status_code < 300, (method, suffix, response.status_code, response.text)
         return response.json() if response.content else None
 
+    def segment_state(self, descriptor: str) -> Any:
+        """The Segments API's view of one segment: cursors, drained, clients."""
+        url = self.base.replace("/scalable/", "/segments/") + f"/{descriptor}"
+        return requests.get(url, timeout=30).json()
+
     def layout(self) -> SegmentLayout:
         return SegmentLayout.from_metadata(self.ok("GET"))
 
