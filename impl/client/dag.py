@@ -86,9 +86,13 @@ class DagWatcher:
         asyncio.ensure_future(self._apply(frame))
 
     async def _apply(self, frame: Frame) -> None:
+        """Take a DAG in; an error refuses a lookup, or (pushed) says the topic is gone."""
         update = frame.command.scalableTopicUpdate
         if update.HasField("error"):
-            raise BrokerError(update.error, update.message)
+            if update.HasField("request_id"):
+                raise BrokerError(update.error, update.message)
+            log.warning("DAG watch of %s ended: %s", self.topic, update.message)
+            return
         layout = layout_of(update.dag)
         async with self._changed:
             if self.layout is None or layout.epoch >= self.layout.epoch:
