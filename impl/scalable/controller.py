@@ -328,12 +328,15 @@ class ScalableTopicController:
 
         def create_children() -> None:
             # Step 2: cursors at Earliest are safe, the children are empty; they must exist
-            # before the CAS makes the children visible to producers.
-            position = (InitialPosition.LATEST if self._mutants.on("child-cursor-at-latest")
-                        else InitialPosition.EARLIEST)
+            # before the CAS makes the children visible to producers. The mutant leaves the
+            # cursors to the consumers, whose subscribe creates them at Latest when they
+            # attach, after the producers have moved on to the children: what the children
+            # took in between is skipped.
+            cursors = ([] if self._mutants.on("child-cursor-at-latest")
+                       else sorted(subscriptions))
             for child in change.children:
-                self._segment_topics.create(self.topic.segment_topic(child),
-                                            sorted(subscriptions), position)
+                self._segment_topics.create(self.topic.segment_topic(child), cursors,
+                                            InitialPosition.EARLIEST)
 
         def terminate_parents() -> None:
             # Step 3: before the CAS, so no moment has both a parent and a child writable;

@@ -131,3 +131,47 @@ def test_a_parent_refuses_writes_once_a_child_took_one(
 
     found = asyncio.run(asyncio.wait_for(scenario(), 60))
     assert found == (["late"] if parent_accepts else [])
+
+
+@pytest.mark.parametrize("mutant", [None, "child-cursor-at-latest"])
+def test_messages_a_child_takes_before_its_reader_attaches_are_kept(
+        make_cluster: Callable[..., LocalCluster], mutant: str | None) -> None:
+    """PIP-468 step 2: the children's cursors exist, at Earliest, before producers move to
+    them. A stream reader that attaches only after the split (it reads a child once the
+    parent is drained) must still get what the children took in between."""
+    cluster = make_cluster(brokers=1, mutants=(mutant,) if mutant else ())
+    admin = ScalableAdmin(cluster.admin_urls[0], "early")
+    admin.ok("PUT", json={"numInitialSegments": 1})
+    admin.ok("PUT", "/subscriptions/stream")
+
+    async def scenario() -> tuple[list[str], list[str]]:
+        producer = await ScalableProducer(cluster.service_urls, admin.topic).start()
+        load = KeyedLoad(producer, keys=8)
+        received = Received()
+        try:
+            await load.run(20, 0.0)
+            await load.settled()
+            await asyncio.to_thread(admin.ok, "POST", "/split/0")
+            await producer.dag.wait_for(lambda d: d.layout is not None and d.layout.epoch == 1)
+            await load.run(20, 0.0)
+            await load.settled()
+            assert not load.failed
+            reader = await StreamConsumer(cluster.service_urls, admin.topic, "stream", "r",
+                                          received).start()
+            try:
+                # The parent's 20 come first; then the children, whatever their cursors say.
+                # The mutant's reader never gets theirs: give it a few seconds, no more.
+                await wait_until(lambda: len(received.seen) >= 20, 30, "the parent's messages")
+                deadline = time.monotonic() + (30 if mutant is None else 5)
+                while len(received.seen) < 40 and time.monotonic() < deadline:
+                    await asyncio.sleep(0.1)
+            finally:
+                await reader.close()
+        finally:
+            await producer.close()
+        on_children = [s.value for s in load.sends if s.result.segment_id != 0]
+        return on_children, lost(load.sends, received)
+
+    on_children, missing = asyncio.run(asyncio.wait_for(scenario(), 90))
+    assert len(on_children) == 20
+    assert missing == ([] if mutant is None else on_children)
