@@ -25,7 +25,7 @@ from harness.history import HistoryWriter
 from nemesis.events import NemesisEvent
 from nemesis.partition import Partitioner
 from nemesis.process import ProcessFaults, ProcessNode
-from nemesis.schedule import OWNER, Action, FaultStep, Schedule
+from nemesis.schedule import OWNER, WAN_FAULTS, Action, FaultStep, Schedule
 from nemesis.session_expiry import expire_session
 
 log = logging.getLogger(__name__)
@@ -125,6 +125,8 @@ class NemesisRunner:
         elif step.fault == "expire-session":
             self._record("expire-session", targets, lambda: self._expire(targets))
             self.status.end(step.fault)
+        elif step.fault in WAN_FAULTS and partitioner is not None:
+            self._record("cut-wan", targets, lambda: _cut_wan(partitioner))
         elif partitioner is not None:
             self._record("partition", targets, lambda: self._partition(partitioner, step, rng,
                                                                         targets))
@@ -140,7 +142,8 @@ class NemesisRunner:
             self._record(op, targets, lambda: control(self._nodes(targets)))
         elif self._targets.partitioner is not None:
             partitioner = self._targets.partitioner
-            self._record("heal", targets, partitioner.heal)
+            self._record("heal-wan" if step.fault in WAN_FAULTS else "heal", targets,
+                         partitioner.heal)
 
     def heal(self) -> None:
         """Heal everything: the network first, then resume paused nodes and start killed
@@ -219,6 +222,14 @@ class NemesisRunner:
         fallback = rng.choice(brokers)
         log.warning("no broker named the owner of %s; using %s", self._topic, fallback)
         return fallback
+
+
+def _cut_wan(partitioner: Partitioner) -> NemesisEvent:
+    """The first cluster's nodes from every other cluster's (node names begin with their
+    cluster's name)."""
+    first = partitioner.names[0].rsplit("-", 1)[0]
+    mine = [n for n in partitioner.names if n.rsplit("-", 1)[0] == first]
+    return partitioner.cut_wan(mine, [n for n in partitioner.names if n not in mine])
 
 
 def _get_json(url: str) -> Any:

@@ -29,13 +29,16 @@ PROCESS_FAULTS = ("kill", "pause")
 PARTITIONS = ("isolate", "random-halves", "bridge", "majorities-ring", "brokers-from-zookeeper")
 INSTANT_FAULTS = ("expire-session",)
 
+WAN_FAULTS = ("cut-wan",)
+"""Cuts between clusters: every node of the first cluster from every node of the others."""
+
 BACKEND_FAULTS = {
-    "docker": frozenset((*PROCESS_FAULTS, *PARTITIONS, *INSTANT_FAULTS)),
+    "docker": frozenset((*PROCESS_FAULTS, *PARTITIONS, *INSTANT_FAULTS, *WAN_FAULTS)),
     "local": frozenset((*PROCESS_FAULTS, *INSTANT_FAULTS)),
 }
 """What each backend can inject. Local processes share the loopback interface, so they
-cannot be partitioned from each other; the controller faults and the WAN cut wait for the
-scalable and geo workloads."""
+cannot be partitioned from each other (nor their clusters cut apart); the controller
+faults wait for the scalable workload."""
 
 DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
     "kill": (OWNER, "broker"),
@@ -94,11 +97,11 @@ class Schedule:
         return [*actions, Action(self.heal_at_s, "heal")]
 
 
-def node_names(scenario: Scenario) -> dict[str, list[str]]:
-    """Role word -> the names of the nodes of that role in the first cluster, as both
-    backends name them."""
+def node_names(scenario: Scenario, cluster: str | None = None) -> dict[str, list[str]]:
+    """Role word -> the names of the nodes of that role in `cluster` (by default the
+    first; fault targets name nodes of the first cluster), as both backends name them."""
     t = scenario.topology
-    cluster = t.clusters[0]
+    cluster = cluster or t.clusters[0]
     counts = {"broker": t.brokers, "bookie": t.bookies, "zookeeper": t.zookeepers}
     return {role: [f"{cluster}-{ROLES[role]}{n}" for n in range(1, counts[role] + 1)]
             for role in ROLES}
@@ -159,6 +162,10 @@ def _check_backend(scenario: Scenario, backend: str) -> None:
         if fault not in can:
             raise ScenarioError(f"{scenario.path}: {key}: the {backend} backend cannot "
                                 f"inject {fault}; it can inject {', '.join(sorted(can))}")
+        if fault in WAN_FAULTS and len(scenario.topology.clusters) < 2:
+            raise ScenarioError(f"{scenario.path}: {key}: {fault} cuts clusters apart; "
+                                f"topology.clusters names only "
+                                f"{list(scenario.topology.clusters)}")
 
 
 def _targets(scenario: Scenario, key: str, fault: str, given: Sequence[str],

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from harness.local_cluster import ClusterSettings, LocalCluster
+from harness.local_cluster import BrokerNode, ClusterSettings, LocalCluster
+from harness.workloads.base import ClusterAccess, multi_host_url
 from nemesis.partition import Partitioner
 from nemesis.process import ProcessNode
 from nemesis.runner import FaultTargets
@@ -38,13 +40,12 @@ class ClusterBackend(FaultTargets, Protocol):
 
     @property
     def service_url(self) -> str:
-        """Every broker, as one multi-host URL the official client accepts."""
+        """Every broker of the first cluster, as one multi-host URL the official client
+        accepts."""
 
-
-def multi_host_url(urls: list[str]) -> str:
-    """`pulsar://a:1`, `pulsar://b:2` -> `pulsar://a:1,b:2`: the client tries each host, so
-    a lookup still succeeds while one broker is down."""
-    return "pulsar://" + ",".join(url.removeprefix("pulsar://") for url in urls)
+    @property
+    def clusters(self) -> tuple[ClusterAccess, ...]:
+        """Every cluster of the topology, in the scenario's order."""
 
 
 class _NamedNode:
@@ -60,8 +61,9 @@ class _NamedNode:
 
 
 class LocalBackend:
-    """One cluster as local processes on loopback (harness/local_cluster.py). Data lives in
-    a temporary directory removed on stop; the logs are copied into the run directory."""
+    """The topology's clusters as local processes on loopback (harness/local_cluster.py),
+    one `LocalCluster` per cluster, started side by side. Data lives in a temporary
+    directory removed on stop; the logs are copied into the run directory."""
 
     def __init__(self, scenario: Scenario, run_dir: Path) -> None:
         t = scenario.topology
@@ -69,30 +71,45 @@ class LocalBackend:
         self._run_dir = run_dir
         self._base = Path(tempfile.mkdtemp(prefix="starquake-run-"))
         self.where = f"processes with data in {self._base}"
-        self._local = LocalCluster(self._base, ClusterSettings(
-            name=self.cluster, brokers=t.brokers, bookies=t.bookies, zookeepers=t.zookeepers,
-            session_timeout_ms=t.session_timeout_ms,
-            session_expired_policy=t.session_expired_policy, mutants=scenario.mutants))
-        names = node_names(scenario)
+        self._locals = {
+            name: LocalCluster(self._base / name, ClusterSettings(
+                name=name, brokers=t.brokers, bookies=t.bookies, zookeepers=t.zookeepers,
+                session_timeout_ms=t.session_timeout_ms,
+                session_expired_policy=t.session_expired_policy, mutants=scenario.mutants))
+            for name in t.clusters}
+        self._local = self._locals[self.cluster]
         self._logs: dict[str, Path] = {}
         self._nodes: dict[str, _NamedNode] = {}
-        for name, zk in zip(names["zookeeper"], self._local.zookeeper.nodes, strict=True):
-            self._nodes[name], self._logs[name] = _NamedNode(name, zk), zk.log_path
-        for role, nodes in (("bookie", self._local.bookies), ("broker", self._local.brokers)):
-            for name, node in zip(names[role], nodes, strict=True):
-                self._nodes[name], self._logs[name] = _NamedNode(name, node), node.process.log_path
-        self._brokers = dict(zip(names["broker"], self._local.brokers, strict=True))
+        self._brokers: dict[str, BrokerNode] = {}
+        for cluster, local in self._locals.items():
+            names = node_names(scenario, cluster)
+            for name, zk in zip(names["zookeeper"], local.zookeeper.nodes, strict=True):
+                self._nodes[name], self._logs[name] = _NamedNode(name, zk), zk.log_path
+            for role, nodes in (("bookie", local.bookies), ("broker", local.brokers)):
+                for name, node in zip(names[role], nodes, strict=True):
+                    self._nodes[name] = _NamedNode(name, node)
+                    self._logs[name] = node.process.log_path
+            self._brokers.update(zip(names["broker"], local.brokers, strict=True))
         self._stopped = False
 
     def start(self) -> None:
-        self._local.start()
+        with ThreadPoolExecutor(len(self._locals)) as pool:
+            for started in [pool.submit(local.start) for local in self._locals.values()]:
+                started.result()
+
+    @property
+    def clusters(self) -> tuple[ClusterAccess, ...]:
+        return tuple(ClusterAccess(name, tuple(local.service_urls), tuple(local.admin_urls),
+                                   local.zookeeper.connect_string)
+                     for name, local in self._locals.items())
 
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
         try:
-            self._local.stop()
+            for local in self._locals.values():
+                local.stop()
         finally:
             logs = self._run_dir / "logs"
             logs.mkdir(parents=True, exist_ok=True)
@@ -117,11 +134,9 @@ class LocalBackend:
         return {name: broker.admin_url for name, broker in self._brokers.items()}
 
     def broker_at(self, url: str) -> str | None:
-        try:
-            broker = self._local.broker_at(url)
-        except KeyError:
-            return None
-        return next(name for name, node in self._brokers.items() if node is broker)
+        url = url.rstrip("/")
+        return next((name for name, node in self._brokers.items()
+                     if url in (node.service_url, node.admin_url)), None)
 
     @property
     def zookeeper_hosts(self) -> str:
@@ -160,6 +175,12 @@ class DockerBackend:
     @property
     def service_url(self) -> str:
         return multi_host_url(self._nodes.service_urls)
+
+    @property
+    def clusters(self) -> tuple[ClusterAccess, ...]:
+        return tuple(ClusterAccess(name, tuple(nodes.service_urls), tuple(nodes.admin_urls),
+                                   nodes.zk_connect_string)
+                     for name, nodes in self._deployment.clusters.items())
 
     def process_node(self, name: str) -> ProcessNode:
         return self._deployment.node(name)

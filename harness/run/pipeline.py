@@ -149,7 +149,8 @@ def _context(scenario: Scenario, backend: ClusterBackend, history: CountingHisto
         history=history, settings=scenario.workload, seed=scenario.seed or 0,
         cluster=backend.cluster, service_url=backend.service_url,
         admin_urls=tuple(backend.broker_admin_urls.values()),
-        topic=workload_topic(scenario), client_log=run_dir / "logs" / "client.log")
+        topic=workload_topic(scenario), client_log=run_dir / "logs" / "client.log",
+        clusters=backend.clusters)
 
 
 def workload_topic(scenario: Scenario) -> str:

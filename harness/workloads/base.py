@@ -11,11 +11,34 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
 from harness.history import HistoryWriter
 from scenarios.format import Workload as WorkloadSettings
+
+
+def multi_host_url(urls: Sequence[str]) -> str:
+    """`pulsar://a:1`, `pulsar://b:2` -> `pulsar://a:1,b:2`: the client tries each host, so
+    a lookup still succeeds while one broker is down."""
+    return "pulsar://" + ",".join(url.removeprefix("pulsar://") for url in urls)
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    """How clients and the admin driver reach one cluster of the run."""
+
+    name: str
+    service_urls: tuple[str, ...]
+    """Each broker's binary protocol address."""
+    admin_urls: tuple[str, ...]
+    zookeeper: str
+    """The cluster's ZooKeeper ensemble, `host:port,...` without chroot."""
+
+    @property
+    def service_url(self) -> str:
+        return multi_host_url(self.service_urls)
 
 
 @dataclass(frozen=True)
@@ -34,6 +57,9 @@ class WorkloadContext:
     topic: str
     client_log: Path
     """Where the client library's own log goes (kept with the node logs)."""
+    clusters: tuple[ClusterAccess, ...] = ()
+    """Every cluster of the topology, in the scenario's order (the geo-replication
+    workloads use them all; the others only `cluster`)."""
 
 
 class Workload(Protocol):

@@ -99,7 +99,7 @@ def test_without_faults_the_schedule_is_the_final_heal(write_scenario: WriteScen
      "nemesis.faults[1]: the local backend cannot inject isolate; it can inject "
      "expire-session, kill, pause"),
     ('[nemesis]\nschedule = "timeline"\n[[nemesis.timeline]]\nat_s = 1\nfault = "cut-wan"\n',
-     "nemesis.timeline[0].fault: the docker backend cannot inject cut-wan"),
+     "nemesis.timeline[0].fault: cut-wan cuts clusters apart; topology.clusters names only"),
     ('[nemesis]\nschedule = "timeline"\n[[nemesis.timeline]]\nat_s = 1\nfault = "kill"\n'
      'targets = ["broker-1"]\n',
      "nemesis.timeline[0].targets[0]: expected a node name (one of a-broker1, a-broker2, "

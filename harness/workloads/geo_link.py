@@ -1,0 +1,53 @@
+"""Geo-replication between a run's clusters, set up as an operator does it, through each
+cluster's admin REST API only: every cluster learns the others' URLs, and one namespace
+exists in each with all of them as its replication clusters. Then the replicators copy
+every message published in one cluster to all the others (docs/geo-replication.md)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from harness.admin_api import AdminError, admin_request
+from harness.workloads.base import ClusterAccess
+from starquake.errors import EnvironmentProblem
+
+LINK_TIMEOUT_S = 60.0
+
+
+class LinkFailed(EnvironmentProblem):
+    """A cluster refused the replication set-up until the deadline."""
+
+
+def replicate_namespace(clusters: Sequence[ClusterAccess], namespace: str) -> None:
+    """Register every cluster in every cluster's metadata, then make `tenant/ns` in each,
+    replicated to all; retried (the requests are idempotent) for `LINK_TIMEOUT_S`."""
+    tenant = namespace.split("/")[0]
+    names = [c.name for c in clusters]
+    for cluster in clusters:
+        for other in clusters:
+            if other is not cluster:
+                _put(cluster, f"/admin/v2/clusters/{other.name}",
+                     {"serviceUrl": other.admin_urls[0],
+                      "brokerServiceUrl": other.service_urls[0]})
+        _put(cluster, f"/admin/v2/tenants/{tenant}", {"allowedClusters": names})
+        _put(cluster, f"/admin/v2/namespaces/{namespace}", {"replication_clusters": names})
+
+
+def _put(cluster: ClusterAccess, path: str, body: Any) -> None:
+    deadline = time.monotonic() + LINK_TIMEOUT_S
+    while True:
+        try:
+            admin_request(cluster.admin_urls[0], "PUT", path, body)
+            return
+        except AdminError as exc:
+            if exc.status == 409:  # made by an earlier attempt whose answer was lost
+                return
+            problem: Exception = exc
+        except OSError as exc:
+            problem = exc
+        if time.monotonic() > deadline:
+            raise LinkFailed(f"cluster {cluster.name} refused PUT {path} for "
+                             f"{LINK_TIMEOUT_S:g} s: {problem}")
+        time.sleep(0.5)

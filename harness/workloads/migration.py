@@ -1,0 +1,206 @@
+"""The `migration` workload: document 003's tenant migration (harness/migration.py), run
+once in the middle of the load while the tenant's producers and consumers keep going
+through the lookup service, with the official `pulsar-client`.
+
+The run's first cluster is the source, its second the target. A lookup service process
+(`lookup_process.py`) knows both and sends the tenant `starquake-move` to the source;
+the tenant and its namespace `starquake-move/moving` exist there only. The clients'
+service URL is the lookup service's. Producers send keyed messages one at a time; the
+subscription `live` (made with `replicate_subscription_state`, which step 3 needs) is
+read by the scenario's consumers throughout.
+
+A third of the way into the load, the admin driver runs the five steps, each recorded by
+process `admin` as f `migrate`: `invoke` with the step's name as `value` and `detail`
+`{"step": ..., "from": source, "to": target}`, then `ok`, or `info` with the error when
+it did not finish (the migration then stops there). At the switch the source unloads
+the namespace, the clients look their topic up again and land in the target.
+
+A client does not learn which cluster served it. Operations record as `cluster` the
+cluster the lookup service assigned the tenant when they began, and record no
+`position`: a position means something only in its cluster, so `forked-position` has
+nothing to judge here. What this workload proves is `lost` (nothing sent `ok` is
+missing from `live`, wherever it was read) and `unexpected`. Acknowledgements complete
+`info` (`official_client.py`), so `duplicate` judges nothing either.
+
+The drain reads `live` in the target until quiet with no backlog there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+
+import pulsar
+
+from harness.admin_api import AdminError, admin_request
+from harness.history import ClientProcess, SequentialIds
+from harness.migration import ClusterEndpoint, MigrationPlan, MigrationStuck, migrate_tenant
+from harness.workloads.base import ClusterAccess, WorkloadContext
+from harness.workloads.lookup_process import LookupService
+from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
+from harness.workloads.official_client import (
+    PRODUCER_OPTIONS,
+    next_message,
+    produce,
+    record_and_acknowledge,
+    retry_until,
+    subscribe_recorded,
+)
+from harness.workloads.stats import subscription_backlogs
+from harness.workloads.topic import LIVE, OPEN_TIMEOUT, RECEIVE_POLL_MS, SEND_TIMEOUT_MS
+
+log = logging.getLogger(__name__)
+
+TENANT = "starquake-move"
+NAMESPACE = "moving"
+STARTS_AT = 1 / 3
+"""The migration starts this far into the load."""
+STEP_TIMEOUT_S = 30.0
+"""How long each waiting step of the migration may wait."""
+MIGRATE = "migrate"
+
+
+def _endpoint(cluster: ClusterAccess) -> ClusterEndpoint:
+    return ClusterEndpoint(cluster.name, cluster.admin_urls[0], cluster.service_urls[0])
+
+
+class MigrationWorkload:
+    def __init__(self, context: WorkloadContext) -> None:
+        self.source, self.target = context.clusters[0], context.clusters[1]
+        self.topic = f"persistent://{TENANT}/{NAMESPACE}/{context.topic.rsplit('/', 1)[-1]}"
+        self.context = context
+        self._ids = SequentialIds("p")
+        self._lookup = LookupService(self.source.zookeeper,
+                                     context.client_log.with_name("lookup.log"))
+        self._client: pulsar.Client | None = None
+        self._producers: list[pulsar.Producer] = []
+        self._serving = self.source.name
+        """The cluster the lookup service sends the tenant to."""
+        self._closing = threading.Event()
+        self._consumers: list[tuple[threading.Thread, pulsar.Consumer]] = []
+        self._deliveries = DeliveryClock()
+
+    # --- open ----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        c = self.context
+        self._lookup.start()
+        for cluster in (self.source, self.target):
+            admin_request(self._lookup.admin_url, "PUT", f"/lookup/v2/clusters/{cluster.name}",
+                          {"brokerServiceUrl": cluster.service_urls[0]})
+        admin_request(self._lookup.admin_url, "PUT", f"/lookup/v2/tenants/{TENANT}",
+                      {"cluster": self.source.name})
+        source_admin = self.source.admin_urls[0]
+        admin_request(source_admin, "PUT", f"/admin/v2/tenants/{TENANT}",
+                      {"allowedClusters": [self.source.name]})
+        admin_request(source_admin, "PUT", f"/admin/v2/namespaces/{TENANT}/{NAMESPACE}", {})
+        c.client_log.parent.mkdir(parents=True, exist_ok=True)
+        self._client = client = pulsar.Client(
+            self._lookup.service_url, operation_timeout_seconds=10,
+            logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(c.client_log)))
+        deadline = time.monotonic() + OPEN_TIMEOUT
+        for n in range(c.settings.consumers):
+            process = ClientProcess(c.history, self._ids)
+            consumer = subscribe_recorded(
+                process, client, self.topic, LIVE, c.settings.subscription_mode, deadline,
+                replicated=True, fields={"consumer": f"c{n}", "cluster": self._serving})
+            thread = threading.Thread(target=self._consume, args=(process, consumer, f"c{n}"),
+                                      name=f"consumer-c{n}", daemon=True)
+            self._consumers.append((thread, consumer))
+        self._producers = [retry_until(lambda: client.create_producer(self.topic,
+                                                                      **PRODUCER_OPTIONS),
+                                       deadline, f"create a producer on {self.topic}")
+                           for _ in range(c.settings.producers)]
+        for thread, _ in self._consumers:
+            thread.start()
+
+    # --- load ----------------------------------------------------------------------------
+
+    def run(self, deadline: float, stop: threading.Event) -> None:
+        producers = len(self._producers)
+        migrate_at = time.monotonic() + (deadline - time.monotonic()) * STARTS_AT
+
+        def work(n: int) -> None:
+            if n < producers:
+                produce(self.context, self._ids, n, producers, self._producers[n],
+                        self._new_producer, self._send_fields, deadline, stop,
+                        position=False)
+            elif not stop.wait(max(0.0, migrate_at - time.monotonic())):
+                self._migrate()
+
+        run_workers(work, producers + 1, "migration", deadline, SEND_TIMEOUT_MS / 1000 + 5)
+
+    def _new_producer(self) -> pulsar.Producer:
+        assert self._client is not None, "open() first"
+        return self._client.create_producer(self.topic, **PRODUCER_OPTIONS)
+
+    def _send_fields(self, key: str) -> dict[str, str]:
+        return {"key": key, "topic": self.topic, "cluster": self._serving}
+
+    def _migrate(self) -> None:
+        """The five steps, each an `admin` `migrate` operation."""
+        history = self.context.history
+        detail = {"from": self.source.name, "to": self.target.name}
+        steps: list[str] = []
+
+        def begin(step: str) -> None:
+            if steps:
+                self._step_done(steps[-1], detail)
+            steps.append(step)
+            history.record("admin", "invoke", MIGRATE, value=step,
+                           detail={"step": step, **detail})
+
+        plan = MigrationPlan(TENANT, (NAMESPACE,), _endpoint(self.source),
+                             _endpoint(self.target), self._lookup.admin_url,
+                             timeout=STEP_TIMEOUT_S)
+        try:
+            migrate_tenant(plan, on_step=begin)
+        except (MigrationStuck, AdminError, OSError) as exc:
+            log.warning("migration step %s failed: %s", steps[-1], exc)
+            history.record("admin", "info", MIGRATE, value=steps[-1], error=type(exc).__name__,
+                           detail={"step": steps[-1], "message": str(exc), **detail})
+            return
+        self._step_done(steps[-1], detail)
+
+    def _step_done(self, step: str, detail: dict[str, str]) -> None:
+        self.context.history.record("admin", "ok", MIGRATE, value=step,
+                                    detail={"step": step, **detail})
+        if step == "switch":
+            self._serving = self.target.name
+
+    # --- consuming -----------------------------------------------------------------------
+
+    def _consume(self, process: ClientProcess, consumer: pulsar.Consumer, name: str) -> None:
+        """Receive, record, acknowledge, until `close()`; the client follows the topic to
+        the target cluster by itself."""
+        while not self._closing.is_set():
+            message = next_message(consumer, self._closing)
+            if message is None:
+                continue
+            self._deliveries.tick()
+            record_and_acknowledge(process, consumer, message, {
+                "topic": self.topic, "subscription": LIVE, "consumer": name,
+                "cluster": self._serving}, position=False)
+
+    # --- drain and close -----------------------------------------------------------------
+
+    def drain(self) -> bool:
+        c = dataclasses.replace(self.context, topic=self.topic, cluster=self._serving)
+        c.history.record("harness", "invoke", "drain", **drain_fields(c))
+        serving = self.target if self._serving == self.target.name else self.source
+        return wait_until_drained(c, time.monotonic(), self._deliveries,
+                                  lambda: subscription_backlogs(serving.admin_urls, self.topic))
+
+    def close(self) -> None:
+        self._closing.set()
+        for thread, _ in self._consumers:
+            thread.join(RECEIVE_POLL_MS / 1000 * 5 + 1)
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except pulsar.PulsarException as exc:
+                log.warning("closing the client: %s", exc)
+        self._lookup.stop()

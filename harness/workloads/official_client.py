@@ -1,0 +1,160 @@
+"""What every workload on the official `pulsar-client` does the same way: producers that
+keep one message in flight, retrying a client call until a deadline, and recording
+subscribes, sends and each delivered message (a `recv` observation and its `ack`).
+
+`position=False` leaves positions out, for clients that cannot tell which cluster
+assigned them (a position means something only in its cluster).
+
+The official Python client gives no receipt for an acknowledgement (it is grouped and sent
+later, and the broker's answer is not exposed), so the `ack` completes `info` with
+`error` `unconfirmed`: the harness cannot know the broker applied it, and the `duplicate`
+checker has nothing to judge. A client with acknowledgement receipts would let it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pulsar
+
+from harness.history import ClientProcess, SequentialIds
+from harness.workloads.base import WorkloadContext
+from harness.workloads.loops import paced_slots
+from harness.workloads.plan import message_plan
+from harness.workloads.topic import (
+    CONSUMER_TYPES,
+    NOT_SENT,
+    PRODUCER_GONE,
+    RECEIVE_POLL_MS,
+    SEND_TIMEOUT_MS,
+    WorkloadOpenFailed,
+    position_of,
+)
+
+T = TypeVar("T")
+
+PRODUCER_OPTIONS: dict[str, Any] = {
+    "batching_enabled": False, "send_timeout_millis": SEND_TIMEOUT_MS,
+    "block_if_queue_full": True, "max_pending_messages": 10}
+"""Unbatched, so every message has its own entry and position."""
+RETRY_PAUSE_S = 0.5
+
+
+def retry_until(make: Callable[[], T], deadline: float, what: str) -> T:
+    """`make()`, again every `RETRY_PAUSE_S` while the client refuses, until `deadline`;
+    then WorkloadOpenFailed saying what could not be done."""
+    while True:
+        try:
+            return make()
+        except pulsar.PulsarException as exc:
+            if time.monotonic() > deadline:
+                raise WorkloadOpenFailed(f"could not {what} by the deadline: {exc}") from None
+            time.sleep(RETRY_PAUSE_S)
+
+
+def subscribe_recorded(process: ClientProcess, client: pulsar.Client, topic: str,
+                       subscription: str, mode: str, deadline: float, *,
+                       fields: dict[str, Any], replicated: bool) -> pulsar.Consumer:
+    """Subscribe from the earliest message, recording each attempt (the subscription
+    exists from the first `ok`); retried until `deadline`. `fields` names the consumer
+    and the cluster."""
+    fields = {"topic": topic, "subscription": subscription, "detail": {"mode": mode},
+              **fields}
+    while True:
+        process.invoke("subscribe", value=subscription, **fields)
+        try:
+            consumer = client.subscribe(
+                topic, subscription, consumer_type=CONSUMER_TYPES[mode],
+                consumer_name=fields["consumer"],
+                initial_position=pulsar.InitialPosition.Earliest, receiver_queue_size=100,
+                replicate_subscription_state_enabled=replicated)
+        except pulsar.PulsarException as exc:
+            process.complete("info", value=subscription, error=type(exc).__name__, **fields)
+            if time.monotonic() > deadline:
+                raise WorkloadOpenFailed(f"consumer {fields['consumer']} could not subscribe "
+                                         f"to {topic} in time: {exc}") from None
+            time.sleep(RETRY_PAUSE_S)
+            continue
+        process.complete("ok", value=subscription, **fields)
+        return consumer
+
+
+def send_recorded(process: ClientProcess, producer: pulsar.Producer, value: str,
+                  fields: dict[str, Any], *, position: bool = True) -> bool:
+    """One `send` of `value` keyed `fields["key"]`: `ok` with the position, `fail` when the
+    client refused it before it left, `info` otherwise. False when the producer is
+    unusable from now on (closed here): the caller makes a new one."""
+    process.invoke("send", value=value, **fields)
+    try:
+        message_id = producer.send(value.encode(), partition_key=fields["key"])
+    except pulsar.PulsarException as exc:
+        outcome = "fail" if isinstance(exc, NOT_SENT) else "info"
+        process.complete(outcome, value=value, error=type(exc).__name__, **fields)
+        if isinstance(exc, PRODUCER_GONE):
+            close_quietly(producer)
+            return False
+        return True
+    extra = {"position": position_of(message_id)} if position else {}
+    process.complete("ok", value=value, **extra, **fields)
+    return True
+
+
+def produce(context: WorkloadContext, ids: SequentialIds, worker: int, workers: int,
+            producer: pulsar.Producer, make: Callable[[], pulsar.Producer],
+            fields: Callable[[str], dict[str, Any]], deadline: float, stop: threading.Event,
+            *, position: bool = True) -> None:
+    """Producer `worker` of `workers`: its share of the scenario's rate, one message at a
+    time from its seeded plan, until `deadline` or `stop`. `fields(key)` gives each
+    send's fields; a producer that became unusable is replaced by `make()` at a later
+    slot."""
+    process = ClientProcess(context.history, ids)
+    plan = message_plan(context.seed, worker, context.settings.keys)
+    current: pulsar.Producer | None = producer
+    for _ in paced_slots(context.settings.rate / workers, deadline, stop, worker / workers):
+        if current is None:
+            try:
+                current = make()
+            except pulsar.PulsarException:
+                continue  # the next slot tries again; no operation was attempted
+        key, value = next(plan)
+        if not send_recorded(process, current, value, fields(key), position=position):
+            current = None
+
+
+def close_quietly(closable: pulsar.Producer | pulsar.Consumer) -> None:
+    try:
+        closable.close()
+    except pulsar.PulsarException:
+        pass
+
+
+def next_message(consumer: pulsar.Consumer, stop: threading.Event) -> pulsar.Message | None:
+    """The next delivered message, or None after one poll without any (after a client
+    error, once the poll interval has passed or `stop` was set)."""
+    try:
+        return consumer.receive(timeout_millis=RECEIVE_POLL_MS)
+    except pulsar.Timeout:
+        return None
+    except pulsar.PulsarException:
+        stop.wait(RECEIVE_POLL_MS / 1000)
+        return None
+
+
+def record_and_acknowledge(process: ClientProcess, consumer: pulsar.Consumer,
+                           message: pulsar.Message, fields: dict[str, Any], *,
+                           position: bool = True) -> None:
+    """`fields`: the topic, subscription, consumer and cluster every event carries."""
+    value = message.data().decode(errors="replace")
+    extra = {"position": position_of(message.message_id())} if position else {}
+    process.observe("recv", value=value, key=message.partition_key() or None,
+                    redelivery=message.redelivery_count(), **extra, **fields)
+    process.invoke("ack", value=value, **fields)
+    try:
+        consumer.acknowledge(message)
+    except pulsar.PulsarException as exc:
+        process.complete("info", value=value, error=type(exc).__name__, **fields)
+        return
+    process.complete("info", value=value, error="unconfirmed", **fields)

@@ -1,0 +1,35 @@
+"""The pure parts of the geo-replication workloads: when the consumers fail over, and the
+topologies the multi-cluster workloads refuse before anything starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.workloads import check_workload
+from harness.workloads.geo import failover_plan
+from nemesis.schedule import build_schedule
+from scenarios.format import ScenarioError
+from tests.run.conftest import WriteScenario
+
+
+def test_failovers_cycle_through_the_clusters_evenly_spaced() -> None:
+    assert failover_plan(["a", "b", "c"], 24.0) == [
+        (4.8, "a", "b"), (9.6, "b", "c"), (14.4, "c", "a"), (19.2, "a", "b")]
+
+
+def test_a_short_run_still_fails_over_once() -> None:
+    assert failover_plan(["a", "b"], 2.0) == [(1.0, "a", "b")]
+
+
+@pytest.mark.parametrize("kind", ["geo", "migration"])
+def test_the_multi_cluster_workloads_need_two_clusters(write_scenario: WriteScenario,
+                                                       kind: str) -> None:
+    with pytest.raises(ScenarioError, match=f"topology.clusters: the {kind} workload needs "
+                                            r"at least two clusters, got \['a'\]"):
+        check_workload(write_scenario(f'[workload]\nkind = "{kind}"\n'))
+
+
+def test_a_wan_cut_needs_two_clusters(write_scenario: WriteScenario) -> None:
+    scenario = write_scenario('[nemesis]\nschedule = "random"\nfaults = ["cut-wan"]\n')
+    with pytest.raises(ScenarioError, match="nemesis.faults.0.: cut-wan cuts clusters apart"):
+        build_schedule(scenario, 1)
