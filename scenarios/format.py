@@ -60,6 +60,12 @@ class Workload:
     """The final drain ends once no consumer has received anything for this long."""
     drain_timeout_s: float = 60.0
     """...or, still receiving (or with a backlog left), gives up after this long: `info`."""
+    initial_segments: int = 2
+    """Segments a scalable topic is created with (`scalable` workload)."""
+    layout_interval_s: float = 4.0
+    """Mean time between the admin driver's splits and merges (`scalable` workload)."""
+    send_timeout_s: float = 10.0
+    """How long a send may wait before it is given up as `info` (`scalable` workload)."""
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,14 @@ import pulsar
 
 from harness.history import ClientProcess, SequentialIds
 from harness.workloads.base import WorkloadContext
-from harness.workloads.plan import Pacer, message_plan
+from harness.workloads.loops import (
+    DeliveryClock,
+    drain_fields,
+    paced_slots,
+    run_workers,
+    wait_until_drained,
+)
+from harness.workloads.plan import message_plan
 from harness.workloads.stats import subscription_backlogs
 from starquake.errors import EnvironmentProblem
 
@@ -90,8 +97,7 @@ class TopicWorkload:
         self._producers: list[pulsar.Producer | None] = []
         self._consuming = threading.Event()
         self._consumer_threads: list[threading.Thread] = []
-        self._last_recv = time.monotonic()
-        self._lock = threading.Lock()
+        self._deliveries = DeliveryClock()
 
     # --- open ----------------------------------------------------------------------------
 
@@ -156,25 +162,15 @@ class TopicWorkload:
     # --- load ----------------------------------------------------------------------------
 
     def run(self, deadline: float, stop: threading.Event) -> None:
-        threads = [threading.Thread(target=self._produce, args=(n, deadline, stop),
-                                    name=f"producer-{n}", daemon=True)
-                   for n in range(len(self._producers))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            # A send outstanding at the deadline ends within its timeout.
-            thread.join(max(0.0, deadline - time.monotonic()) + SEND_TIMEOUT_MS / 1000 + 5)
+        run_workers(lambda n: self._produce(n, deadline, stop), len(self._producers),
+                    "producer", deadline, SEND_TIMEOUT_MS / 1000 + 5)
 
     def _produce(self, worker: int, deadline: float, stop: threading.Event) -> None:
         c = self.context
         process = ClientProcess(c.history, self._ids)
-        per_worker = c.settings.rate / len(self._producers)
-        pacer = Pacer(per_worker)
-        bound = int(per_worker * (deadline - time.monotonic())) + 1  # every loop is bounded
         plan = message_plan(c.seed, worker, c.settings.keys)
-        for _ in range(bound):
-            if not pacer.wait(stop, deadline):
-                return
+        workers = len(self._producers)
+        for _ in paced_slots(c.settings.rate / workers, deadline, stop, worker / workers):
             producer = self._producers[worker]
             if producer is None:
                 try:
@@ -232,8 +228,7 @@ class TopicWorkload:
             except pulsar.PulsarException:
                 self._consuming.wait(RECEIVE_POLL_MS / 1000)
                 continue
-            with self._lock:
-                self._last_recv = time.monotonic()
+            self._deliveries.tick()
             value = message.data().decode(errors="replace")
             process.observe("recv", value=value, key=message.partition_key() or None,
                             position=position_of(message.message_id()),
@@ -254,33 +249,18 @@ class TopicWorkload:
         has received anything for `drain_quiet_s` and the broker reports no backlog on
         either subscription; `info` after `drain_timeout_s`."""
         c = self.context
-        history = c.history
-        fields = {"value": c.topic, "topic": c.topic, "cluster": c.cluster}
-        history.record("harness", "invoke", "drain", **fields)
+        fields = drain_fields(c)
+        c.history.record("harness", "invoke", "drain", **fields)
         started = time.monotonic()
-        deadline = started + c.settings.drain_timeout_s
         try:
-            self._start_consuming(self._subscribe("late", LATE, "exclusive", deadline))
+            self._start_consuming(self._subscribe("late", LATE, "exclusive",
+                                                  started + c.settings.drain_timeout_s))
         except WorkloadOpenFailed as exc:
-            history.record("harness", "info", "drain", error="late-subscribe-failed",
-                           detail={"message": str(exc)}, **fields)
+            c.history.record("harness", "info", "drain", error="late-subscribe-failed",
+                             detail={"message": str(exc)}, **fields)
             return False
-        backlogs: dict[str, int] | None = None
-        while True:
-            now = time.monotonic()
-            with self._lock:
-                quiet = now - max(self._last_recv, started)
-            if quiet >= c.settings.drain_quiet_s:
-                backlogs = subscription_backlogs(c.admin_urls, c.topic)
-                if backlogs is not None and not any(backlogs.values()):
-                    history.record("harness", "ok", "drain", **fields)
-                    return True
-            if now > deadline:
-                history.record("harness", "info", "drain", error="timeout",
-                               detail={"backlogs": backlogs, "quiet_s": round(quiet, 3)},
-                               **fields)
-                return False
-            time.sleep(0.2)
+        return wait_until_drained(c, started, self._deliveries,
+                                  lambda: subscription_backlogs(c.admin_urls, c.topic))
 
     def close(self) -> None:
         self._consuming.set()

@@ -10,13 +10,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_a_workload_not_built_yet_is_bad_input(tmp_path: Path) -> None:
-    scenario = REPO / "scenarios/smoke/scalable-split-partition.toml"
+def test_a_workload_on_a_topology_it_cannot_use_is_bad_input(tmp_path: Path) -> None:
+    scenario = tmp_path / "two.toml"
+    scenario.write_text('[topology]\nclusters = ["a", "b"]\n[workload]\nkind = "scalable"\n')
     done = subprocess.run([sys.executable, "-m", "starquake", "run", str(scenario),
                            "--runs-dir", str(tmp_path / "runs")],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 3
     assert done.stderr.strip() == (
-        f"starquake: {scenario}: workload.kind: the scalable workload is not available yet "
-        "(issue 5, scalable topics); available: topic")
+        f"starquake: {scenario}: topology.clusters: the scalable workload runs on one "
+        "cluster, got ['a', 'b']")
     assert not (tmp_path / "runs").exists()

@@ -38,20 +38,12 @@ def test_bad_values_are_named(write_scenario: WriteScenario, text: str, message:
         write_scenario(text)
 
 
-@pytest.mark.parametrize(("kind", "planned"), [("scalable", "issue 5, scalable topics"),
-                                               ("geo", "issue 7, geo-replication")])
-def test_workloads_not_built_yet_are_refused_by_name(
-        write_scenario: WriteScenario, kind: str, planned: str) -> None:
+@pytest.mark.parametrize("kind", ["topic", "scalable"])
+def test_the_single_cluster_workloads_need_one_cluster(write_scenario: WriteScenario,
+                                                        kind: str) -> None:
     scenario = write_scenario(f'[topology]\nclusters = ["a", "b"]\n[workload]\nkind = "{kind}"\n')
-    with pytest.raises(ScenarioError) as caught:
-        check_workload(scenario)
-    assert str(caught.value) == (f"{scenario.path}: workload.kind: the {kind} workload is not "
-                                 f"available yet ({planned}); available: topic")
-
-
-def test_the_topic_workload_needs_one_cluster(write_scenario: WriteScenario) -> None:
-    scenario = write_scenario('[topology]\nclusters = ["a", "b"]\n[workload]\nkind = "topic"\n')
-    with pytest.raises(ScenarioError, match="topology.clusters: the topic workload runs on one"):
+    with pytest.raises(ScenarioError,
+                       match=f"topology.clusters: the {kind} workload runs on one"):
         check_workload(scenario)
 
 

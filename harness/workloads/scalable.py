@@ -1,0 +1,302 @@
+"""The `scalable` workload: keyed producers, a stream and a queue subscription on one
+PIP-468 scalable topic, while an admin driver splits and merges its segments.
+
+It drives the reference client (impl/client, asyncio, on one loop of its own thread):
+
+- **Producers** (`workload.producers` threads, paced to `workload.rate` together) each own a
+  routing `ScalableProducer`; a `send` is `ok` with the `segment` it was stored in, its
+  `position` and the layout `epoch` the producer knew then. Any error leaves the outcome
+  unknown (`info`: the client repeats a send whose connection broke, so it may be stored),
+  and the worker goes on under a new process id.
+- **Subscriptions** `stream` (ordered: `StreamConsumer`s registered with the controller)
+  and `queue` (`QueueConsumer`s, Shared on every segment) are created through the admin
+  API before the first send, each a `subscribe` with its mode. `workload.consumers`
+  consumers read each. Every delivery is a `recv` (segment, position, redelivery count,
+  consumer), then an `ack` that completes `ok` when the broker's ACK_RESPONSE came back
+  and `info` when the connection went away first.
+- **Layout** (harness/workloads/scalable_layout.py): the admin driver's `split`/`merge`,
+  the observer's `layout` per epoch.
+- **Drain**: consumers keep reading after the final heal until none received anything for
+  `drain_quiet_s` and no segment has a backlog in either subscription.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+import time
+from typing import Any
+
+from harness.history import ClientProcess, SequentialIds
+from harness.workloads.base import WorkloadContext
+from harness.workloads.client_loop import ClientLoop
+from harness.workloads.loops import (
+    DeliveryClock,
+    drain_fields,
+    paced_slots,
+    run_workers,
+    wait_until_drained,
+)
+from harness.workloads.plan import message_plan
+from harness.workloads.scalable_admin import TIMEOUT as ADMIN_TIMEOUT
+from harness.workloads.scalable_admin import AdminRefused, AdminUnreachable, ScalableTopicAdmin
+from harness.workloads.scalable_layout import LayoutDriver, LayoutObserver
+from harness.workloads.topic import WorkloadOpenFailed
+from impl.client.producer import ScalableProducer, SendResult
+from impl.client.queue_consumer import QueueConsumer
+from impl.client.segment_consumer import AckListener, Message
+from impl.client.stream_consumer import StreamConsumer
+
+log = logging.getLogger(__name__)
+
+SUBSCRIPTIONS = {"stream": StreamConsumer, "queue": QueueConsumer}
+"""Subscription name (also its mode in the history) -> the client that reads it."""
+CLIENT_TIMEOUT_S = 60.0
+"""How long a client keeps retrying through broker failures (registration, lookups)."""
+OPEN_TIMEOUT_S = 60.0
+RETRY_S = 0.5
+CLIENT_LOGGER = "impl.client"
+
+
+def scalable_topic_name(topic: str) -> str:
+    """The run's topic under the scalable domain: `persistent://t/ns/x` -> `topic://t/ns/x`."""
+    return "topic://" + topic.partition("://")[2]
+
+
+def service_urls(service_url: str) -> list[str]:
+    """`pulsar://a:1,b:2` -> [`pulsar://a:1`, `pulsar://b:2`]."""
+    return ["pulsar://" + host for host in service_url.removeprefix("pulsar://").split(",")]
+
+
+def rotated(urls: list[str], n: int) -> list[str]:
+    """`urls` starting at the n-th, so that clients spread their sessions over the brokers."""
+    n %= len(urls)
+    return urls[n:] + urls[:n]
+
+
+def segment_of(segment_topic: str) -> int:
+    """The segment id at the end of a segment topic's descriptor (`.../0000-7fff-1`)."""
+    return int(segment_topic.rsplit("-", 1)[1])
+
+
+class _Deliveries:
+    """A consumer's handler: records each delivery as a `recv` and its acknowledgement as
+    an `ack`. A consumer reads its segments side by side, one message at a time each, so
+    every acknowledgement in flight has a process of its own; a process whose `ack` has
+    completed serves the next delivery."""
+
+    def __init__(self, workload: ScalableWorkload, subscription: str, consumer: str) -> None:
+        self._workload = workload
+        c = workload.context
+        self._fields = {"topic": c.topic, "cluster": c.cluster, "subscription": subscription,
+                        "consumer": consumer}
+        self._idle: list[ClientProcess] = []
+
+    async def __call__(self, message: Message) -> AckListener:
+        w = self._workload
+        w.deliveries.tick()
+        process = self._idle.pop() if self._idle else ClientProcess(w.context.history, w.ids)
+        value = message.payload.decode(errors="replace")
+        position = f"{message.position.ledger_id}:{message.position.entry_id}"
+        process.observe("recv", value=value, key=message.key or None,
+                        segment=segment_of(message.segment_topic), position=position,
+                        redelivery=message.redelivery, **self._fields)
+        process.invoke("ack", value=value, **self._fields)
+
+        def settled(confirmed: bool) -> None:
+            process.complete("ok" if confirmed else "info", value=value,
+                             error=None if confirmed else "unconfirmed", **self._fields)
+            self._idle.append(process)
+        return settled
+
+
+class ScalableWorkload:
+    def __init__(self, context: WorkloadContext) -> None:
+        self.context = context = dataclasses.replace(
+            context, topic=scalable_topic_name(context.topic))
+        self.ids = SequentialIds("p")
+        self.deliveries = DeliveryClock()
+        self._urls = service_urls(context.service_url)
+        self._admin = ScalableTopicAdmin(context.admin_urls, context.topic)
+        self._observer = LayoutObserver(context, self._admin)
+        self._loop: ClientLoop | None = None
+        self._producers: list[ScalableProducer] = []
+        self._consumers: list[StreamConsumer | QueueConsumer] = []
+        self._client_log: logging.Handler | None = None
+
+    # --- open ----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        c = self.context
+        self._log_the_client()
+        deadline = time.monotonic() + OPEN_TIMEOUT_S
+        self._until(deadline, f"create {c.topic}", self._create_topic)
+        self._until(deadline, f"read the layout of {c.topic}", self._observer.poll)
+        for subscription in SUBSCRIPTIONS:
+            self._subscribe(subscription, deadline)
+        self._loop = loop = ClientLoop("scalable-client")
+        self._consumers = [
+            loop.call(self._start_consumer(kind, subscription, n), OPEN_TIMEOUT_S)
+            for subscription, kind in SUBSCRIPTIONS.items()
+            for n in range(c.settings.consumers)]
+        self._producers = [loop.call(self._start_producer(n), OPEN_TIMEOUT_S)
+                           for n in range(c.settings.producers)]
+
+    def _log_the_client(self) -> None:
+        """The client library's log goes to `logs/client.log`, as the topic workload's does."""
+        path = self.context.client_log
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._client_log = logging.FileHandler(path)
+        self._client_log.setFormatter(logging.Formatter(
+            "%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        client = logging.getLogger(CLIENT_LOGGER)
+        client.setLevel(logging.INFO)
+        client.addHandler(self._client_log)
+
+    def _create_topic(self) -> dict[str, Any] | None:
+        try:
+            return self._admin.create(self.context.settings.initial_segments)
+        except AdminRefused as exc:
+            if exc.status == 409:  # an earlier attempt that timed out had made it
+                return {}
+            raise
+
+    def _until(self, deadline: float, what: str, attempt: Any) -> None:
+        """Repeat `attempt()` until it answers something, within the open deadline."""
+        while True:
+            try:
+                if attempt() is not None:
+                    return
+            except (AdminRefused, AdminUnreachable) as exc:
+                problem = str(exc)
+            else:
+                problem = "no broker answered"
+            if time.monotonic() > deadline:
+                raise WorkloadOpenFailed(f"could not {what} in time: {problem}")
+            time.sleep(RETRY_S)
+
+    def _subscribe(self, subscription: str, deadline: float) -> None:
+        """Create the subscription, recording each attempt: it exists from the first `ok`
+        (a cursor at the end of every active segment)."""
+        c = self.context
+        process = ClientProcess(c.history, self.ids)
+        fields = {"topic": c.topic, "cluster": c.cluster, "subscription": subscription,
+                  "value": subscription, "detail": {"mode": subscription}}
+        while True:
+            process.invoke("subscribe", **fields)
+            try:
+                self._admin.create_subscription(subscription)
+            except (AdminRefused, AdminUnreachable) as exc:
+                failed = "fail" if isinstance(exc, AdminRefused) else "info"
+                process.complete(failed, error=type(exc).__name__, **fields)
+                if time.monotonic() > deadline:
+                    raise WorkloadOpenFailed(f"could not subscribe {subscription} to "
+                                             f"{c.topic} in time: {exc}") from None
+                time.sleep(RETRY_S)
+                continue
+            process.complete("ok", **fields)
+            return
+
+    async def _start_consumer(self, kind: type[StreamConsumer] | type[QueueConsumer],
+                              subscription: str, n: int) -> StreamConsumer | QueueConsumer:
+        name = f"{subscription}-{n}"
+        consumer = kind(rotated(self._urls, n), self.context.topic, subscription, name,
+                        _Deliveries(self, subscription, name), CLIENT_TIMEOUT_S)
+        return await consumer.start()
+
+    async def _start_producer(self, n: int) -> ScalableProducer:
+        return await ScalableProducer(rotated(self._urls, n), self.context.topic,
+                                      f"producer-{n}", self.context.settings.send_timeout_s
+                                      ).start()
+
+    def _running(self) -> ClientLoop:
+        assert self._loop is not None, "open() first"
+        return self._loop
+
+    # --- load ----------------------------------------------------------------------------
+
+    def run(self, deadline: float, stop: threading.Event) -> None:
+        """Producers, the admin driver and the layout observer, all until `deadline`."""
+        driver = LayoutDriver(self.context, self._admin, self._observer)
+        layout_threads = [
+            threading.Thread(target=driver.run, args=(deadline, stop), name="layout-driver",
+                             daemon=True),
+            threading.Thread(target=self._observer.watch, args=(deadline, stop),
+                             name="layout-observer", daemon=True)]
+        for thread in layout_threads:
+            thread.start()
+        run_workers(lambda n: self._produce(n, deadline, stop), len(self._producers),
+                    "producer", deadline, self.context.settings.send_timeout_s + 5)
+        for thread in layout_threads:
+            # A split or merge outstanding at the deadline ends within its HTTP timeout.
+            thread.join(max(0.0, deadline - time.monotonic()) + ADMIN_TIMEOUT + 5)
+
+    def _produce(self, worker: int, deadline: float, stop: threading.Event) -> None:
+        c = self.context
+        process = ClientProcess(c.history, self.ids)
+        producer = self._producers[worker]
+        plan = message_plan(c.seed, worker, c.settings.keys)
+        timeout = c.settings.send_timeout_s
+        workers = len(self._producers)
+        for _ in paced_slots(c.settings.rate / workers, deadline, stop, worker / workers):
+            key, value = next(plan)
+            process.invoke("send", value=value, key=key, topic=c.topic, cluster=c.cluster)
+            try:
+                result, epoch = self._running().call(
+                    self._send(producer, key, value, timeout), timeout + 5)
+            except Exception as exc:  # anything: the send may have been stored
+                process.complete("info", value=value, error=type(exc).__name__)
+                continue
+            process.complete("ok", value=value, key=key, topic=c.topic, cluster=c.cluster,
+                             segment=result.segment_id, epoch=epoch,
+                             position=f"{result.position.ledger_id}:{result.position.entry_id}")
+
+    @staticmethod
+    async def _send(producer: ScalableProducer, key: str, value: str,
+                    timeout: float) -> tuple[SendResult, int | None]:
+        result = await asyncio.wait_for(producer.send(key, value.encode()), timeout)
+        layout = producer.dag.layout
+        return result, layout.epoch if layout is not None else None
+
+    # --- drain and close -----------------------------------------------------------------
+
+    def drain(self) -> bool:
+        c = self.context
+        c.history.record("harness", "invoke", "drain", **drain_fields(c))
+        self._observer.poll()
+        return wait_until_drained(c, time.monotonic(), self.deliveries, self._backlogs)
+
+    def _backlogs(self) -> dict[str, int] | None:
+        """`segment/subscription` -> its backlog, None while some segment's owner does not
+        answer (a segment topic that does not exist has nothing to read)."""
+        try:
+            stats = self._admin.stats()
+        except (AdminRefused, AdminUnreachable):
+            return None
+        backlogs = {}
+        for segment, entry in stats.get("segments", {}).items():
+            storage = entry.get("storage")
+            if storage is None:
+                continue
+            if "error" in storage:
+                return None
+            for subscription, cursor in storage.get("subscriptions", {}).items():
+                backlogs[f"{segment}/{subscription}"] = int(cursor.get("msgBacklog", 0))
+        return backlogs
+
+    def close(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            try:
+                for client in [*self._producers, *self._consumers]:
+                    loop.call(client.close(), 10)
+            except Exception as exc:  # closing is best effort; the cluster is stopped next
+                log.warning("closing the scalable clients: %s", exc)
+            finally:
+                loop.stop()
+        handler, self._client_log = self._client_log, None
+        if handler is not None:
+            logging.getLogger(CLIENT_LOGGER).removeHandler(handler)
+            handler.close()

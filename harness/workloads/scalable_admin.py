@@ -1,0 +1,101 @@
+"""The Scalable Topics admin REST API (`/admin/v2/scalable`, docs/scalable-topics.md) as the
+`scalable` workload calls it: any broker answers, a mutation that lands on a broker that
+does not lead is redirected to the leader (`requests` follows a 307 with its method and
+body), and a broker that does not answer is skipped for the next one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import requests
+from urllib3.exceptions import NewConnectionError
+
+from impl.scalable.names import ScalableTopicName
+
+TIMEOUT = 15.0
+"""Per request; covers the leader's own wait of up to 10 s for a controller to lead."""
+
+
+class AdminRefused(Exception):
+    """A broker answered the request with an error status: it was not applied."""
+
+    def __init__(self, what: str, status: int, reason: str) -> None:
+        super().__init__(f"{what}: {status} {reason}")
+        self.status = status
+        self.reason = reason
+
+
+class AdminUnreachable(Exception):
+    """No broker gave an answer (or one answered 5xx): the request may have been applied."""
+
+
+class ScalableTopicAdmin:
+    def __init__(self, admin_urls: Sequence[str], topic: str) -> None:
+        name = ScalableTopicName.parse(topic)
+        self.paths = f"/admin/v2/scalable/{name.tenant}/{name.namespace}/{name.local_name}"
+        self._urls = list(admin_urls)
+
+    def create(self, segments: int) -> dict[str, Any]:
+        return self._call("PUT", "", {"numInitialSegments": segments})
+
+    def metadata(self) -> dict[str, Any]:
+        """PIP-468's `ScalableTopicMetadata`: epoch and every segment, sealed ones included."""
+        return self._call("GET", "")
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("GET", "/stats")
+
+    def create_subscription(self, subscription: str) -> None:
+        self._call("PUT", f"/subscriptions/{subscription}", {"type": "STREAM"})
+
+    def split(self, segment: int) -> dict[str, Any]:
+        return self._call("POST", f"/split/{segment}")
+
+    def merge(self, first: int, second: int) -> dict[str, Any]:
+        return self._call("POST", f"/merge/{first}/{second}")
+
+    def _call(self, method: str, suffix: str, body: Any = None) -> Any:
+        """The JSON answer of the first broker that gives a definite one. A 4xx is
+        definite: refused, not applied. A broker that could not be connected to (nor the
+        leader it redirected to), or that answered 503 (nobody leads), did not apply it
+        either, so the next one is asked, and when none took it the request is refused
+        with 503. Any other failure of a mutation (a timeout, a connection lost
+        mid-request) leaves its outcome unknown and is not repeated; a read moves on."""
+        what = f"{method} {self.paths}{suffix}"
+        problems = []
+        unknown = False
+        for url in self._urls:
+            try:
+                response = requests.request(method, url + self.paths + suffix, json=body,
+                                            timeout=TIMEOUT)
+            except requests.RequestException as exc:
+                problems.append(f"{url}: {type(exc).__name__}")
+                unknown = unknown or not _not_sent(exc)
+            else:
+                if 400 <= response.status_code < 500:
+                    raise AdminRefused(what, response.status_code, _reason(response))
+                if response.status_code < 400:
+                    return response.json() if response.content else None
+                problems.append(f"{url}: {response.status_code} {_reason(response)}")
+                unknown = unknown or response.status_code != 503
+            if unknown and method != "GET":
+                break
+        if unknown:
+            raise AdminUnreachable(f"{what}: no definite answer ({'; '.join(problems)})")
+        raise AdminRefused(what, 503, f"no broker took it ({'; '.join(problems)})")
+
+
+def _not_sent(exc: requests.RequestException) -> bool:
+    """The request never reached a broker: the connection itself could not be made."""
+    if isinstance(exc, requests.ConnectTimeout):
+        return True
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(exc, requests.ConnectionError) and isinstance(reason, NewConnectionError)
+
+
+def _reason(response: requests.Response) -> str:
+    try:
+        return str(response.json().get("reason", response.text))
+    except ValueError:
+        return response.text
