@@ -15,7 +15,7 @@ from checkers.frames import HistoryFrames
 def lost(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     """An acknowledged send that a subscription existing before it never received, in any
     cluster. Undecidable without a completed drain (the registry says so)."""
-    sends = frames.sends().filter(F.col("outcome") == "ok")
+    sends = frames.sends.filter(F.col("outcome") == "ok")
     received = frames.recvs.select("run", "topic", "subscription", "value").distinct()
     owed = (sends.join(frames.subscriptions(), ["run", "topic"])
             .filter(F.col("since_index") < F.col("inv_index")))
@@ -26,7 +26,7 @@ def lost(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
 
 def unexpected(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     """A delivery of a value no send ever invoked; counted per (subscription, value)."""
-    invoked = frames.sends().select("run", "value").distinct()
+    invoked = frames.sends.select("run", "value").distinct()
     strays = (frames.recvs.join(invoked, ["run", "value"], "left_anti")
               .groupBy("run", "topic", "subscription", "value")
               .agg(F.min("index").alias("recv_index")))
@@ -36,7 +36,7 @@ def unexpected(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
 
 def failed_delivered(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     """A delivery of a value whose send completed `fail` (certainly not written)."""
-    failed = frames.sends().filter(F.col("outcome") == "fail").select(
+    failed = frames.sends.filter(F.col("outcome") == "fail").select(
         "run", "value", "inv_index", "done_index")
     delivered = (frames.recvs.join(failed, ["run", "value"])
                  .groupBy("run", "value", "inv_index", "done_index")

@@ -68,6 +68,9 @@ class HistoryFrames:
     """One row per invoke with its completion (`outcome`, `done_*`), see `checkers.pairing`."""
     observations: DataFrame
     recvs: DataFrame
+    sends: DataFrame
+    acks: DataFrame
+    """Acks completed `ok`, `cumulative` or not."""
     runs: list[str]
     layouts: dict[tuple[str, str], dict[int, Segment]] = field(default_factory=dict)
     meta: dict[str, dict] = field(default_factory=dict)
@@ -97,7 +100,19 @@ class HistoryFrames:
                  .select("run", "index", "time", "topic", "subscription", "consumer",
                          "cluster", "value", F.coalesce("segment", F.lit(-1)).alias("seg"),
                          position_struct().alias("pos"), "position"))
-        frames = cls(spark, ops, observations, recvs, list(histories))
+        sends = ops.filter(F.col("f") == "send").select(
+            "run", "process", "topic", "cluster", "key", "key_hash", "value", "outcome",
+            "inv_index", "inv_time", "done_index", "done_time",
+            F.coalesce("done_segment", "segment").alias("segment"),
+            F.coalesce("done_position", "position").alias("position"))
+        cumulative = F.coalesce(json_field("detail", "cumulative"),
+                                json_field("done_detail", "cumulative")) == "true"
+        acks = (ops.filter((F.col("f") == "ack") & (F.col("outcome") == "ok"))
+                .select("run", "topic", "subscription", "cluster", "value",
+                        F.coalesce(cumulative, F.lit(False)).alias("cumulative"),
+                        F.col("done_index").alias("ack_index"),
+                        F.col("done_time").alias("ack_time")))
+        frames = cls(spark, ops, observations, recvs, sends, acks, list(histories))
         frames._collect_small_facts()
         return frames
 
@@ -109,13 +124,13 @@ class HistoryFrames:
         ops = self.ops.filter(wanted_ops).select(
             "run", "f", "process", "topic",
             F.coalesce("subscription", "value").alias("subscription"),
-            "detail", "done_detail", F.col("inv_index").alias("index"), F.col("inv_time").alias("time"), "outcome",
-            "done_time")
+            "detail", "done_detail", F.col("inv_index").alias("index"),
+            F.col("inv_time").alias("time"), "outcome", "done_time")
         observed = (self.observations.filter(F.col("f").isin("layout", "meta")
                                              & (F.col("type") == "ok"))
                     .select("run", "f", "process", "topic", "subscription", "detail", "index",
                             "time", F.col("type").alias("outcome")))
-        cumulative = (self.acks_ok().filter(F.col("cumulative")).select("run").distinct()
+        cumulative = (self.acks.filter(F.col("cumulative")).select("run").distinct()
                       .select("run", F.lit("cumulative-ack").alias("f"), F.lit(-1).alias("index")))
         rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                       [ops, observed, cumulative]).collect()
@@ -138,22 +153,6 @@ class HistoryFrames:
                 self.failover_ops.append(fact)
 
     # --- views over operations ------------------------------------------------------------
-
-    def sends(self) -> DataFrame:
-        return self.ops.filter(F.col("f") == "send").select(
-            "run", "process", "topic", "cluster", "key", "key_hash", "value", "outcome",
-            "inv_index", "inv_time", "done_index", "done_time",
-            F.coalesce("done_segment", "segment").alias("segment"),
-            F.coalesce("done_position", "position").alias("position"))
-
-    def acks_ok(self) -> DataFrame:
-        cumulative = F.coalesce(json_field("detail", "cumulative"),
-                                json_field("done_detail", "cumulative")) == "true"
-        return (self.ops.filter((F.col("f") == "ack") & (F.col("outcome") == "ok"))
-                .select("run", "topic", "subscription", "cluster", "value",
-                        F.coalesce(cumulative, F.lit(False)).alias("cumulative"),
-                        F.col("done_index").alias("ack_index"),
-                        F.col("done_time").alias("ack_time")))
 
     def subscriptions(self) -> DataFrame:
         """(run, topic, subscription) -> when it began to exist and its mode."""
@@ -178,7 +177,7 @@ class HistoryFrames:
         """The earliest moment each delivered value counted as acknowledged in a
         subscription and cluster: by its own ack, or by a cumulative ack at or past its
         position in the same segment (or topic)."""
-        return _acked(self.acks_ok(), self.recvs, bool(self.cumulative_ack_runs))
+        return _acked(self.acks, self.recvs, bool(self.cumulative_ack_runs))
 
 
 def _read_runs(spark: SparkSession, run_by_path: dict[str, str]) -> DataFrame:

@@ -29,7 +29,7 @@ def order(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     ordered = frames.subscriptions().filter(F.col("mode").isin(*ORDERED_MODES)).select(
         "run", "topic", "subscription")
     deliveries = frames.recvs.join(F.broadcast(ordered), ["run", "topic", "subscription"])
-    sends = frames.sends().filter(F.col("key").isNotNull()).select(
+    sends = frames.sends.filter(F.col("key").isNotNull()).select(
         "run", "topic", "value", "key", "inv_index",
         F.when(F.col("outcome") == "ok", F.col("done_index")).alias("ok_index"))
     # Grouping on a superset of the join's keys reuses the join's partitioning.

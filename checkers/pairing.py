@@ -18,6 +18,7 @@ Two Parquet files come out, the checkers' only input:
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,7 @@ OPERATIONS_SCHEMA = pa.schema(
 OPERATIONS_FILE = "operations.parquet"
 OBSERVATIONS_FILE = "observations.parquet"
 _ROW_GROUP = 1 << 18
+_DISTINCT_TEXT = frozenset({"value", "position", "done_position", "detail", "done_detail"})
 _OBSERVATIONS = pa.array(sorted(OBSERVATIONS))
 
 
@@ -103,13 +105,23 @@ class OperationPairer:
 
 
 class _BufferedWriter:
-    """A Parquet writer that gathers small batches into row groups of 256K rows,
-    so Spark can split a file across cores."""
+    """A Parquet writer that gathers small batches into row groups of 256K rows (so Spark
+    can split a file across cores) and writes each in a background thread while the next
+    batch is paired: Arrow's writer releases the GIL, so the pass uses two cores. At most
+    one row group waits, which bounds memory.
+
+    Uncompressed, with dictionaries only for the columns that repeat: encoding a million
+    distinct message ids costs more than reading the larger file saves."""
 
     def __init__(self, path: Path, schema: pa.Schema) -> None:
-        self._writer = pq.ParquetWriter(path, schema)
+        repeating = [f.name for f in schema if pa.types.is_string(f.type)
+                     and f.name not in _DISTINCT_TEXT]
+        self._writer = pq.ParquetWriter(path, schema, compression="none",
+                                        use_dictionary=repeating)
         self._pending: list[pa.Table] = []
         self._rows = 0
+        self._thread = ThreadPoolExecutor(max_workers=1)
+        self._writing: Future | None = None
 
     def write(self, table: pa.Table) -> None:
         if table.num_rows:
@@ -119,10 +131,18 @@ class _BufferedWriter:
             self._flush()
 
     def _flush(self) -> None:
+        if self._writing is not None:
+            self._writing.result()
+            self._writing = None
         if self._pending:
-            self._writer.write_table(pa.concat_tables(self._pending), row_group_size=_ROW_GROUP)
+            self._writing = self._thread.submit(self._writer.write_table,
+                                                pa.concat_tables(self._pending),
+                                                row_group_size=_ROW_GROUP)
         self._pending, self._rows = [], 0
 
     def close(self) -> None:
         self._flush()
+        if self._writing is not None:
+            self._writing.result()
+        self._thread.shutdown()
         self._writer.close()

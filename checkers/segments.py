@@ -21,7 +21,7 @@ def misrouted(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
         return no_anomalies(frames.spark)
     ranges = frames.spark.createDataFrame(
         rows, "run string, topic string, segment long, range_start long, range_end long")
-    sends = (frames.sends().filter((F.col("outcome") == "ok") & F.col("segment").isNotNull()
+    sends = (frames.sends.filter((F.col("outcome") == "ok") & F.col("segment").isNotNull()
                                    & F.col("key").isNotNull())
              .join(F.broadcast(ranges), ["run", "topic", "segment"])
              .withColumnRenamed("key_hash", "hash"))
@@ -42,7 +42,7 @@ def dual_write(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
         return no_anomalies(frames.spark)
     descendants = frames.spark.createDataFrame(
         lineage, "run string, topic string, segment long, descendant long")
-    sends = frames.sends().filter((F.col("outcome") == "ok") & F.col("segment").isNotNull())
+    sends = frames.sends.filter((F.col("outcome") == "ok") & F.col("segment").isNotNull())
     firsts = (sends.groupBy("run", "topic", F.col("segment").alias("descendant"))
               .agg(F.min(F.struct("done_time", "done_index")).alias("first")))
     limits = (F.broadcast(descendants).join(firsts, ["run", "topic", "descendant"])
