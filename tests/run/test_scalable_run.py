@@ -1,6 +1,7 @@
 """`starquake run` with the `scalable` workload on local processes: splits and merges under a
 broker kill end valid, with every operation the history contract asks of a scalable topic;
-the controller mutant that leaves parents writable (`skip-terminate`) does not."""
+the controller mutants that leave parents writable (`skip-terminate`) or children without
+cursors (`child-cursor-at-latest`) do not."""
 
 from __future__ import annotations
 
@@ -83,3 +84,28 @@ def test_parents_left_writable_keep_the_stream_subscription_from_draining(
             if n]
     assert left and all(sub == "stream" and int(segment) not in initial
                         for segment, sub in left)
+
+
+def test_children_without_cursors_lose_what_they_took_before_the_consumers_came(
+        tmp_path: Path) -> None:
+    """`child-cursor-at-latest`: a child's cursors are made by the consumers when they
+    attach, at Latest, after the producers already wrote to it; what it took in between is
+    never delivered. The drain completes (nothing is left unacknowledged), so the loss is
+    proven: every lost value was stored in a segment a split or merge made."""
+    done = _starquake_run(REPO / "scenarios/mutants/scalable-child-cursor-at-latest.toml",
+                          tmp_path, 1)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (run_dir,) = (tmp_path / "scalable-child-cursor-at-latest").iterdir()
+    checkers = json.loads((run_dir / "results.json").read_text())["checkers"]
+    assert checkers["lost"]["count"] > 0
+    assert all(checkers[name]["valid"] is True for name in ("dual-write", "misrouted", "order"))
+    events = _events(run_dir)
+    final = max((e for e in events if e["f"] == "layout"), key=lambda e: e["epoch"])
+    made = {int(s) for s, segment in json.loads(final["detail"])["segments"].items()
+            if segment["parentIds"]}
+    examples = checkers["lost"]["examples"]
+    assert "stream" in {example["subscription"] for example in examples}
+    for example in examples:
+        (stored,) = [events[i] for i in example["events"]
+                     if events[i]["f"] == "send" and events[i]["type"] == "ok"]
+        assert stored["value"] == example["value"] and stored["segment"] in made
