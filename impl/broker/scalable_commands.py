@@ -289,13 +289,7 @@ class ScalableCommands:
             except Exception as exc:
                 if not isinstance(exc, (ScalableTopicError, ValueError)):
                     log.exception("registration of %s failed", request.consumer_name)
-                refusal = CommandScalableConsumerAssignment(
-                    consumer_id=request.consumer_id, request_id=request.request_id,
-                    error=error_code(exc), message=str(exc))
-                if isinstance(exc, NotLeader) and exc.leader_url:
-                    refusal.leader_broker_url = exc.leader_url
-                self.connection.send(BaseCommand(type=BaseCommand.SCALABLE_CONSUMER_ASSIGNMENT,
-                                                 scalableConsumerAssignment=refusal))
+                self._refuse(request.consumer_id, exc, request.request_id)
                 return
             self._registrations[request.consumer_id] = registration
             self.connection.send(assignment_command(request.consumer_id, assignment,
@@ -334,9 +328,29 @@ class ScalableCommands:
             try:
                 await self.blocking(lambda: self.service.controller(
                     registration.topic).drain_changed(registration.subscription))
+            except NotLeader as exc:
+                # Leadership moved while the consumer stayed connected here (a pause that
+                # outlived our session): its reports would go nowhere, and its stream would
+                # stop at the next sealed segment. Send it to the new leader.
+                log.info("%s registered with a controller that no longer leads; told to "
+                         "register again", registration.consumer_name)
+                self._registrations.pop(request.consumer_id, None)
+                self._refuse(request.consumer_id, exc)
             except ScalableTopicError as exc:
                 log.info("drain report of %s ignored: %s", registration.consumer_name, exc)
         self._spawn(refresh())
+
+    def _refuse(self, consumer_id: int, exc: BaseException, request_id: int | None = None) -> None:
+        """An assignment carrying an error: the answer to a refused registration, or,
+        without a request id, a push telling a registered consumer to register again."""
+        refusal = CommandScalableConsumerAssignment(consumer_id=consumer_id,
+                                                    error=error_code(exc), message=str(exc))
+        if request_id is not None:
+            refusal.request_id = request_id
+        if isinstance(exc, NotLeader) and exc.leader_url:
+            refusal.leader_broker_url = exc.leader_url
+        self.connection.send(BaseCommand(type=BaseCommand.SCALABLE_CONSUMER_ASSIGNMENT,
+                                         scalableConsumerAssignment=refusal))
 
     def _disconnected(self, registration: _Registration) -> None:
         def report() -> None:

@@ -101,6 +101,15 @@ class StreamConsumer:
             await self._register()
 
     def _pushed(self, frame: Frame) -> None:
+        answer = frame.command.scalableConsumerAssignment
+        if answer.HasField("error"):
+            # The broker we registered with no longer leads the controller: our drain
+            # reports reach nobody there. Register again with the leader the DAG names.
+            log.info("%s: %s; registering again", self.name, answer.message)
+            if self._controller is not None:
+                self._controller.unregister(_KINDS, self._consumer_id)
+            self._lost.set()
+            return
         asyncio.ensure_future(self._apply(frame))
 
     async def _apply(self, frame: Frame) -> None:

@@ -130,3 +130,50 @@ def test_leader_killed_mid_split_the_next_leader_rolls_it_forward(
         asyncio.run(asyncio.wait_for(scenario(), 200))
     finally:
         observer.close()
+
+
+def test_a_consumer_of_a_paused_leader_follows_the_controller_to_its_successor(
+        make_cluster: Callable[..., LocalCluster]) -> None:
+    """The leader is frozen past its ZooKeeper session and another broker takes the
+    controller over; the stream consumer's connection to the old leader survives the
+    pause. Its drain reports there reach no controller, so the old leader must send it to
+    the new one, or the stream stops at the first sealed segment."""
+    cluster = make_cluster(brokers=3)
+    leader, other, third = cluster.brokers
+    admin = ScalableAdmin(leader.admin_url, TOPIC)
+    admin.ok("PUT", json={"numInitialSegments": 1})
+    admin.ok("PUT", "/subscriptions/stream")
+    survivors = ScalableAdmin(other.admin_url, TOPIC)
+    # Clients reach the cluster through the other brokers first: their DAG sessions make
+    # those brokers controller candidates while the leader is frozen.
+    urls = [other.service_url, third.service_url, leader.service_url]
+
+    async def scenario() -> None:
+        got = Received()
+        producer = await ScalableProducer(urls, admin.topic).start()
+        consumer = await StreamConsumer(urls, admin.topic, "stream", "a", got).start()
+        load = KeyedLoad(producer, keys=8)
+        try:
+            assert consumer.dag.controller_url == leader.service_url
+            await load.run(20, 0.01)
+            leader.pause()
+            try:
+                await wait_until(
+                    lambda: survivors.ok("GET", "/stats")["controllerBrokerUrl"]
+                    not in (None, leader.service_url), 60, "a new controller leader")
+            finally:
+                leader.resume()
+            await asyncio.to_thread(survivors.ok, "POST", "/split/0")
+            await load.run(20, 0.01)
+            await load.settled()
+            assert not load.failed
+            await wait_until(lambda: not lost(load.sends, got), 60, "every message delivered",
+                             lambda: f"{undelivered(load.sends, got)}; assignments "
+                                     f"{consumer.assignments}")
+        finally:
+            await producer.close()
+            await consumer.close()
+        assert set(consumer.assigned) == {1, 2}
+        assert out_of_order(load.sends, got) == []
+
+    asyncio.run(asyncio.wait_for(scenario(), 150))
