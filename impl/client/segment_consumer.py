@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 _KINDS = (BaseCommand.MESSAGE, BaseCommand.REACHED_END_OF_TOPIC, BaseCommand.CLOSE_CONSUMER,
           BaseCommand.ACTIVE_CONSUMER_CHANGE)
 PERMITS = 500
+ACKS_IN_FLIGHT = 200
+"""Acknowledgements awaiting their receipt before the next message waits."""
+ACK_CLOSE_WAIT = 5.0
+"""How long a closing consumer waits for outstanding receipts."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,8 @@ class SegmentConsumer:
         self.drained = asyncio.Event()
         self._closed = False
         self._task: asyncio.Task[None] | None = None
+        self._acks_in_flight = asyncio.Semaphore(ACKS_IN_FLIGHT)
+        self._ack_tasks: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -84,7 +90,22 @@ class SegmentConsumer:
                 continue  # a wake-up: resubscribe or closing
             self._unacked += 1
             listener = await self._on_message(message)
+            # Acknowledgements are pipelined: the next message is handed over while this
+            # one's receipt is on its way (a receipt waits for the cursor's metadata write,
+            # which would otherwise cap a segment at one message per round trip).
+            await self._acks_in_flight.acquire()
+            task = asyncio.create_task(self._ack_and_tell(message, listener))
+            self._ack_tasks.add(task)
+            task.add_done_callback(self._ack_tasks.discard)
+
+    async def _ack_and_tell(self, message: Message, listener: AckListener | None) -> None:
+        """Acknowledge, then tell the listener whether the broker confirmed it; a close
+        before the receipt counts as unconfirmed (the message will come again)."""
+        confirmed = False
+        try:
             confirmed = await self._ack(message)
+        finally:
+            self._acks_in_flight.release()
             if listener is not None:
                 listener(confirmed)
 
@@ -170,6 +191,12 @@ class SegmentConsumer:
         if self._task is not None:
             self._task.cancel()
             await asyncio.wait([self._task])
+        if self._ack_tasks:
+            _, late = await asyncio.wait(self._ack_tasks, timeout=ACK_CLOSE_WAIT)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
         connection = self._connection
         log.info("%s closes its consumer %d of %s (%s)", self._name, self._consumer_id,
                  self.topic, "connected" if connection is not None else "not subscribed")
