@@ -25,7 +25,7 @@ from harness.history import HistoryWriter
 from nemesis.events import NemesisEvent
 from nemesis.partition import Partitioner
 from nemesis.process import ProcessFaults, ProcessNode
-from nemesis.schedule import OWNER, WAN_FAULTS, Action, FaultStep, Schedule
+from nemesis.schedule import OWNER, WAN_FAULTS, FaultStep, Schedule
 from nemesis.session_expiry import expire_session
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,6 @@ pending change is in ZooKeeper the leader is SIGKILLed and the owner resumed."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
