@@ -3,6 +3,8 @@ failures per cluster, latency per operation, consumer assignments, replication l
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -104,7 +106,7 @@ def consumer_assignments(run: PlotInput) -> Plot | Omitted:
     rows = consumer + " ← " + source
     edges = time_bins(view.duration_s)
     width = edges[1] - edges[0]
-    names = sorted(rows.unique())
+    names = sorted(rows.unique(), key=_natural)
     shown = names[:MAX_ASSIGNMENT_ROWS]
     fig, axes = figure(1, height=max(2.0, 0.28 * len(shown) + 1.2))
     ax = axes[0]
@@ -173,3 +175,8 @@ def _cross_cluster_lag(view: HistoryView) -> pd.DataFrame:
     return pd.DataFrame({"sent_t": joined["sent_t"],
                          "lag_ms": (joined["t"] - joined["sent_t"]) * 1000,
                          "pair": joined["from"] + " → " + joined["cluster"]}).sort_values("sent_t")
+
+
+def _natural(label: str) -> list[object]:
+    """Sort key that orders "segment 2" before "segment 10"."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", label)]
