@@ -14,6 +14,7 @@ from impl.broker.subscription import Subscription
 from impl.ownership.topic_name import TopicName
 from impl.protocol.pulsar_api_pb2 import CommandSubscribe
 from impl.replication.broker_hooks import NO_REPLICATION, TopicHooks
+from impl.replication.stopping import finish
 from impl.storage.api import InitialPosition, ManagedLedger, Position, TopicTerminated
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ class Topic:
         for subscription in self.subscriptions.values():
             for consumer in subscription.consumers:
                 consumer.close_by_broker()
-            await subscription.close()
+            await finish(subscription.close())
         await self.replication.close()
         log.info("closed clients of %s", self.name)
 

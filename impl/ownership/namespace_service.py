@@ -126,7 +126,12 @@ class NamespaceService:
 
     async def load_topic(self, topic: TopicName) -> ManagedLedger:
         """The topic's managed ledger, opened once per topic while we own its bundle;
-        `NotOwner` otherwise."""
+        `NotOwner` otherwise, also while its bundle unloads: a client (a remote
+        cluster's replicator, say) that comes back in that window must not get the topic
+        the unload is closing, nor a new one the unload would never close."""
+        unloading = self._unloading_bundle(topic)
+        if unloading is not None:
+            raise NotOwner(topic, unloading)
         if topic in self._ledgers:
             return self._ledgers[topic]
         pending = self._loading.get(topic)
@@ -145,6 +150,12 @@ class NamespaceService:
             raise
         finally:
             del self._loading[topic]
+
+    def _unloading_bundle(self, topic: TopicName) -> NamespaceBundle | None:
+        for bundle, state in self.ownership.owned_bundles().items():
+            if state == BundleState.UNLOADING and in_bundle(topic, bundle):
+                return bundle
+        return None
 
     async def _open_owned(self, topic: TopicName) -> ManagedLedger:
         bundle = await self.bundle_of(topic)

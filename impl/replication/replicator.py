@@ -29,6 +29,7 @@ from impl.replication.config import GeoReplicationConfig
 from impl.replication.markers import MalformedMarker, is_marker
 from impl.replication.remote_producer import RemoteProducer, RemoteUnavailable
 from impl.replication.routing import replicates_to
+from impl.replication.stopping import stop_task
 from impl.storage.api import Entry, ManagedCursor, Position, StorageError
 
 log = logging.getLogger(__name__)
@@ -117,11 +118,7 @@ class Replicator:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+            await stop_task(self._task)
             self._task = None
         await self._disconnect()
 

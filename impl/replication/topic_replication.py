@@ -26,6 +26,7 @@ from impl.replication.replicator import (
     is_replicator_cursor,
     replicator_cursor_name,
 )
+from impl.replication.stopping import stop_task
 from impl.resources import NamespacePolicies
 from impl.storage.api import (
     Entry,
@@ -189,9 +190,7 @@ class TopicReplication:
         if self._watch is not None:
             self._watch.cancel()
         await asyncio.gather(*(r.stop() for r in self._replicators.values()))
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*(stop_task(task) for task in list(self._tasks)))
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
