@@ -256,7 +256,8 @@ class ScalableWorkload:
     @staticmethod
     async def _send(producer: ScalableProducer, key: str, value: str,
                     timeout: float) -> tuple[SendResult, int | None]:
-        result = await asyncio.wait_for(producer.send(key, value.encode()), timeout)
+        async with asyncio.timeout(timeout):
+            result = await producer.send(key, value.encode())
         layout = producer.dag.layout
         return result, layout.epoch if layout is not None else None
 

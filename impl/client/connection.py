@@ -70,14 +70,15 @@ class ClientConnection:
     @classmethod
     async def open(cls, url: str, timeout: float = 10.0) -> ClientConnection:
         address = urlsplit(url)
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(address.hostname, address.port), timeout)
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(address.hostname, address.port)
         connection = cls(url, reader, writer)
         connection._task = asyncio.create_task(connection._read())
         connected = connection._expect_connected()
         connection.send(BaseCommand(type=BaseCommand.CONNECT, connect=CommandConnect(
             client_version="starquake-scalable", protocol_version=PROTOCOL_VERSION)))
-        await asyncio.wait_for(connected, timeout)
+        async with asyncio.timeout(timeout):
+            await connected
         return connection
 
     def _expect_connected(self) -> asyncio.Future[Frame]:
@@ -101,7 +102,8 @@ class ClientConnection:
         self._requests[request_id] = future
         try:
             self.send(command)
-            frame = await asyncio.wait_for(future, timeout)
+            async with asyncio.timeout(timeout):
+                frame = await future
         finally:
             self._requests.pop(request_id, None)
         if frame.command.type == BaseCommand.ERROR:

@@ -84,7 +84,7 @@ class SegmentConsumer:
                 await retrying(f"subscribe to {self.topic}", self._subscribe,
                                loop.time() + self._timeout)
                 subscribed = True
-                continue  # closed meanwhile? (Python 3.11's wait_for can drop a cancel)
+                continue  # closed while subscribing?
             message = await self._queue.get()
             if message is None:
                 continue  # a wake-up: resubscribe or closing

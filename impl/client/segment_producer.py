@@ -76,7 +76,8 @@ class SegmentProducer:
             connection.send(BaseCommand(type=BaseCommand.SEND, send=CommandSend(
                 producer_id=producer_id, sequence_id=sequence, num_messages=1)),
                 encode_entry(metadata, payload))
-            return await asyncio.wait_for(future, self._timeout)
+            async with asyncio.timeout(self._timeout):
+                return await future
         finally:
             self._pending.pop(sequence, None)
 

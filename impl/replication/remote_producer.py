@@ -57,7 +57,8 @@ class RemoteProducer:
                       timeout: float = 10.0) -> RemoteProducer:
         pool = ConnectionPool([service_url])
         try:
-            connection = await asyncio.wait_for(pool.lookup(topic), timeout)
+            async with asyncio.timeout(timeout):
+                connection = await pool.lookup(topic)
             producer_id, request_id = connection.next_id(), connection.next_id()
             producer = cls(pool, connection, producer_id)
             await connection.request(BaseCommand(

@@ -1,12 +1,12 @@
 """Ending asyncio tasks for sure, so that closing a topic (and so unloading a bundle) takes
 bounded time.
 
-Python 3.11's `asyncio.wait_for`, which the bookie and client connections await their
-answers with, returns the answer instead of raising when a cancel arrives in the same loop
-turn as that answer: the cancel is lost, and a `while True` loop (a replicator, the
-snapshot timer, a subscription's dispatcher) runs on, so whoever awaits its end after one
-`cancel()` waits forever. Cancelling again while the task still runs ends it at its next
-wait.
+Python 3.11's `asyncio.wait_for` returns the answer instead of raising when a cancel
+arrives in the same loop turn as that answer: the cancel is lost, and a `while True` loop
+(a replicator, the snapshot timer, a subscription's dispatcher) runs on, so whoever awaits
+its end after one `cancel()` waits forever. Our connections now await with
+`asyncio.timeout`, which keeps the cancel, but a loop may await any library's code; so a
+close cancels again while the task still runs, which ends it at its next wait.
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ class BookieClient:
         self._pending[request_id] = future
         try:
             writer.write(protocol.request(op, request_id, body))
-            status, answer = await asyncio.wait_for(future, self._request_timeout)
+            async with asyncio.timeout(self._request_timeout):
+                status, answer = await future
         except TimeoutError:
             raise errors.BookieUnavailable(
                 self.address, f"no answer to {op.name} within {self._request_timeout} s"
@@ -110,8 +111,8 @@ class BookieClient:
                 return self._writer
             host, _, port = self.address.rpartition(":")
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(host, int(port)), self._connect_timeout)
+                async with asyncio.timeout(self._connect_timeout):
+                    reader, writer = await asyncio.open_connection(host, int(port))
             except (OSError, TimeoutError) as exc:
                 raise errors.BookieUnavailable(self.address, f"cannot connect: {exc!r}") from None
             self._writer = writer
