@@ -107,12 +107,13 @@ def bench_check(events: int, spark_master: str | None, keep: Path | None) -> Non
         check_s = time.perf_counter() - started
         jvm_mib = _jvm_peak_rss_mib(spark)
         spark.stop()
+        # Before DuckDB runs in this process, so the figure is the check's own.
+        python_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
         counts = {k: c["count"] for k, c in result.results["checkers"].items()}
         expected = {k: inject.get(k, 0) for k in counts}
         lost, duplicate, duck_s = duckdb_lost_and_duplicate(path)
 
-    python_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     click.echo(f"spark: session start {session_s:.1f} s, all checkers {check_s:.1f} s "
                f"({written / check_s:,.0f} events/s; of which validating and pairing "
                f"{prepare_s:.1f} s); driver JVM peak "
