@@ -25,7 +25,7 @@ from harness.history import HistoryWriter
 from nemesis.events import NemesisEvent
 from nemesis.partition import Partitioner
 from nemesis.process import ProcessFaults, ProcessNode
-from nemesis.schedule import OWNER, WAN_FAULTS, FaultStep, Schedule
+from nemesis.schedule import CONTROLLER_LEADER, OWNER, WAN_FAULTS, FaultStep, Schedule
 from nemesis.session_expiry import expire_session
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ PROCESS = "nemesis"
 SESSION_PATH = "/admin/v2/debug/zookeeper-session"
 HTTP_TIMEOUT = 3.0
 
-_ENDS = {"kill": "start", "pause": "resume"}
+_ENDS = {"kill": "start", "pause": "resume", "kill-controller-leader": "start"}
 
 
 class FaultTargets(Protocol):
@@ -118,8 +118,10 @@ class NemesisRunner:
         self._begun[step] = targets
         self.status.begin(step.fault, ",".join(targets) or "cluster")
         partitioner = self._targets.partitioner
-        if step.fault == "kill":
-            self._record("kill", targets, lambda: self._processes.kill(self._nodes(targets)))
+        if step.fault in ("kill", "kill-controller-leader"):
+            # history.md names the controller leader's kill `kill-leader`
+            self._record("kill" if step.fault == "kill" else "kill-leader", targets,
+                         lambda: self._processes.kill(self._nodes(targets)))
         elif step.fault == "pause":
             self._record("pause", targets, lambda: self._processes.pause(self._nodes(targets)))
         elif step.fault == "expire-session":
@@ -182,7 +184,7 @@ class NemesisRunner:
 
     def _partition(self, partitioner: Partitioner, step: FaultStep, rng: random.Random,
                    targets: tuple[str, ...]) -> NemesisEvent:
-        if step.fault == "isolate":
+        if step.fault in ("isolate", "isolate-controller-leader"):
             return partitioner.isolate(targets[0])
         if step.fault == "brokers-from-zookeeper":
             names = partitioner.names
@@ -204,23 +206,28 @@ class NemesisRunner:
                             {"sessions": expired})
 
     def _resolve(self, target: str, rng: random.Random) -> str:
-        """`owner` -> the broker owning the topic now, asked of any broker that answers;
-        when none does, a broker drawn from the step's seed."""
-        if target != OWNER:
+        """`owner` -> the broker owning the topic now; `controller-leader` -> the broker
+        leading the scalable topic's controller now; each asked of any broker that
+        answers. When none does, a broker drawn from the step's seed."""
+        name = self._topic.split("://", 1)[-1]
+        if target == OWNER:
+            path, keys = f"/lookup/v2/topic/persistent/{name}", ("nativeUrl", "brokerUrl")
+        elif target == CONTROLLER_LEADER:
+            path, keys = f"/admin/v2/scalable/{name}/stats", ("controllerBrokerUrl",)
+        else:
             return target
         brokers = sorted(self._targets.broker_admin_urls)
-        path = "/lookup/v2/topic/" + self._topic.replace("://", "/")
-        for name in brokers:
+        for broker in brokers:
             try:
-                found = _get_json(self._targets.broker_admin_urls[name] + path)
+                found = _get_json(self._targets.broker_admin_urls[broker] + path)
             except OSError:
                 continue
-            for key in ("nativeUrl", "brokerUrl", "httpUrl"):
-                owner = self._targets.broker_at(str(found.get(key, "")))
-                if owner is not None:
-                    return owner
+            for key in keys:
+                node = self._targets.broker_at(str(found.get(key, "")))
+                if node is not None:
+                    return node
         fallback = rng.choice(brokers)
-        log.warning("no broker named the owner of %s; using %s", self._topic, fallback)
+        log.warning("no broker named the %s of %s; using %s", target, self._topic, fallback)
         return fallback
 
 

@@ -7,9 +7,11 @@ inject the same faults into the same nodes at the same offsets. Every schedule e
 a heal of everything at the end of the workload phase, before the final drain.
 
 Targets are node names as both backends spell them (`a-broker1`, `a-bookie1`, `a-zk1`),
-a role (`broker`, `bookie`, `zookeeper`: one node of it, drawn from the seed) or `owner`:
-the broker that owns the workload's topic when the fault starts. `owner` is the only
-target the schedule cannot fix, since ownership is the system's choice at run time.
+a role (`broker`, `bookie`, `zookeeper`: one node of it, drawn from the seed), `owner`:
+the broker that owns the workload's topic when the fault starts, or `controller-leader`:
+the broker leading the scalable topic's controller then (the target of
+`kill-controller-leader` and `isolate-controller-leader`). `owner` and `controller-leader`
+are the only targets the schedule cannot fix: they are the system's choice at run time.
 """
 
 from __future__ import annotations
@@ -21,12 +23,18 @@ from dataclasses import dataclass
 from scenarios.format import Scenario, ScenarioError
 
 OWNER = "owner"
+CONTROLLER_LEADER = "controller-leader"
+RUNTIME_TARGETS = (OWNER, CONTROLLER_LEADER)
+"""Targets resolved when the fault starts, by asking the brokers."""
 ROLES = {"broker": "broker", "bookie": "bookie", "zookeeper": "zk"}
 """Target word -> the node-name infix of that role."""
 
-PROCESS_FAULTS = ("kill", "pause")
+PROCESS_FAULTS = ("kill", "pause", "kill-controller-leader")
 """Faults with an end (start, resume) on the same targets."""
-PARTITIONS = ("isolate", "random-halves", "bridge", "majorities-ring", "brokers-from-zookeeper")
+PARTITIONS = ("isolate", "random-halves", "bridge", "majorities-ring", "brokers-from-zookeeper",
+              "isolate-controller-leader")
+CONTROLLER_FAULTS = ("kill-controller-leader", "isolate-controller-leader")
+"""Faults aimed at a scalable topic's controller leader (PIP-468 leader failover)."""
 INSTANT_FAULTS = ("expire-session",)
 
 WAN_FAULTS = ("cut-wan",)
@@ -45,6 +53,8 @@ DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
     "pause": (OWNER, "broker"),
     "expire-session": (OWNER, "broker"),
     "isolate": (OWNER, "broker", "bookie", "zookeeper"),
+    "kill-controller-leader": (CONTROLLER_LEADER,),
+    "isolate-controller-leader": (CONTROLLER_LEADER,),
 }
 """What a fault picks among when the scenario names no target (one pick per fault);
 faults missing here act on shapes of the whole cluster and take no targets."""
@@ -162,6 +172,9 @@ def _check_backend(scenario: Scenario, backend: str) -> None:
         if fault not in can:
             raise ScenarioError(f"{scenario.path}: {key}: the {backend} backend cannot "
                                 f"inject {fault}; it can inject {', '.join(sorted(can))}")
+        if fault in CONTROLLER_FAULTS and scenario.workload.kind != "scalable":
+            raise ScenarioError(f"{scenario.path}: {key}: {fault} needs a scalable topic's "
+                                f"controller; workload.kind is {scenario.workload.kind!r}")
         if fault in WAN_FAULTS and len(scenario.topology.clusters) < 2:
             raise ScenarioError(f"{scenario.path}: {key}: {fault} cuts clusters apart; "
                                 f"topology.clusters names only "
@@ -183,12 +196,15 @@ def _targets(scenario: Scenario, key: str, fault: str, given: Sequence[str],
     for n, target in enumerate(given):
         if target in ROLES:
             resolved.append(rng.choice(names[target]))
-        elif target == OWNER or target in everyone:
+        elif target in RUNTIME_TARGETS or target in everyone:
             resolved.append(target)
         else:
             raise ScenarioError(f"{scenario.path}: {key}[{n}]: expected a node name (one of "
-                                f"{', '.join(everyone)}), a role (broker, bookie, zookeeper) "
-                                f"or owner, got {target!r}")
+                                f"{', '.join(everyone)}), a role (broker, bookie, zookeeper), "
+                                f"owner or controller-leader, got {target!r}")
+    if fault in CONTROLLER_FAULTS and resolved != [CONTROLLER_LEADER]:
+        raise ScenarioError(f"{scenario.path}: {key}: {fault} acts on the controller "
+                            f"leader only, got {list(given)}")
     if fault == "isolate" and len(resolved) != 1:
         raise ScenarioError(f"{scenario.path}: {key}: isolate cuts one node off, got "
                             f"{list(given)}")

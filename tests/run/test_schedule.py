@@ -97,13 +97,14 @@ def test_without_faults_the_schedule_is_the_final_heal(write_scenario: WriteScen
     ('[topology]\nbackend = "local"\n[nemesis]\nschedule = "random"\n'
      'faults = ["kill", "isolate"]\n',
      "nemesis.faults[1]: the local backend cannot inject isolate; it can inject "
-     "expire-session, kill, pause"),
+     "expire-session, kill, kill-controller-leader, pause"),
     ('[nemesis]\nschedule = "timeline"\n[[nemesis.timeline]]\nat_s = 1\nfault = "cut-wan"\n',
      "nemesis.timeline[0].fault: cut-wan cuts clusters apart; topology.clusters names only"),
     ('[nemesis]\nschedule = "timeline"\n[[nemesis.timeline]]\nat_s = 1\nfault = "kill"\n'
      'targets = ["broker-1"]\n',
      "nemesis.timeline[0].targets[0]: expected a node name (one of a-broker1, a-broker2, "
-     "a-broker3, a-bookie1, a-zk1), a role (broker, bookie, zookeeper) or owner, got 'broker-1'"),
+     "a-broker3, a-bookie1, a-zk1), a role (broker, bookie, zookeeper), owner or "
+     "controller-leader, got 'broker-1'"),
     ('[nemesis]\nschedule = "timeline"\n[[nemesis.timeline]]\nat_s = 1\nfault = "isolate"\n'
      'targets = ["a-broker1", "a-broker2"]\n',
      "nemesis.timeline[0].targets: isolate cuts one node off"),
@@ -113,6 +114,12 @@ def test_without_faults_the_schedule_is_the_final_heal(write_scenario: WriteScen
     ('[nemesis]\nschedule = "timeline"\n[[nemesis.timeline]]\nat_s = 1\n'
      'fault = "random-halves"\ntargets = ["a-zk1"]\n',
      "nemesis.timeline[0].targets: random-halves takes no targets"),
+    ('[workload]\nkind = "topic"\n[nemesis]\nschedule = "random"\n'
+     'faults = ["kill-controller-leader"]\n',
+     "nemesis.faults[0]: kill-controller-leader needs a scalable topic's controller"),
+    ('[workload]\nkind = "scalable"\n[nemesis]\nschedule = "timeline"\n[[nemesis.timeline]]\n'
+     'at_s = 1\nfault = "isolate-controller-leader"\ntargets = ["a-broker1"]\n',
+     "nemesis.timeline[0].targets: isolate-controller-leader acts on the controller leader"),
 ])
 def test_faults_a_backend_or_cluster_cannot_take_are_named(
         write_scenario: WriteScenario, text: str, message: str) -> None:
@@ -121,3 +128,13 @@ def test_faults_a_backend_or_cluster_cannot_take_are_named(
         build_schedule(scenario, 1)
     assert str(caught.value).startswith(f"{scenario.path}: ")
     assert message in str(caught.value)
+
+
+def test_controller_faults_aim_at_the_leader_found_at_run_time(
+        write_scenario: WriteScenario) -> None:
+    scenario = write_scenario('[workload]\nkind = "scalable"\n[nemesis]\nschedule = "random"\n'
+                              'faults = ["kill-controller-leader", "isolate-controller-leader"]\n')
+    steps = build_schedule(scenario, 3).steps
+    assert steps and {s.fault for s in steps} <= {"kill-controller-leader",
+                                                   "isolate-controller-leader"}
+    assert all(s.targets == ("controller-leader",) for s in steps)
