@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import orjson
@@ -105,3 +106,47 @@ def test_a_stop_cuts_the_schedule_short_but_still_heals(tmp_path: Path) -> None:
         runner.run(started, stop)
         assert time.monotonic() - started < 5
     assert calls == ["kill a-broker1", "start a-broker1"]
+
+
+def test_the_controller_leader_is_the_broker_the_stats_name_when_the_fault_starts(
+        tmp_path: Path) -> None:
+    """`kill-controller-leader` asks the brokers' scalable-topic stats who leads, kills
+    that broker (recorded as history.md's `kill-leader`) and starts it again."""
+    leader_url = "pulsar://10.0.0.2:6650"
+
+    class Stats(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's spelling)
+            found = self.path == "/admin/v2/scalable/public/default/t/stats"
+            body = orjson.dumps({"controllerBrokerUrl": leader_url} if found else {})
+            self.send_response(200 if found else 404)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Stats)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    calls: list[str] = []
+
+    class Cluster(Targets):
+        broker_admin_urls = {"a-broker1": f"http://127.0.0.1:{server.server_port}"}
+
+        def broker_at(self, url: str) -> str | None:
+            return "a-broker2" if url == leader_url else None
+
+    try:
+        with HistoryWriter(tmp_path / "history.jsonl") as history:
+            runner = NemesisRunner(
+                Schedule((FaultStep(0.0, "kill-controller-leader", 0.05,
+                                    ("controller-leader",), 1),), 0.1),
+                Cluster([Node("a-broker1", calls), Node("a-broker2", calls)]), history,
+                "persistent://public/default/t")
+            runner.run(time.monotonic(), threading.Event())
+    finally:
+        server.shutdown()
+    events = [orjson.loads(line)
+              for line in (tmp_path / "history.jsonl").read_bytes().splitlines()]
+    assert calls == ["kill a-broker2", "start a-broker2"]
+    assert [(e["type"], e["f"], e["value"]) for e in events[:2]] == [
+        ("invoke", "kill-leader", "a-broker2"), ("ok", "kill-leader", "a-broker2")]
