@@ -6,27 +6,18 @@ from __future__ import annotations
 
 import asyncio
 
-from impl.client.connection import ConnectionPool
-from impl.client.dag import DagWatcher
-from impl.client.segment_consumer import MessageHandler, SegmentConsumer
+from impl.client.segment_consumer import MessageHandler
+from impl.client.segment_reader import SegmentReader
 from impl.protocol.pulsar_api_pb2 import CommandSubscribe
-from impl.scalable.names import ScalableTopicName
 
 FOLLOW_INTERVAL = 0.2
 """How often the DAG watcher's latest layout is compared with the segments attached."""
 
 
-class QueueConsumer:
+class QueueConsumer(SegmentReader):
     def __init__(self, service_urls: list[str], topic: str, subscription: str,
                  consumer_name: str, on_message: MessageHandler, timeout: float = 60.0) -> None:
-        self.topic = ScalableTopicName.parse(topic)
-        self.subscription = subscription
-        self.name = consumer_name
-        self._on_message = on_message
-        self._timeout = timeout
-        self._pool = ConnectionPool(service_urls)
-        self.dag = DagWatcher(self._pool, str(self.topic), timeout)
-        self._segments: dict[int, SegmentConsumer] = {}
+        super().__init__(service_urls, topic, subscription, consumer_name, on_message, timeout)
         self.finished: set[int] = set()
         """Segments read to their end and dropped."""
         self._task: asyncio.Task[None] | None = None
@@ -48,11 +39,8 @@ class QueueConsumer:
         for segment in layout.segments.values():
             if segment.segment_id in self._segments or segment.segment_id in self.finished:
                 continue
-            consumer = SegmentConsumer(self._pool, self.topic.segment_topic(segment),
-                                       self.subscription, CommandSubscribe.Shared, self.name,
-                                       self._on_message, self._timeout)
-            self._segments[segment.segment_id] = consumer
-            consumer.start()
+            self._attach(segment.segment_id, self.topic.segment_topic(segment),
+                         CommandSubscribe.Shared)
 
     async def _drop_drained(self) -> None:
         for segment_id, consumer in list(self._segments.items()):
@@ -63,7 +51,4 @@ class QueueConsumer:
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-        for consumer in self._segments.values():
-            await consumer.close()
-        self.dag.close()
-        self._pool.close()
+        await self._close_all()

@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from impl.client.connection import ClientConnection, ConnectionPool, retrying
-from impl.client.dag import DagWatcher
+from impl.client.connection import ClientConnection, retrying
 from impl.client.errors import ClientError, NotController
-from impl.client.segment_consumer import MessageHandler, SegmentConsumer
+from impl.client.segment_consumer import MessageHandler
+from impl.client.segment_reader import SegmentReader
 from impl.protocol.frames import Frame
 from impl.protocol.pulsar_api_pb2 import (
     BaseCommand,
@@ -28,7 +28,6 @@ from impl.protocol.pulsar_api_pb2 import (
     CommandSubscribe,
     ScalableSubscriptionType,
 )
-from impl.scalable.names import ScalableTopicName
 
 log = logging.getLogger(__name__)
 
@@ -38,19 +37,12 @@ DRAIN_REPORT_INTERVAL = 1.0
 controller that is just taking over)."""
 
 
-class StreamConsumer:
+class StreamConsumer(SegmentReader):
     def __init__(self, service_urls: list[str], topic: str, subscription: str,
                  consumer_name: str, on_message: MessageHandler, timeout: float = 60.0) -> None:
-        self.topic = ScalableTopicName.parse(topic)
-        self.subscription = subscription
-        self.name = consumer_name
-        self._on_message = on_message
-        self._timeout = timeout
-        self._pool = ConnectionPool(service_urls)
-        self.dag = DagWatcher(self._pool, str(self.topic), timeout)
+        super().__init__(service_urls, topic, subscription, consumer_name, on_message, timeout)
         self._controller: ClientConnection | None = None
         self._consumer_id = 0
-        self._segments: dict[int, SegmentConsumer] = {}
         self.assigned: tuple[int, ...] = ()
         self.assignments: list[tuple[int, ...]] = []
         """Every assignment received, in order (tests compare them across failovers)."""
@@ -124,11 +116,7 @@ class StreamConsumer:
                 await self._segments.pop(segment_id).close()
             for segment_id, topic in wanted.items():
                 if segment_id not in self._segments:
-                    consumer = SegmentConsumer(self._pool, topic, self.subscription,
-                                               CommandSubscribe.Failover, self.name,
-                                               self._on_message, self._timeout)
-                    self._segments[segment_id] = consumer
-                    consumer.start()
+                    self._attach(segment_id, topic, CommandSubscribe.Failover)
 
     async def _report_drained(self) -> None:
         while True:
@@ -160,7 +148,4 @@ class StreamConsumer:
                     timeout=5.0)
             except Exception as exc:
                 log.info("unregistering %s: %s", self.name, exc)
-        for consumer in self._segments.values():
-            await consumer.close()
-        self.dag.close()
-        self._pool.close()
+        await self._close_all()
