@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -125,31 +126,45 @@ class Removed:
     runs: tuple[str, ...]
 
 
+REMOVAL_PASSES = 3
+"""Passes over a run's resources before what is left is reported as left behind."""
+REMOVAL_PAUSE_S = 0.5
+
 def remove_run(client: DockerClient, run_id: str | None) -> Removed:
     """Remove every container and network of run `run_id` (of every run when None).
 
     Node processes go first, then the containers holding their network namespaces (their
-    iptables rules go with them), then the networks. Raises TeardownIncomplete naming what
-    is left if the engine kept anything.
+    iptables rules go with them), then the networks. A harness interrupted while it
+    created a container leaves the engine finishing that creation after our listing, so
+    removal goes over the run again (at most `REMOVAL_PASSES` times) until nothing is
+    left. Raises TeardownIncomplete naming what is left if the engine kept anything.
     """
-    containers = run_containers(client, run_id)
-    networks = run_networks(client, run_id)
-    runs = sorted({c.labels.get(RUN_LABEL, "") for c in containers}
-                  | {(n.attrs.get("Labels") or {}).get(RUN_LABEL, "") for n in networks})
-    by_kind: dict[bool, list[Container]] = defaultdict(list)
-    for container in containers:
-        by_kind[container.labels.get(ROLE_LABEL) == NETNS_ROLE].append(container)
-    try:
-        _parallel(_remove_container, by_kind[False])
-        _parallel(_remove_container, by_kind[True])
-        _parallel(_remove_network, networks)
-    except docker.errors.APIError as exc:
-        raise TeardownIncomplete(f"removing run {run_id or '(all)'} failed: "
-                                 f"{exc.explanation or exc}") from None
+    containers_removed, networks_removed, runs = 0, 0, set()
+    for attempt in range(REMOVAL_PASSES):
+        if attempt:
+            time.sleep(REMOVAL_PAUSE_S)
+        containers = run_containers(client, run_id)
+        networks = run_networks(client, run_id)
+        if not containers and not networks:
+            break
+        runs |= ({c.labels.get(RUN_LABEL, "") for c in containers}
+                 | {(n.attrs.get("Labels") or {}).get(RUN_LABEL, "") for n in networks})
+        by_kind: dict[bool, list[Container]] = defaultdict(list)
+        for container in containers:
+            by_kind[container.labels.get(ROLE_LABEL) == NETNS_ROLE].append(container)
+        try:
+            _parallel(_remove_container, by_kind[False])
+            _parallel(_remove_container, by_kind[True])
+            _parallel(_remove_network, networks)
+        except docker.errors.APIError as exc:
+            raise TeardownIncomplete(f"removing run {run_id or '(all)'} failed: "
+                                     f"{exc.explanation or exc}") from None
+        containers_removed += len(containers)
+        networks_removed += len(networks)
     left = ([c.name for c in run_containers(client, run_id)]
             + [n.name for n in run_networks(client, run_id)])
     if left:
         raise TeardownIncomplete(f"still present after removal: {', '.join(left)}")
-    log.info("removed %d containers, %d networks of %s", len(containers), len(networks),
+    log.info("removed %d containers, %d networks of %s", containers_removed, networks_removed,
              run_id or "every run")
-    return Removed(len(containers), len(networks), tuple(r for r in runs if r))
+    return Removed(containers_removed, networks_removed, tuple(sorted(r for r in runs if r)))
