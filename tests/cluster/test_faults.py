@@ -144,19 +144,35 @@ def test_session_expiry_under_reconnect_keeps_the_bundle_nobody_took(
     assert [m.data() for m in drain(consumer)] == [b"before", b"after"]
 
 
-def test_session_expiry_under_shutdown_stops_the_broker_and_its_bundle_moves(
+def _expire_and_wait(owner: BrokerNode) -> int:
+    expire(owner)
+    return owner.process.wait(30)
+
+
+def _stop(owner: BrokerNode) -> int | None:
+    owner.stop()
+    return owner.process.returncode
+
+
+@pytest.mark.parametrize("policy, leave, exit_code", [
+    # PIP-57 `shutdown`: the expired broker exits 1; its node went with the session.
+    pytest.param("shutdown", _expire_and_wait, 1, id="expiry-under-shutdown"),
+    # A clean stop releases the bundle rather than leaving it to expire: it moves at once.
+    pytest.param("reconnect", _stop, 0, id="clean-stop"),
+])
+def test_an_owner_that_leaves_hands_its_topic_to_the_survivor(
         make_cluster: Callable[..., LocalCluster],
-        pulsar_client: Callable[..., pulsar.Client]) -> None:
-    cluster = make_cluster(brokers=2, session_expired_policy="shutdown")
-    topic = "persistent://public/default/expired-shutdown"
+        pulsar_client: Callable[..., pulsar.Client], policy: str,
+        leave: Callable[[BrokerNode], int | None], exit_code: int) -> None:
+    cluster = make_cluster(brokers=2, session_expired_policy=policy)
+    topic = f"persistent://public/default/leaves-{policy}"
     owner = owner_of(cluster, topic)
     survivor = other_than(cluster, owner)
     client = pulsar_client(survivor.service_url)
     consumer = client.subscribe(topic, "sub")
     producer = client.create_producer(topic, batching_enabled=False)
     producer.send(b"before")
-    expire(owner)
-    assert owner.process.wait(30) == 1
+    assert leave(owner) == exit_code
     assert owner_of(cluster, topic, via=survivor) is survivor
     producer.send(b"after")
     assert [m.data() for m in drain(consumer)] == [b"before", b"after"]
@@ -172,22 +188,3 @@ def test_junk_bytes_do_not_take_the_broker_down(
         assert send_junk(cluster.service_urls[0], junk) == b""
     producer.send(b"still served")
     assert cluster.brokers[0].running
-
-
-def test_a_clean_stop_exits_zero_and_hands_the_topic_over(
-        make_cluster: Callable[..., LocalCluster],
-        pulsar_client: Callable[..., pulsar.Client]) -> None:
-    cluster = make_cluster(brokers=2)
-    topic = "persistent://public/default/clean-stop"
-    owner = owner_of(cluster, topic)
-    survivor = other_than(cluster, owner)
-    client = pulsar_client(survivor.service_url)
-    consumer = client.subscribe(topic, "sub")
-    producer = client.create_producer(topic, batching_enabled=False)
-    producer.send(b"before")
-    owner.stop()
-    assert owner.process.returncode == 0
-    # The bundle was released, not left to expire with the session: it moves at once.
-    assert owner_of(cluster, topic, via=survivor) is survivor
-    producer.send(b"after")
-    assert [m.data() for m in drain(consumer)] == [b"before", b"after"]
