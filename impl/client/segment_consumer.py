@@ -177,6 +177,9 @@ class SegmentConsumer:
 
     def _lost(self) -> None:
         connection, self._connection = self._connection, None
+        # The end this connection heard no longer holds: the messages whose acks it took
+        # down come again, and only the next subscription may say the segment is done.
+        self._reached_end = False
         if connection is not None:
             connection.unregister(_KINDS, self._consumer_id)
         while not self._queue.empty():  # unacknowledged: they come again after resubscribing
