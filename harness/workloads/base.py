@@ -17,6 +17,11 @@ from typing import Protocol
 
 from harness.history import HistoryWriter
 from scenarios.format import Workload as WorkloadSettings
+from starquake.errors import EnvironmentProblem
+
+
+class WorkloadOpenFailed(EnvironmentProblem):
+    """The cluster did not accept the workload's clients in time."""
 
 
 def multi_host_url(urls: Sequence[str]) -> str:

@@ -45,11 +45,15 @@ import pulsar
 
 from harness.admin_api import AdminError, admin_request
 from harness.history import ClientProcess, SequentialIds
-from harness.workloads.base import ClusterAccess, WorkloadContext
+from harness.workloads.base import ClusterAccess, WorkloadContext, WorkloadOpenFailed
 from harness.workloads.geo_link import replicate_namespace
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
 from harness.workloads.official_client import (
+    LIVE,
+    OPEN_TIMEOUT,
     PRODUCER_OPTIONS,
+    RECEIVE_POLL_MS,
+    SEND_TIMEOUT_MS,
     close_quietly,
     next_message,
     produce,
@@ -58,13 +62,6 @@ from harness.workloads.official_client import (
     subscribe_recorded,
 )
 from harness.workloads.stats import subscription_backlogs
-from harness.workloads.topic import (
-    LIVE,
-    OPEN_TIMEOUT,
-    RECEIVE_POLL_MS,
-    SEND_TIMEOUT_MS,
-    WorkloadOpenFailed,
-)
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,11 @@ from harness.workloads.base import ClusterAccess, WorkloadContext
 from harness.workloads.lookup_process import LookupService
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
 from harness.workloads.official_client import (
+    LIVE,
+    OPEN_TIMEOUT,
     PRODUCER_OPTIONS,
+    RECEIVE_POLL_MS,
+    SEND_TIMEOUT_MS,
     next_message,
     produce,
     record_and_acknowledge,
@@ -49,7 +53,6 @@ from harness.workloads.official_client import (
     subscribe_recorded,
 )
 from harness.workloads.stats import subscription_backlogs
-from harness.workloads.topic import LIVE, OPEN_TIMEOUT, RECEIVE_POLL_MS, SEND_TIMEOUT_MS
 
 log = logging.getLogger(__name__)
 

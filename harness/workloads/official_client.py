@@ -21,18 +21,28 @@ from typing import Any, TypeVar
 import pulsar
 
 from harness.history import ClientProcess, SequentialIds
-from harness.workloads.base import WorkloadContext
+from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.loops import paced_slots
 from harness.workloads.plan import message_plan
-from harness.workloads.topic import (
-    CONSUMER_TYPES,
-    NOT_SENT,
-    PRODUCER_GONE,
-    RECEIVE_POLL_MS,
-    SEND_TIMEOUT_MS,
-    WorkloadOpenFailed,
-    position_of,
-)
+
+LIVE = "live"
+"""The subscription the scenario's consumers read throughout the load."""
+SEND_TIMEOUT_MS = 10_000
+OPEN_TIMEOUT = 60.0
+"""How long the cluster may take to accept the first subscribe and producers."""
+RECEIVE_POLL_MS = 200
+CONSUMER_TYPES = {
+    "exclusive": pulsar.ConsumerType.Exclusive,
+    "failover": pulsar.ConsumerType.Failover,
+    "shared": pulsar.ConsumerType.Shared,
+    "key_shared": pulsar.ConsumerType.KeyShared,
+}
+# The client refuses these before the message leaves it: certainly not written.
+NOT_SENT = (pulsar.AlreadyClosed, pulsar.ProducerQueueIsFull, pulsar.MessageTooBig,
+            pulsar.InvalidMessage, pulsar.TopicTerminated,
+            pulsar.ProducerBlockedQuotaExceededError)
+# After these the producer object is unusable and is made anew.
+PRODUCER_GONE = (pulsar.AlreadyClosed, pulsar.ProducerFenced, pulsar.TopicTerminated)
 
 T = TypeVar("T")
 
@@ -41,6 +51,13 @@ PRODUCER_OPTIONS: dict[str, Any] = {
     "block_if_queue_full": True, "max_pending_messages": 10}
 """Unbatched, so every message has its own entry and position."""
 RETRY_PAUSE_S = 0.5
+
+
+def position_of(message_id: Any) -> str:
+    """`ledgerId:entryId`, with `:batchIndex` for a message inside a batch."""
+    text = f"{message_id.ledger_id()}:{message_id.entry_id()}"
+    batch = message_id.batch_index()
+    return f"{text}:{batch}" if batch >= 0 else text
 
 
 def retry_until(make: Callable[[], T], deadline: float, what: str) -> T:

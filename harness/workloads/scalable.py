@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 from harness.history import ClientProcess, SequentialIds
-from harness.workloads.base import WorkloadContext
+from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.client_loop import ClientLoop
 from harness.workloads.loops import (
     DeliveryClock,
@@ -43,7 +43,6 @@ from harness.workloads.plan import message_plan
 from harness.workloads.scalable_admin import TIMEOUT as ADMIN_TIMEOUT
 from harness.workloads.scalable_admin import AdminRefused, AdminUnreachable, ScalableTopicAdmin
 from harness.workloads.scalable_layout import LayoutDriver, LayoutObserver
-from harness.workloads.topic import WorkloadOpenFailed
 from impl.client.producer import ScalableProducer, SendResult
 from impl.client.queue_consumer import QueueConsumer
 from impl.client.segment_consumer import AckListener, Message
