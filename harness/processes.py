@@ -2,7 +2,9 @@
 
 Each process runs in a session of its own (a Ctrl-C in the terminal reaches the harness,
 which then stops everything in order), writes stdout and stderr to one log file that a
-restart appends to, and is only ever signalled by the pid this module started.
+restart appends to, and is only ever signalled by the pid this module started. Every
+process started here is announced to the harness's process reaper (process_reaper.py),
+which kills it should the harness die without stopping it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from harness.process_reaper import LIFELINE
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +31,13 @@ class LocalProcess:
         self._cwd = cwd
         self._env = env
         self._process: subprocess.Popen[bytes] | None = None
+        self._watched = False
+        """Whether the reaper still holds the pid (until this module has reaped it)."""
 
     @property
     def pid(self) -> int | None:
         """The running process's pid; None once it has exited (or before it started)."""
-        if self._process is None or self._process.poll() is not None:
+        if self._process is None or self._reaped() is not None:
             return None
         return self._process.pid
 
@@ -42,7 +48,16 @@ class LocalProcess:
 
     @property
     def returncode(self) -> int | None:
-        return None if self._process is None else self._process.poll()
+        return None if self._process is None else self._reaped()
+
+    def _reaped(self) -> int | None:
+        """Poll the process; once it has exited, tell the reaper its pid is free."""
+        assert self._process is not None
+        code = self._process.poll()
+        if code is not None and self._watched:
+            self._watched = False
+            LIFELINE.forget(self._process.pid)
+        return code
 
     def start(self) -> None:
         if self.running:
@@ -53,6 +68,8 @@ class LocalProcess:
                 self.command, stdin=subprocess.DEVNULL, stdout=log_file,
                 stderr=subprocess.STDOUT, cwd=self._cwd, env=self._env,
                 start_new_session=True)
+        LIFELINE.watch(self._process.pid)
+        self._watched = True
         log.info("%s started: pid %d, log %s", self.name, self._process.pid, self.log_path)
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -64,6 +81,7 @@ class LocalProcess:
         self._signal(signal.SIGCONT)
         try:
             self._process.wait(timeout)
+            self._reaped()
         except subprocess.TimeoutExpired:
             log.warning("%s ignored SIGTERM for %.0f s; killing it", self.name, timeout)
             self.kill()
@@ -74,6 +92,7 @@ class LocalProcess:
             return
         self._signal(signal.SIGKILL)
         self._process.wait()
+        self._reaped()
 
     def pause(self) -> None:
         """SIGSTOP: sockets stay open, nothing answers (a long GC pause, a hung host)."""
@@ -85,7 +104,9 @@ class LocalProcess:
     def wait(self, timeout: float) -> int:
         """Wait for the process to exit on its own; its exit code."""
         assert self._process is not None
-        return self._process.wait(timeout)
+        code = self._process.wait(timeout)
+        self._reaped()
+        return code
 
     def log_tail(self, lines: int = 30) -> str:
         try:
