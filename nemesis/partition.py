@@ -52,10 +52,12 @@ class NetworkNode(Protocol):
     def run_in_netns(self, argv: Sequence[str]) -> tuple[int, str]: ...
 
 
-def restore_input(drop_from: Iterable[str]) -> str:
-    """The iptables-restore text that makes our chain drop packets from `drop_from`."""
+def restore_input(drop_from: Iterable[str], to_port: int | None = None) -> str:
+    """The iptables-restore text that makes our chain drop packets from `drop_from`: all
+    of them, or with `to_port` only TCP segments addressed to that port."""
+    match = "" if to_port is None else f" -p tcp --dport {to_port}"
     lines = ["*filter", f":{CHAIN} - [0:0]"]
-    lines += [f"-A {CHAIN} -s {ip}/32 -j DROP" for ip in sorted(drop_from)]
+    lines += [f"-A {CHAIN} -s {ip}/32{match} -j DROP" for ip in sorted(drop_from)]
     return "\n".join([*lines, "COMMIT", ""])
 
 
@@ -85,10 +87,11 @@ class Partitioner:
     def names(self) -> list[str]:
         return list(self._nodes)
 
-    def _apply_to(self, name: str, drop_from: Iterable[str]) -> None:
+    def _apply_to(self, name: str, drop_from: Iterable[str], to_port: int | None = None
+                  ) -> None:
         node = self._nodes[name]
         code, output = node.run_in_netns(["sh", "-c", _APPLY_SCRIPT, "sh",
-                                          restore_input(drop_from)])
+                                          restore_input(drop_from, to_port)])
         if code != 0:
             raise PartitionFailed(f"iptables in {name}'s network namespace exited {code}: "
                                   f"{output.strip()}")
@@ -123,6 +126,25 @@ class Partitioner:
         heal_op = _HISTORY_OPS.get(self._active or "", ("partition", "heal"))[1]
         self.grudge, self._active = {}, None
         return NemesisEvent(heal_op, "heal", healed)
+
+    def stall_port(self, sender: str, receiver: str, port: int) -> NemesisEvent:
+        """One direction of one service stalls: `receiver` drops the TCP segments that
+        `sender` addresses to its `port`, so connections `sender` opens to that port hang
+        while connections `receiver` opens to `sender` (whose segments come back *from*
+        the port they reached) keep working, and every other node is untouched. Geo
+        replication shows why it matters: one replicator stalls, the opposite one does not.
+        It replaces any partition in force; `heal()` lifts it."""
+        unknown = {sender, receiver} - set(self._nodes)
+        if unknown:
+            raise shapes.ShapeNotApplicable(f"stall-port: unknown nodes {sorted(unknown)}; "
+                                            f"nodes are {self.names}")
+        if self._touched:
+            self.heal()
+        self._apply_to(receiver, self._nodes[sender].ips, to_port=port)
+        self._touched.add(receiver)
+        self._active = "stall-port"
+        return NemesisEvent("partition", "stall-port", (receiver,),
+                            {"sender": sender, "port": port})
 
     # --- the shapes -------------------------------------------------------------------------
 

@@ -12,20 +12,32 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import pulsar
 
-from harness.local_cluster import LocalCluster
-from tests.geo.geo_clusters import NAMESPACE, topic_stats, wait_until
+from tests.geo.geo_clusters import NAMESPACE, GeoCluster, cluster_name, topic_stats, wait_until
 
 SUBSCRIPTION = "geo-sub"
 
 
+class TrafficFault(Protocol):
+    """A fault the scene plays while its traffic runs (tests/geo_docker: a WAN cut, one
+    stalled replication link)."""
+
+    def inject(self) -> None:
+        """Runs in a thread of its own beside the producers and the source consumer; what
+        it raises fails the scene."""
+
+    def heal(self) -> None:
+        """Called once the traffic is over, before the clusters are left to settle."""
+
+
 @dataclass
 class Scene:
-    source: LocalCluster
-    target: LocalCluster
-    producers: Sequence[LocalCluster]
+    source: GeoCluster
+    target: GeoCluster
+    producers: Sequence[GeoCluster]
     messages_per_producer: int = 300
     rate: float = 100.0
     """Messages per second of each producer."""
@@ -37,6 +49,7 @@ class Scene:
     """The source consumer starts this late and then acknowledges at the producers' pace,
     so it always reads snapshots ahead of its acknowledgements."""
     snapshot_interval_s: float = 1.0
+    fault: TrafficFault | None = None
     topic: str = field(default_factory=lambda: f"persistent://{NAMESPACE}/t-{uuid.uuid4().hex[:8]}")
 
 
@@ -64,10 +77,10 @@ class Outcome:
         return (last - min(self.acknowledged[m] for m in self.duplicates)) / 1000
 
 
-def _publish(client: pulsar.Client, scene: Scene, cluster: LocalCluster,
+def _publish(client: pulsar.Client, scene: Scene, cluster: GeoCluster,
              published: set[str], lock: threading.Lock) -> None:
     producer = client.create_producer(scene.topic)
-    name = cluster.settings.name
+    name = cluster_name(cluster)
     start = time.monotonic()
     for i in range(scene.messages_per_producer):
         delay = start + i / scene.rate - time.monotonic()
@@ -96,6 +109,13 @@ def _consume_source(consumer: pulsar.Consumer, scene: Scene, acknowledged: dict[
             acknowledged[key] = message.publish_timestamp()
 
 
+def _inject(fault: TrafficFault, errors: list[BaseException]) -> None:
+    try:
+        fault.inject()
+    except BaseException as exc:  # raised again by play, in the test's thread
+        errors.append(exc)
+
+
 def _stable(read: Callable[[], object], period: float, timeout: float) -> None:
     """Wait until `read()` gives the same answer twice `period` apart."""
     deadline = time.monotonic() + timeout
@@ -110,9 +130,9 @@ def _stable(read: Callable[[], object], period: float, timeout: float) -> None:
 
 
 def play(scene: Scene, client: Callable[[str], pulsar.Client],
-         clusters: Sequence[LocalCluster]) -> Outcome:
-    clients = {c.settings.name: client(c.service_urls[0]) for c in clusters}
-    source = clients[scene.source.settings.name]
+         clusters: Sequence[GeoCluster]) -> Outcome:
+    clients = {cluster_name(c): client(c.service_urls[0]) for c in clusters}
+    source = clients[cluster_name(scene.source)]
     consumer = source.subscribe(scene.topic, SUBSCRIPTION,
                                 replicate_subscription_state_enabled=True,
                                 initial_position=pulsar.InitialPosition.Earliest)
@@ -120,22 +140,29 @@ def play(scene: Scene, client: Callable[[str], pulsar.Client],
     acknowledged: dict[str, int] = {}
     seen: list[str] = []
     lock = threading.Lock()
-    threads = [threading.Thread(target=_publish, args=(clients[p.settings.name], scene, p,
+    threads = [threading.Thread(target=_publish, args=(clients[cluster_name(p)], scene, p,
                                                        published, lock))
                for p in scene.producers]
     threads.append(threading.Thread(target=_consume_source,
                                     args=(consumer, scene, acknowledged, seen)))
+    fault_errors: list[BaseException] = []
+    if scene.fault is not None:
+        threads.append(threading.Thread(target=_inject, args=(scene.fault, fault_errors)))
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(120)
+    if scene.fault is not None:
+        scene.fault.heal()
+    if fault_errors:
+        raise fault_errors[0]
     assert len(acknowledged) == scene.acknowledge, "the source consumer stalled"
     total = len(scene.producers) * scene.messages_per_producer
     assert len(published) == total
 
     # Everything replicated everywhere, and the last updates applied in the target.
     for cluster in clusters:
-        wait_until(f"{cluster.settings.name} replicated everything", lambda c=cluster: all(
+        wait_until(f"{cluster_name(cluster)} replicated everything", lambda c=cluster: all(
             r["msgBacklog"] == 0 for r in topic_stats(c, scene.topic)["replication"].values()))
 
     def target_position() -> object:
@@ -147,7 +174,7 @@ def play(scene: Scene, client: Callable[[str], pulsar.Client],
     _stable(target_position, scene.snapshot_interval_s * 1.5, 30)
     consumer.close()
 
-    failed_over = clients[scene.target.settings.name].subscribe(
+    failed_over = clients[cluster_name(scene.target)].subscribe(
         scene.topic, SUBSCRIPTION, replicate_subscription_state_enabled=True)
     received: list[str] = []
     expected = published - set(acknowledged)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from harness.admin_api import admin_request
 from harness.local_cluster import LocalCluster
@@ -19,7 +19,24 @@ TENANT = "geo"
 NAMESPACE = f"{TENANT}/replicated"
 
 
-def admin(cluster: LocalCluster, method: str, path: str, body: Any = None) -> Any:
+class GeoCluster(Protocol):
+    """What the geo scenes need of a cluster: a `LocalCluster` (tests/geo) or a container
+    deployment's `ClusterAccess` (tests/geo_docker)."""
+
+    @property
+    def service_urls(self) -> Sequence[str]: ...
+
+    @property
+    def admin_urls(self) -> Sequence[str]: ...
+
+
+def cluster_name(cluster: GeoCluster) -> str:
+    """A `LocalCluster` keeps its name in its settings; a `ClusterAccess` holds it."""
+    settings = getattr(cluster, "settings", None)
+    return str(settings.name if settings is not None else getattr(cluster, "name"))
+
+
+def admin(cluster: GeoCluster, method: str, path: str, body: Any = None) -> Any:
     """One admin request to the cluster's first broker; the parsed JSON answer or None."""
     return admin_request(cluster.admin_urls[0], method, path, body)
 
@@ -37,7 +54,7 @@ def link(clusters: Sequence[LocalCluster]) -> None:
               {"replication_clusters": names})
 
 
-def topic_stats(cluster: LocalCluster, topic: str) -> dict[str, Any]:
+def topic_stats(cluster: GeoCluster, topic: str) -> dict[str, Any]:
     """`/stats` of a `persistent://` topic, asked of the cluster's first broker (the admin
     API redirects to the owner)."""
     local = topic.removeprefix("persistent://")

@@ -1,0 +1,45 @@
+"""Fixtures of the geo-replication tests in containers: clusters of one ZooKeeper, one
+bookie and one broker each, started by the container tests' `deploy` fixture (so removed
+after the test by their run label) and linked for the test namespace through their admin
+APIs, as an operator does it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.docker_cluster import DockerDeployment
+from harness.node_specs import NodeSettings
+from harness.workloads.base import ClusterAccess
+from harness.workloads.geo_link import replicate_namespace
+from tests.docker.conftest import deploy, docker_client  # noqa: F401  (fixtures)
+from tests.geo.geo_clusters import NAMESPACE
+
+
+@dataclass(frozen=True)
+class GeoDeployment:
+    deployment: DockerDeployment
+    clusters: list[ClusterAccess]
+    """In the order they were asked for; what the failover scene takes."""
+
+
+@pytest.fixture
+def geo_deployment(deploy: Callable[..., DockerDeployment],  # noqa: F811
+                   tmp_path: Path) -> Callable[..., GeoDeployment]:
+    """`geo_deployment(["a", "b"], mutants=(...))`: started clusters that replicate the
+    test namespace to each other; `mutants` go to every node. Each node's log is saved
+    in the test's `tmp_path/logs` at teardown."""
+
+    def start(names: list[str], mutants: tuple[str, ...] = ()) -> GeoDeployment:
+        deployment = deploy(clusters=tuple(names), zookeepers=1, bookies=1, brokers=1,
+                            settings=NodeSettings(mutants=mutants), run_dir=tmp_path)
+        clusters = [ClusterAccess(n.name, tuple(n.service_urls), tuple(n.admin_urls),
+                                  n.zk_connect_string)
+                    for n in (deployment.clusters[name] for name in names)]
+        replicate_namespace(clusters, NAMESPACE)
+        return GeoDeployment(deployment, clusters)
+
+    return start

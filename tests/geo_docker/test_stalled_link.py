@@ -1,0 +1,113 @@
+"""Three clusters in containers, and one replication link stalled: b's replicator to a
+hangs while every other link works, so b's messages reach c but not a, and b's answers to
+a's snapshot requests never arrive. A correct snapshot in a waits for every cluster's
+answer, so none completes during the stall and a failover a -> c loses nothing. The
+`partial-snapshot` mutant completes with c's answer alone; the update that follows moves
+c's subscription past b's messages that a never had, and the failover loses them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pulsar
+import pytest
+
+from harness.admin_api import AdminError
+from harness.docker_cluster import DockerDeployment
+from harness.node_specs import BROKER_PORT
+from harness.workloads.base import ClusterAccess
+from nemesis.partition import Partitioner
+from tests.docker.conftest import reachable
+from tests.geo.failover import SUBSCRIPTION, Outcome, Scene, play, report
+from tests.geo.geo_clusters import topic_stats, wait_until
+from tests.geo_docker.conftest import GeoDeployment
+
+pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.slow]
+
+
+class StalledLink:
+    """Once c holds the replicated subscription (a snapshot completed and a's consumer
+    passed it), a's broker drops what b's broker sends to its service port: b's replicator
+    to a stalls, a's replicator to b does not. Lifted when the traffic is over."""
+
+    def __init__(self, deployment: DockerDeployment, partitioner: Partitioner,
+                 a: ClusterAccess, c: ClusterAccess, topic: str) -> None:
+        self._deployment = deployment
+        self._partitioner = partitioner
+        self._a, self._c = a, c
+        self._topic = topic
+        self.at_stall = self.before_heal = -1
+
+    def completed(self) -> int:
+        stats = topic_stats(self._a, self._topic).get("replicatedSubscriptionsController")
+        return int(stats["completedSnapshots"]) if stats else 0
+
+    def inject(self) -> None:
+        wait_until("c holds the subscription", self._c_holds_the_subscription)
+        self._partitioner.stall_port("b-broker1", "a-broker1", BROKER_PORT)
+        self.at_stall = self.completed()
+        self._check_only_b_to_a_stalls()
+
+    def _c_holds_the_subscription(self) -> bool:
+        try:
+            return SUBSCRIPTION in topic_stats(self._c, self._topic)["subscriptions"]
+        except AdminError as exc:
+            if exc.status == 404:  # the topic reaches c with a's first replicated message
+                return False
+            raise
+
+    def _check_only_b_to_a_stalls(self) -> None:
+        image = self._deployment.image
+        assert image is not None
+        brokers = {name: self._deployment.node(f"{name}-broker1") for name in "abc"}
+        services = {name: f"{node.advertised_ip}:{BROKER_PORT}"
+                    for name, node in brokers.items()}
+        assert reachable(image, brokers["b"], services) == {"b", "c"}
+        assert reachable(image, brokers["a"], services) == {"a", "b", "c"}
+        assert reachable(image, brokers["c"], services) == {"a", "b", "c"}
+
+    def heal(self) -> None:
+        self.before_heal = self.completed()
+        self._partitioner.heal()
+
+
+def _failover_with_b_to_a_stalled(geo_deployment: Callable[..., GeoDeployment],
+                                  pulsar_client: Callable[..., pulsar.Client],
+                                  mutants: tuple[str, ...]) -> tuple[Outcome, StalledLink]:
+    geo = geo_deployment(["a", "b", "c"], mutants=mutants)
+    a, b, c = geo.clusters
+    partitioner = Partitioner(geo.deployment.nodes)
+    # 15 s of traffic from a and b. The consumer in a, 1.5 s behind, acknowledges a's
+    # pace until the end: a's own messages alone suffice, and it goes on acknowledging
+    # (past any snapshot a completes) for seconds after the stall began.
+    scene = Scene(source=a, target=c, producers=[a, b], messages_per_producer=300, rate=20,
+                  acknowledge=300, consumer_lag_s=1.5)
+    stall = StalledLink(geo.deployment, partitioner, a, c, scene.topic)
+    scene.fault = stall
+    try:
+        outcome = play(scene, pulsar_client, [a, b, c])
+    finally:
+        partitioner.heal()
+    label = ", ".join(mutants) or "correct snapshots"
+    report(f"{label}: b -> a stalled, failover a -> c", outcome)
+    print(f"{label}: a completed {stall.at_stall} snapshots before the stall, "
+          f"{stall.before_heal} by its end")
+    return outcome, stall
+
+
+def test_a_snapshot_waits_for_the_stalled_cluster_and_the_failover_loses_nothing(
+        geo_deployment: Callable[..., GeoDeployment],
+        pulsar_client: Callable[..., pulsar.Client]) -> None:
+    outcome, stall = _failover_with_b_to_a_stalled(geo_deployment, pulsar_client, ())
+    assert stall.before_heal <= stall.at_stall + 1  # at most the one in flight
+    assert outcome.lost == set()
+
+
+def test_mutant_partial_snapshot_loses_b_messages_after_failover(
+        geo_deployment: Callable[..., GeoDeployment],
+        pulsar_client: Callable[..., pulsar.Client]) -> None:
+    outcome, stall = _failover_with_b_to_a_stalled(geo_deployment, pulsar_client,
+                                                   ("partial-snapshot",))
+    assert stall.before_heal > stall.at_stall + 1
+    assert outcome.lost
+    assert all(key.startswith("b-") for key in outcome.lost)
