@@ -7,6 +7,7 @@ c's subscription past b's messages that a never had, and the failover loses them
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pulsar
@@ -37,6 +38,8 @@ class StalledLink:
         self._a, self._c = a, c
         self._topic = topic
         self.at_stall = self.before_heal = -1
+        self._created = time.monotonic()
+        self.stalled_after_s = 0.0
 
     def completed(self) -> int:
         stats = topic_stats(self._a, self._topic).get("replicatedSubscriptionsController")
@@ -46,6 +49,7 @@ class StalledLink:
         wait_until("c holds the subscription", self._c_holds_the_subscription)
         self._partitioner.stall_port("b-broker1", "a-broker1", BROKER_PORT)
         self.at_stall = self.completed()
+        self.stalled_after_s = time.monotonic() - self._created
         self._check_only_b_to_a_stalls()
 
     def _c_holds_the_subscription(self) -> bool:
@@ -77,11 +81,13 @@ def _failover_with_b_to_a_stalled(geo_deployment: Callable[..., GeoDeployment],
     geo = geo_deployment(["a", "b", "c"], mutants=mutants)
     a, b, c = geo.clusters
     partitioner = Partitioner(geo.deployment.nodes)
-    # 15 s of traffic from a and b. The consumer in a, 1.5 s behind, acknowledges a's
-    # pace until the end: a's own messages alone suffice, and it goes on acknowledging
-    # (past any snapshot a completes) for seconds after the stall began.
-    scene = Scene(source=a, target=c, producers=[a, b], messages_per_producer=300, rate=20,
-                  acknowledge=300, consumer_lag_s=1.5)
+    # 20 s of traffic from a and b. The consumer in a keeps up with what arrives (it
+    # passes each snapshot as soon as it is written) and stops after as many messages as
+    # a alone publishes, so it never starves. Before the stall a receives 40 messages/s,
+    # during it 20: a stall beginning t s into the traffic leaves 20 - 2t s of
+    # acknowledgements (and snapshots) within it, many even under load (t is seen at 1.5-2.5).
+    scene = Scene(source=a, target=c, producers=[a, b], messages_per_producer=400, rate=20,
+                  acknowledge=400)
     stall = StalledLink(geo.deployment, partitioner, a, c, scene.topic)
     scene.fault = stall
     try:
@@ -90,7 +96,8 @@ def _failover_with_b_to_a_stalled(geo_deployment: Callable[..., GeoDeployment],
         partitioner.heal()
     label = ", ".join(mutants) or "correct snapshots"
     report(f"{label}: b -> a stalled, failover a -> c", outcome)
-    print(f"{label}: a completed {stall.at_stall} snapshots before the stall, "
+    print(f"{label}: stalled {stall.stalled_after_s:.1f} s into the scene; a completed "
+          f"{stall.at_stall} snapshots before the stall, "
           f"{stall.before_heal} by its end")
     return outcome, stall
 
