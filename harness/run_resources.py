@@ -8,7 +8,6 @@ any run left behind.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections import defaultdict
@@ -115,8 +114,31 @@ def _remove_container(container: Container) -> None:
 
 
 def _remove_network(network: Network) -> None:
-    with contextlib.suppress(docker.errors.NotFound):  # another teardown got there first
+    try:
         network.remove()
+    except docker.errors.NotFound:
+        pass  # another teardown got there first
+    except docker.errors.APIError as exc:
+        # A container still leaving holds an endpoint; the next pass tries again, and
+        # what stays is reported by name at the end.
+        if "active endpoints" not in str(exc.explanation or exc):
+            raise
+        log.info("network %s still has endpoints; trying again", network.name)
+
+
+def _left_behind(client: DockerClient, run_id: str | None) -> str:
+    """What removal left, by name; a network no container holds but the engine will not
+    remove is the engine's stale endpoint, which only a restart of dockerd clears."""
+    names = [c.name for c in run_containers(client, run_id)]
+    for network in run_networks(client, run_id):
+        try:
+            network.reload()
+        except docker.errors.NotFound:
+            continue  # another teardown removed it meanwhile
+        stale = not network.attrs.get("Containers")
+        names.append(f"{network.name} (no container attached: the engine kept a stale "
+                     f"endpoint; restarting dockerd clears it)" if stale else network.name)
+    return ", ".join(names)
 
 
 @dataclass(frozen=True)
@@ -161,10 +183,9 @@ def remove_run(client: DockerClient, run_id: str | None) -> Removed:
                                      f"{exc.explanation or exc}") from None
         containers_removed += len(containers)
         networks_removed += len(networks)
-    left = ([c.name for c in run_containers(client, run_id)]
-            + [n.name for n in run_networks(client, run_id)])
+    left = _left_behind(client, run_id)
     if left:
-        raise TeardownIncomplete(f"still present after removal: {', '.join(left)}")
+        raise TeardownIncomplete(f"still present after removal: {left}")
     log.info("removed %d containers, %d networks of %s", containers_removed, networks_removed,
              run_id or "every run")
     return Removed(containers_removed, networks_removed, tuple(sorted(r for r in runs if r)))
