@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.admin_api import AdminError
 from harness.docker_cluster import DockerDeployment
 from harness.node_specs import NodeSettings
 from harness.workloads.base import ClusterAccess
 from harness.workloads.geo_link import replicate_namespace
 from tests.docker.conftest import deploy, docker_client  # noqa: F401  (fixtures)
-from tests.geo.geo_clusters import NAMESPACE
+from tests.geo.failover import SUBSCRIPTION
+from tests.geo.geo_clusters import NAMESPACE, topic_stats
 
 
 @dataclass(frozen=True)
@@ -43,3 +45,20 @@ def geo_deployment(deploy: Callable[..., DockerDeployment],  # noqa: F811
         return GeoDeployment(deployment, clusters)
 
     return start
+
+
+def completed_snapshots(cluster: ClusterAccess, topic: str) -> int:
+    """How many PIP-33 snapshots `cluster`'s copy of `topic` has completed."""
+    stats = topic_stats(cluster, topic).get("replicatedSubscriptionsController")
+    return int(stats["completedSnapshots"]) if stats else 0
+
+
+def holds_subscription(cluster: ClusterAccess, topic: str) -> bool:
+    """Whether an update marker (or a consumer) has made the scene's subscription in
+    `cluster` yet."""
+    try:
+        return SUBSCRIPTION in topic_stats(cluster, topic)["subscriptions"]
+    except AdminError as exc:
+        if exc.status == 404:  # the topic reaches a cluster with its first replicated message
+            return False
+        raise

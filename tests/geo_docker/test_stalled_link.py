@@ -13,15 +13,14 @@ from collections.abc import Callable
 import pulsar
 import pytest
 
-from harness.admin_api import AdminError
 from harness.docker_cluster import DockerDeployment
 from harness.node_specs import BROKER_PORT
 from harness.workloads.base import ClusterAccess
 from nemesis.partition import Partitioner
 from tests.docker.conftest import reachable
-from tests.geo.failover import SUBSCRIPTION, Outcome, Scene, play, report
-from tests.geo.geo_clusters import topic_stats, wait_until
-from tests.geo_docker.conftest import GeoDeployment
+from tests.geo.failover import Outcome, Scene, play, report
+from tests.geo.geo_clusters import wait_until
+from tests.geo_docker.conftest import GeoDeployment, completed_snapshots, holds_subscription
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.slow]
 
@@ -42,23 +41,14 @@ class StalledLink:
         self.stalled_after_s = 0.0
 
     def completed(self) -> int:
-        stats = topic_stats(self._a, self._topic).get("replicatedSubscriptionsController")
-        return int(stats["completedSnapshots"]) if stats else 0
+        return completed_snapshots(self._a, self._topic)
 
     def inject(self) -> None:
-        wait_until("c holds the subscription", self._c_holds_the_subscription)
+        wait_until("c holds the subscription", lambda: holds_subscription(self._c, self._topic))
         self._partitioner.stall_port("b-broker1", "a-broker1", BROKER_PORT)
         self.at_stall = self.completed()
         self.stalled_after_s = time.monotonic() - self._created
         self._check_only_b_to_a_stalls()
-
-    def _c_holds_the_subscription(self) -> bool:
-        try:
-            return SUBSCRIPTION in topic_stats(self._c, self._topic)["subscriptions"]
-        except AdminError as exc:
-            if exc.status == 404:  # the topic reaches c with a's first replicated message
-                return False
-            raise
 
     def _check_only_b_to_a_stalls(self) -> None:
         image = self._deployment.image

@@ -14,8 +14,8 @@ import pytest
 from harness.workloads.base import ClusterAccess
 from nemesis.partition import Partitioner
 from tests.geo.failover import Scene, play, report
-from tests.geo.geo_clusters import topic_stats, wait_until
-from tests.geo_docker.conftest import GeoDeployment
+from tests.geo.geo_clusters import wait_until
+from tests.geo_docker.conftest import GeoDeployment, completed_snapshots
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.slow]
 
@@ -36,8 +36,7 @@ class WanCut:
         self.before_cut = self.soon_after_cut = self.end_of_cut = self.after_heal = -1
 
     def completed(self) -> int:
-        stats = topic_stats(self._a, self._topic).get("replicatedSubscriptionsController")
-        return int(stats["completedSnapshots"]) if stats else 0
+        return completed_snapshots(self._a, self._topic)
 
     def inject(self) -> None:
         wait_until("a completes snapshots", lambda: self.completed() >= 2)
