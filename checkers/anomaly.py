@@ -1,10 +1,14 @@
-"""What a checker is: a function from the shared frames to a DataFrame of anomalies.
+"""What a checker is: a name, and a finder from the shared frames to a DataFrame of anomalies.
 
-An anomaly row is `(run, sort_key, weight, example)`: usually one row per counted unit (a
+An anomaly row is `(checker, run, sort_key, weight, example)`: usually one row per counted unit (a
 pair, a value, an event, a failover, as the spec defines each count) with weight 1; a row
 may stand for several units (all of one key's out-of-order pairs) with that many as its
 weight. The count is the sum of weights; the examples are the first rows by `sort_key`,
 each a JSON object naming its proving events under `events`.
+
+A finder may decide several checkers in one pass (`lost`, `unexpected`, `failed-delivered`
+and `duplicate` all compare one value's sends, deliveries and acks); its rows name their
+checker, and a check runs each finder once however many checkers share it.
 """
 
 from __future__ import annotations
@@ -24,27 +28,40 @@ class CheckSettings:
     """Overrides every run's `meta` bound when set (the command-line flag)."""
 
 
+Finder = Callable[[HistoryFrames, CheckSettings], DataFrame]
+"""Anomaly rows of one or more checkers, each naming its checker."""
+
+
 @dataclass(frozen=True)
 class Checker:
     name: str
-    find: Callable[[HistoryFrames, CheckSettings], DataFrame]
+    finder: Finder
     needs_drain: bool = False
     """Cannot decide a run without a completed `drain`: reports unknown there."""
 
+    def find(self, frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
+        """This checker's anomalies alone (its finder may decide others in the same pass)."""
+        return self.finder(frames, settings).filter(F.col("checker") == self.name)
 
-def anomalies(frame: DataFrame, sort_key: str | Column, events: list[str | Column],
-              weight: str | None = None, **facts: str | Column) -> DataFrame:
-    """Shape a checker's findings: `events` are the columns holding proving indexes."""
+
+def anomalies(checker: str | Column, frame: DataFrame, sort_key: str | Column,
+              events: list[str | Column], weight: str | None = None,
+              **facts: str | Column) -> DataFrame:
+    """Shape a checker's findings: `events` are the columns holding proving indexes.
+    `checker` is its name, or a column naming it when one finder decides several; facts
+    that are null are left out of the example."""
     indexes = F.array(*[F.col(e) if isinstance(e, str) else e for e in events])
     example = F.to_json(F.struct(
         F.array_sort(F.array_distinct(F.filter(indexes, lambda i: i.isNotNull()))).alias("events"),
         *[(F.col(v) if isinstance(v, str) else v).alias(k) for k, v in facts.items()]))
     key = F.col(sort_key) if isinstance(sort_key, str) else sort_key
     units = F.col(weight) if weight else F.lit(1)
-    return frame.select("run", key.cast("long").alias("sort_key"),
+    name = F.lit(checker) if isinstance(checker, str) else checker
+    return frame.select(name.alias("checker"), "run", key.cast("long").alias("sort_key"),
                         units.cast("long").alias("weight"), example.alias("example"))
 
 
 def no_anomalies(spark: SparkSession) -> DataFrame:
     """A checker's answer when the history cannot have its anomaly (no layout, no failover)."""
-    return spark.createDataFrame([], "run string, sort_key long, weight long, example string")
+    return spark.createDataFrame(
+        [], "checker string, run string, sort_key long, weight long, example string")

@@ -8,15 +8,16 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from checkers.anomaly import Checker, CheckSettings
-from checkers.delivery import failed_delivered, lost, unexpected
-from checkers.duplicates import duplicate, duplicate_window
+from checkers.delivery import deliveries
+from checkers.duplicates import duplicate_window
 from checkers.forked_position import forked_position
 from checkers.frames import HistoryFrames
 from checkers.load import PreparedHistory
@@ -25,10 +26,10 @@ from checkers.segments import dual_write, misrouted
 from checkers.stats import run_stats
 
 CHECKERS = (
-    Checker("lost", lost, needs_drain=True),
-    Checker("unexpected", unexpected),
-    Checker("failed-delivered", failed_delivered),
-    Checker("duplicate", duplicate),
+    Checker("lost", deliveries, needs_drain=True),
+    Checker("unexpected", deliveries),
+    Checker("failed-delivered", deliveries),
+    Checker("duplicate", deliveries),
     Checker("duplicate-window", duplicate_window),
     Checker("dual-write", dual_write),
     Checker("forked-position", forked_position),
@@ -63,10 +64,9 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
                settings: CheckSettings) -> list[RunResult]:
     """The results of every run, as `results.json` documents (see the history spec)."""
     frames = HistoryFrames.load(spark, histories)
-    found = None
-    for checker in CHECKERS:
-        part = checker.find(frames, settings).withColumn("checker", F.lit(checker.name))
-        found = part if found is None else found.unionByName(part)
+    # Each finder once, however many checkers it decides.
+    finders = dict.fromkeys(checker.finder for checker in CHECKERS)
+    found = reduce(DataFrame.unionByName, [find(frames, settings) for find in finders])
     per_checker = Window.partitionBy("checker", "run")
     first = (found.withColumn("rank", F.row_number().over(per_checker.orderBy("sort_key")))
              .withColumn("count", F.sum("weight").over(per_checker))

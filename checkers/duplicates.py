@@ -1,5 +1,6 @@
-"""Redelivery after acknowledgement: `duplicate` within a cluster, `duplicate-window` across
-a failover between clusters (PIP-33 bounds it by about one snapshot interval)."""
+"""Redelivery after acknowledgement across a failover between clusters: `duplicate-window`
+(PIP-33 bounds it by about one snapshot interval). Within a cluster, `duplicate` is decided
+with the other per-value checks (`checkers.delivery`)."""
 
 from __future__ import annotations
 
@@ -9,29 +10,6 @@ from pyspark.sql import functions as F
 from checkers.anomaly import CheckSettings, anomalies, no_anomalies
 from checkers.frames import HistoryFrames
 from checkers.schema import DEFAULT_DUPLICATE_WINDOW_BOUND_MS
-
-_SCOPE = ["run", "topic", "subscription", "cluster", "value"]
-
-
-def duplicate(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
-    """A delivery after the value was acknowledged in the same subscription and cluster,
-    unless a failover into that cluster came between (then it is the failover's duplicate)."""
-    after_ack = (frames.recvs.join(frames.acked(), _SCOPE)
-                 .filter(F.col("index") > F.col("ack_index")))
-    if not frames.failover_ops:
-        return anomalies(after_ack, "index", ["ack_index", "index"], value="value",
-                         topic="topic", subscription="subscription", cluster="cluster")
-    failovers = frames.failovers()
-    explained = after_ack.alias("d").join(
-        F.broadcast(failovers).alias("f"),
-        (F.col("d.run") == F.col("f.run"))
-        & (F.col("d.subscription") == F.col("f.subscription"))
-        & (F.col("f.topic").isNull() | (F.col("d.topic") == F.col("f.topic")))
-        & (F.col("d.cluster") == F.col("f.to_cluster"))
-        & F.col("f.failover_index").between(F.col("d.ack_index"), F.col("d.index")),
-        "left_anti")
-    return anomalies(explained, "index", ["ack_index", "index"], value="value",
-                     topic="topic", subscription="subscription", cluster="cluster")
 
 
 def failover_duplicates(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
@@ -68,7 +46,7 @@ def duplicate_window(frames: HistoryFrames, settings: CheckSettings) -> DataFram
     if not frames.failover_ops:
         return no_anomalies(frames.spark)
     over = failover_duplicates(frames, settings).filter(F.col("window_ms") > F.col("bound_ms"))
-    return anomalies(over, "failover_index",
+    return anomalies("duplicate-window", over, "failover_index",
                      ["failover_index", "earliest.ack_index", "first_recv_index"],
                      subscription="subscription", **{"from": "from_cluster", "to": "to_cluster"},
                      duplicates="duplicates", window_ms="window_ms", bound_ms="bound_ms")

@@ -32,7 +32,7 @@ def forked_position(frames: HistoryFrames, settings: CheckSettings) -> DataFrame
     forks = (placed.join(forked, _PLACE, "left_semi").groupBy(*_PLACE)
              .agg(F.slice(F.sort_array(F.collect_set("value")), 1, 4).alias("some_values"),
                   F.slice(F.sort_array(F.collect_set("index")), 1, _EXAMPLE_EVENTS).alias("idx")))
-    return anomalies(forks.withColumn("first", F.get(F.col("idx"), 0)), "first",
+    return anomalies("forked-position", forks.withColumn("first", F.get(F.col("idx"), 0)), "first",
                      [F.get(F.col("idx"), i) for i in range(_EXAMPLE_EVENTS)],
                      topic="topic", position="position", segment="seg",
                      cluster="place_cluster", values="some_values")

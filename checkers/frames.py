@@ -29,6 +29,10 @@ def position_struct(column: str = "position") -> Column:
     ))
 
 
+ACK_SCOPE = ["run", "topic", "subscription", "cluster"]
+"""Where an acknowledgement counts: one subscription of one topic, in one cluster."""
+
+
 def json_field(column: str, key: str) -> Column:
     return F.get_json_object(F.col(column), f"$.{key}")
 
@@ -177,7 +181,18 @@ class HistoryFrames:
         """The earliest moment each delivered value counted as acknowledged in a
         subscription and cluster: by its own ack, or by a cumulative ack at or past its
         position in the same segment (or topic)."""
-        return _acked(self.acks, self.recvs, bool(self.cumulative_ack_runs))
+        moments = self.acks.filter(~F.col("cumulative")).select(
+            *ACK_SCOPE, "value", F.struct("ack_index", "ack_time").alias("ack"))
+        if self.cumulative_ack_runs:  # most histories ack individually: no walk
+            moments = moments.unionByName(self.covered_by_cumulative_acks())
+        return (moments.groupBy(*ACK_SCOPE, "value").agg(F.min("ack").alias("ack"))
+                .select(*ACK_SCOPE, "value", F.col("ack.ack_index").alias("ack_index"),
+                        F.col("ack.ack_time").alias("ack_time")))
+
+    def covered_by_cumulative_acks(self) -> DataFrame:
+        """`(scope, value, ack)`: each delivered value with the earliest cumulative ack
+        (`ack_index`, `ack_time`) at or past its position in the same segment (or topic)."""
+        return _covered(self.acks, self.recvs)
 
 
 def _read_runs(spark: SparkSession, run_by_path: dict[str, str]) -> DataFrame:
@@ -191,15 +206,9 @@ def _read_runs(spark: SparkSession, run_by_path: dict[str, str]) -> DataFrame:
     return frame.withColumn("run", runs[local_path])
 
 
-def _acked(acks: DataFrame, recvs: DataFrame, any_cumulative: bool) -> DataFrame:
-    scope = ["run", "topic", "subscription", "cluster"]
+def _covered(acks: DataFrame, recvs: DataFrame) -> DataFrame:
+    scope = ACK_SCOPE
     first_ack = F.struct(F.col("ack_index"), F.col("ack_time"))
-    individual = (acks.filter(~F.col("cumulative"))
-                  .groupBy(*scope, "value").agg(F.min(first_ack).alias("ack")))
-    if not any_cumulative:  # the common case: no walk, no second aggregate
-        return individual.select(*scope, "value", F.col("ack.ack_index").alias("ack_index"),
-                                 F.col("ack.ack_time").alias("ack_time"))
-
     delivered = recvs.filter(F.col("pos").isNotNull()).select(*scope, "value", "seg", "pos").distinct()
     # A cumulative ack names a message; its position in this cluster is where it was delivered.
     cumulative = (acks.filter(F.col("cumulative"))
@@ -221,14 +230,10 @@ def _acked(acks: DataFrame, recvs: DataFrame, any_cumulative: bool) -> DataFrame
     # the cumulative acknowledgement first covered it (marks only grow with time).
     downwards = Window.partitionBy(*scope, "seg").orderBy(F.col("at").desc(), "kind").rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
-    covered = (marks.unionByName(wanted)
-               .withColumn("covering", F.min("ack").over(downwards))
-               .filter((F.col("kind") == 1) & F.col("covering").isNotNull())
-               .select(*scope, "value", F.col("covering").alias("ack")))
-    return (individual.unionByName(covered)
-            .groupBy(*scope, "value").agg(F.min("ack").alias("ack"))
-            .select(*scope, "value", F.col("ack.ack_index").alias("ack_index"),
-                    F.col("ack.ack_time").alias("ack_time")))
+    return (marks.unionByName(wanted)
+            .withColumn("covering", F.min("ack").over(downwards))
+            .filter((F.col("kind") == 1) & F.col("covering").isNotNull())
+            .select(*scope, "value", F.col("covering").alias("ack")))
 
 
 def _parse_json(text: str | None) -> dict:

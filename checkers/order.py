@@ -37,12 +37,13 @@ def order(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
               .groupBy(*_GROUP, "value", "inv_index", "ok_index")
               .agg(F.min("index").alias("first_recv")))
     per_key = (firsts.groupBy(*_GROUP)
-               .agg(F.collect_list(F.struct("inv_index", "ok_index", "first_recv"))
+               .agg(F.collect_list(F.struct("value", "inv_index", "ok_index", "first_recv"))
                     .alias("sends")))
-    suspects = per_key.filter(_has_inversion(F.col("sends"))).select(*_GROUP)
-    pairs = (firsts.join(F.broadcast(suspects), _GROUP, "left_semi")
-             .groupBy(*_GROUP).applyInPandas(_count_inversions, _PAIRS_SCHEMA))
-    return anomalies(pairs, "later_invoke",
+    # The suspects' sends come from the gathered lists, so `firsts` is computed once.
+    suspects = (per_key.filter(_has_inversion(F.col("sends")))
+                .select(*_GROUP, F.inline("sends")))
+    pairs = suspects.groupBy(*_GROUP).applyInPandas(_count_inversions, _PAIRS_SCHEMA)
+    return anomalies("order", pairs, "later_invoke",
                      ["earlier_ok", "later_invoke", "later_first_recv", "earlier_first_recv"],
                      weight="pairs", topic="topic", subscription="subscription", key="key",
                      earlier="earlier_value", later="later_value", pairs="pairs")

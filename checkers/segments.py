@@ -26,7 +26,7 @@ def misrouted(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
              .join(F.broadcast(ranges), ["run", "topic", "segment"])
              .withColumnRenamed("key_hash", "hash"))
     wrong = sends.filter((F.col("hash") < F.col("range_start")) | (F.col("hash") > F.col("range_end")))
-    return anomalies(wrong, "inv_index", ["inv_index", "done_index"], value="value", key="key",
+    return anomalies("misrouted", wrong, "inv_index", ["inv_index", "done_index"], value="value", key="key",
                      hash="hash", segment="segment", range_start="range_start",
                      range_end="range_end")
 
@@ -54,7 +54,7 @@ def dual_write(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
             .groupBy("run", "topic", "segment", "value")
             .agg(F.min("inv_index").alias("inv_index"), F.min("done_index").alias("done_index"),
                  F.min("child_ok_index").alias("child_ok_index")))
-    return anomalies(late, "inv_index", ["child_ok_index", "inv_index", "done_index"],
+    return anomalies("dual-write", late, "inv_index", ["child_ok_index", "inv_index", "done_index"],
                      value="value", segment="segment")
 
 
