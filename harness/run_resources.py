@@ -40,7 +40,10 @@ def _label_filter(run_id: str | None) -> dict[str, str]:
 
 def run_containers(client: DockerClient, run_id: str | None) -> list[Container]:
     """Containers of run `run_id` (of every run when None), stopped ones included."""
-    return list(client.containers.list(all=True, filters=_label_filter(run_id)))
+    # The SDK lists, then inspects each; one removed in between (by a reaper's sweep or a
+    # second teardown) is gone, not an error.
+    return list(client.containers.list(all=True, filters=_label_filter(run_id),
+                                       ignore_removed=True))
 
 
 def run_networks(client: DockerClient, run_id: str | None) -> list[Network]:

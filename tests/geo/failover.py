@@ -169,7 +169,9 @@ def play(scene: Scene, client: Callable[[str], pulsar.Client],
         subscription = topic_stats(scene.target, scene.topic)["subscriptions"].get(SUBSCRIPTION)
         return subscription and subscription["markDeletePosition"]
 
-    wait_until("the target cluster has the subscription", lambda: bool(target_position()))
+    # An update marker travels behind the replicated backlog: allow a loaded machine time.
+    wait_until("the target cluster has the subscription", lambda: bool(target_position()),
+               timeout=60)
     time.sleep(2.5 * scene.snapshot_interval_s)  # the last updates, sent on the next ticks
     _stable(target_position, scene.snapshot_interval_s * 1.5, 30)
     consumer.close()
