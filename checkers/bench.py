@@ -60,6 +60,13 @@ def duckdb_lost_and_duplicate(path: Path) -> tuple[int, int, float]:
     return lost, duplicate, time.perf_counter() - start
 
 
+def _jvm_cpu_s(spark) -> float:
+    """CPU seconds the driver JVM (local mode: every executor thread too) has used: steadier
+    than wall time on a shared machine."""
+    info = spark.sparkContext._jvm.java.lang.ProcessHandle.current().info()
+    return info.totalCpuDuration().get().toNanos() / 1e9
+
+
 def _jvm_peak_rss_mib(spark) -> float | None:
     """The driver JVM's peak resident memory (VmHWM), where /proc can tell."""
     pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
@@ -101,10 +108,12 @@ def bench_check(events: int, spark_master: str | None, keep: Path | None) -> Non
         spark = spark_session(resolve_master(spark_master))
         session_s = time.perf_counter() - started
         started = time.perf_counter()
+        cpu_before = _jvm_cpu_s(spark)
         prepared = prepare(path)
         prepare_s = time.perf_counter() - started
         (result,) = check_runs(spark, {"bench": prepared}, CheckSettings())
         check_s = time.perf_counter() - started
+        check_cpu_s = _jvm_cpu_s(spark) - cpu_before
         jvm_mib = _jvm_peak_rss_mib(spark)
         spark.stop()
         # Before DuckDB runs in this process, so the figure is the check's own.
@@ -116,7 +125,7 @@ def bench_check(events: int, spark_master: str | None, keep: Path | None) -> Non
 
     click.echo(f"spark: session start {session_s:.1f} s, all checkers {check_s:.1f} s "
                f"({written / check_s:,.0f} events/s; of which validating and pairing "
-               f"{prepare_s:.1f} s); driver JVM peak "
+               f"{prepare_s:.1f} s; driver JVM CPU {check_cpu_s:.1f} s); driver JVM peak "
                f"{jvm_mib or float('nan'):.0f} MiB, driver Python peak {python_mib:.0f} MiB")
     click.echo(f"duckdb: lost and duplicate only {duck_s:.1f} s "
                f"(lost={lost}, duplicate={duplicate}); spark/duckdb = {check_s / duck_s:.1f}")
