@@ -101,7 +101,10 @@ def bench_check(events: int, spark_master: str | None, keep: Path | None) -> Non
         started = time.perf_counter()
         # In a child process, so the driver's peak memory below is the check's alone.
         with multiprocessing.get_context("spawn").Pool(1) as pool:
-            written = pool.apply(write_parquet, (spec, path))
+            try:
+                written = pool.apply(write_parquet, (spec, path))
+            except ValueError as exc:  # the injections do not fit in so few messages
+                raise click.BadParameter(str(exc), param_hint="--events") from None
         click.echo(f"generated {written:,} events in {time.perf_counter() - started:.1f} s")
 
         started = time.perf_counter()
