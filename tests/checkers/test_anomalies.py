@@ -5,7 +5,6 @@ directory, in one Spark job, the way `starquake check runs/` does."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
