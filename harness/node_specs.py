@@ -32,6 +32,10 @@ class NodeSettings:
     session_timeout_ms: int = 4000
     """The brokers' ZooKeeper session timeout: short, so faults act within seconds."""
     mutants: tuple[str, ...] = ()
+    replication_keepalive_s: float = 30.0
+    """The brokers' replicator keep-alive: Pulsar's 30 s by default, so a WAN cut that
+    drops packets leaves replicators looking connected for a minute. Tests about what
+    happens once a replicator knows it is cut shorten it."""
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
 
 
@@ -86,6 +90,7 @@ def broker_spec(image: NodeImage, cluster: str, zk_connect: str, advertised_host
                  "--advertised-host", advertised_host,
                  "--session-timeout-ms", str(settings.session_timeout_ms),
                  "--session-expired-policy", session_expired_policy,
+                 "--replication-keepalive-seconds", str(settings.replication_keepalive_s),
                  *_mutant_args(settings)),
         # Where it advertises, it must listen, whatever else it binds.
         wait=HttpStatus(BROKER_ADMIN_PORT, BROKER_HEALTH_PATH, host=advertised_host),

@@ -67,7 +67,8 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "failover between three clusters loses messages"),
     Mutant("snapshot-while-disconnected", "replicated subscriptions",
            "PIP-33 (004) limitations: no snapshot while a replicator is disconnected",
-           "snapshots that cover unreplicated messages: lost after failover"),
+           "snapshots among the clusters in reach count the unreachable cluster's messages "
+           "that never reached us: lost after failover"),
     Mutant("update-past-mark-delete", "replicated subscriptions",
            "PIP-33 (004) / 002: only a snapshot at or before the mark-delete position may "
            "drive an update",

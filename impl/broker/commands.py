@@ -17,8 +17,6 @@ from impl.protocol.pulsar_api_pb2 import (
     CommandLookupTopicResponse,
     CommandMessage,
     CommandPartitionedTopicMetadataResponse,
-    CommandPing,
-    CommandPong,
     CommandProducerSuccess,
     CommandReachedEndOfTopic,
     CommandSendError,
@@ -40,14 +38,6 @@ def connected(client_protocol_version: int) -> BaseCommand:
         server_version=SERVER_VERSION,
         protocol_version=min(client_protocol_version, MAX_PROTOCOL_VERSION),
         max_message_size=MAX_MESSAGE_SIZE))
-
-
-def ping() -> BaseCommand:
-    return BaseCommand(type=BaseCommand.PING, ping=CommandPing())
-
-
-def pong() -> BaseCommand:
-    return BaseCommand(type=BaseCommand.PONG, pong=CommandPong())
 
 
 def success(request_id: int) -> BaseCommand:

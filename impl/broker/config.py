@@ -76,6 +76,10 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
                              "enableReplicatedSubscriptions=false)")
     parser.add_argument("--replicated-subscriptions-snapshot-frequency-ms", type=int,
                         default=ReplicatedSubscriptionsConfig.snapshot_frequency_ms)
+    parser.add_argument("--replication-keepalive-seconds", type=float,
+                        default=GeoReplicationConfig.keepalive_s,
+                        help="a replicator gives up a silent remote connection after "
+                             "twice this (Pulsar's keepAliveIntervalSeconds)")
     parser.add_argument("--replicate-individually-deleted", action="store_true",
                         help="our extension (document 003): replicated subscriptions also "
                              "carry messages acknowledged out of order")
@@ -84,6 +88,7 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
         mutants = Mutants.parse(args.mutants)
         replication = GeoReplicationConfig(
             enable_replicated_subscriptions=not args.disable_replicated_subscriptions,
+            keepalive_s=args.replication_keepalive_seconds,
             subscriptions=ReplicatedSubscriptionsConfig(
                 snapshot_frequency_ms=args.replicated_subscriptions_snapshot_frequency_ms,
                 replicate_individually_deleted=args.replicate_individually_deleted))

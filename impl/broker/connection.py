@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -26,6 +25,7 @@ from impl.broker.subscription import Subscription
 from impl.broker.topic import Topic
 from impl.ownership.topic_name import TopicName
 from impl.protocol.frames import Frame, FrameDecoder, MalformedFrame, encode_command
+from impl.protocol.keep_alive import Silence, keep_alive, ping, pong
 from impl.protocol.pulsar_api_pb2 import BaseCommand, ServerError
 from impl.storage.api import Position
 
@@ -53,12 +53,12 @@ class ServerConnection:
         self._consumers: dict[int, tuple[Topic, Subscription, Consumer]] = {}
         self._control = asyncio.Lock()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._last_heard = time.monotonic()
+        self._silence = Silence()
         self.closed = False
         self.understands_end_of_topic = True
         self._handlers: dict[int, Callable[[Frame], None]] = {
             BaseCommand.CONNECT: self._connect,
-            BaseCommand.PING: lambda _f: self.send(commands.pong()),
+            BaseCommand.PING: lambda _f: self.send(pong()),
             BaseCommand.PONG: lambda _f: None,
             BaseCommand.PARTITIONED_METADATA: self._partitioned_metadata,
             BaseCommand.LOOKUP: self._lookup,
@@ -79,10 +79,11 @@ class ServerConnection:
     # --- the socket --------------------------------------------------------------------
 
     async def serve(self) -> None:
-        keepalive = asyncio.create_task(self._keep_alive())
+        keepalive = asyncio.create_task(keep_alive(
+            self._keepalive, self._silence, lambda: self.send(ping()), self._silent))
         try:
             while data := await self._reader.read(READ_SIZE):
-                self._last_heard = time.monotonic()
+                self._silence.heard()
                 for frame in self._decoder.feed(data):
                     self._dispatch(frame)
         except MalformedFrame as exc:
@@ -122,17 +123,9 @@ class ServerConnection:
         for task in self._tasks:
             task.cancel()
 
-    async def _keep_alive(self) -> None:
-        while True:
-            await asyncio.sleep(self._keepalive)
-            silent = time.monotonic() - self._last_heard
-            if silent >= 2 * self._keepalive:
-                log.warning("closing connection from %s: silent for %.0f s", self.address,
-                            silent)
-                self.close()
-                return
-            if silent >= self._keepalive:
-                self.send(commands.ping())
+    def _silent(self, seconds: float) -> None:
+        log.warning("closing connection from %s: silent for %.0f s", self.address, seconds)
+        self.close()
 
     # --- dispatching -------------------------------------------------------------------
 

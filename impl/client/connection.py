@@ -19,8 +19,8 @@ from impl.protocol.pulsar_api_pb2 import (
     CommandConnect,
     CommandLookupTopic,
     CommandLookupTopicResponse,
-    CommandPong,
 )
+from impl.protocol.keep_alive import Silence, keep_alive, ping, pong
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,11 @@ _ANSWERS: dict[int, str] = {
 
 
 class ClientConnection:
+    """`keepalive` seconds: ping the broker after that much silence and close after twice
+    that (Pulsar's client `keepAliveIntervalSeconds`). None leaves a silent connection open
+    until TCP gives up, which is fine for short-lived test clients and wrong for a
+    replicator, whose disconnection PIP-33's snapshots must notice."""
+
     def __init__(self, url: str, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
         self.url = url
@@ -66,9 +71,12 @@ class ClientConnection:
         self._ids = itertools.count(1)
         self.closed = False
         self._task: asyncio.Task[None] | None = None
+        self._keepalive: asyncio.Task[None] | None = None
+        self._silence = Silence()
 
     @classmethod
-    async def open(cls, url: str, timeout: float = 10.0) -> ClientConnection:
+    async def open(cls, url: str, timeout: float = 10.0,
+                   keepalive: float | None = None) -> ClientConnection:
         address = urlsplit(url)
         async with asyncio.timeout(timeout):
             reader, writer = await asyncio.open_connection(address.hostname, address.port)
@@ -79,6 +87,10 @@ class ClientConnection:
             client_version="starquake-scalable", protocol_version=PROTOCOL_VERSION)))
         async with asyncio.timeout(timeout):
             await connected
+        if keepalive is not None:
+            connection._keepalive = asyncio.create_task(keep_alive(
+                keepalive, connection._silence, lambda: connection.send(ping()),
+                connection._silent))
         return connection
 
     def _expect_connected(self) -> asyncio.Future[Frame]:
@@ -126,6 +138,7 @@ class ClientConnection:
     async def _read(self) -> None:
         try:
             while data := await self._reader.read(256 * 1024):
+                self._silence.heard()
                 for frame in self._decoder.feed(data):
                     self._dispatch(frame)
         except Exception as exc:
@@ -138,7 +151,7 @@ class ClientConnection:
         if command.type == BaseCommand.CONNECTED:
             self._resolve(-1, frame)
         elif command.type == BaseCommand.PING:
-            self.send(BaseCommand(type=BaseCommand.PONG, pong=CommandPong()))
+            self.send(pong())
         answer = _ANSWERS.get(command.type)
         if answer is not None:
             body = getattr(command, answer)
@@ -158,11 +171,17 @@ class ClientConnection:
         future.set_result(frame)
         return True
 
+    def _silent(self, seconds: float) -> None:
+        log.warning("closing connection to %s: silent for %.1f s", self.url, seconds)
+        self.close()
+
     def close(self) -> None:
         if self.closed:
             return
         self.closed = True
         self._writer.close()
+        if self._keepalive is not None and self._keepalive is not asyncio.current_task():
+            self._keepalive.cancel()
         for future in self._requests.values():
             if not future.done():
                 future.set_exception(ConnectionClosed(f"connection to {self.url} closed"))
@@ -174,10 +193,12 @@ class ClientConnection:
 
 
 class ConnectionPool:
-    """One live connection per broker URL, and topic lookups."""
+    """One live connection per broker URL, and topic lookups; `keepalive` as for
+    `ClientConnection`, for each of them."""
 
-    def __init__(self, service_urls: list[str]) -> None:
+    def __init__(self, service_urls: list[str], keepalive: float | None = None) -> None:
         self.service_urls = list(service_urls)
+        self._keepalive = keepalive
         self._connections: dict[str, ClientConnection] = {}
         self._opening: dict[str, asyncio.Lock] = {}
         self._next = itertools.count()
@@ -187,7 +208,8 @@ class ConnectionPool:
         async with lock:
             found = self._connections.get(url)
             if found is None or found.closed:
-                found = self._connections[url] = await ClientConnection.open(url)
+                found = self._connections[url] = await ClientConnection.open(
+                    url, keepalive=self._keepalive)
             return found
 
     async def any_connection(self) -> ClientConnection:

@@ -19,6 +19,7 @@ from impl.lookup.directory import TenantDirectory, UnknownCluster, UnknownTenant
 from impl.metadata.errors import MetadataError
 from impl.ownership.topic_name import InvalidTopicName, TopicName
 from impl.protocol.frames import Frame, FrameDecoder, MalformedFrame, encode_command
+from impl.protocol.keep_alive import pong
 from impl.protocol.pulsar_api_pb2 import BaseCommand, ServerError
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class LookupServer:
         if command.type == BaseCommand.CONNECT:
             return commands.connected(command.connect.protocol_version)
         if command.type == BaseCommand.PING:
-            return commands.pong()
+            return pong()
         if command.type == BaseCommand.PARTITIONED_METADATA:
             request = command.partitionMetadata
             _, code, reason = await self._route(request.topic)

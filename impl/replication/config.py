@@ -50,9 +50,15 @@ class GeoReplicationConfig:
     """A replicator that lost its remote retries after `backoff_initial_s`, doubling up to
     this bound (Pulsar's replicator backoff, shortened for test runs)."""
     connect_timeout_s: float = 5.0
+    keepalive_s: float = 30.0
+    """The replicator's connection to a remote broker pings after this much silence and
+    is given up after twice that (Pulsar's client `keepAliveIntervalSeconds`). Until then
+    a WAN cut that drops packets leaves the replicator looking connected, and snapshots
+    keep starting."""
 
     def __post_init__(self) -> None:
-        for name in ("read_batch", "backoff_initial_s", "backoff_max_s", "connect_timeout_s"):
+        for name in ("read_batch", "backoff_initial_s", "backoff_max_s", "connect_timeout_s",
+                     "keepalive_s"):
             value = getattr(self, name)
             if value <= 0:
                 raise InvalidReplicationConfig(f"{name} must be positive, not {value}")

@@ -54,8 +54,8 @@ class RemoteProducer:
 
     @classmethod
     async def connect(cls, service_url: str, topic: str, name: str,
-                      timeout: float = 10.0) -> RemoteProducer:
-        pool = ConnectionPool([service_url])
+                      timeout: float = 10.0, keepalive: float | None = None) -> RemoteProducer:
+        pool = ConnectionPool([service_url], keepalive)
         try:
             async with asyncio.timeout(timeout):
                 connection = await pool.lookup(topic)

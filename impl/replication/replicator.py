@@ -154,7 +154,7 @@ class Replicator:
                                     f"{self.remote_cluster})")
         self._producer = await RemoteProducer.connect(
             url, self.topic, replicator_producer_name(self.local_cluster),
-            self._config.connect_timeout_s)
+            self._config.connect_timeout_s, self._config.keepalive_s)
         self._backoff.reset()
         self.last_error = ""
         log.info("%r connected to %s", self, self._producer.broker_url)

@@ -30,7 +30,12 @@ class TrafficFault(Protocol):
         it raises fails the scene."""
 
     def heal(self) -> None:
-        """Called once the traffic is over, before the clusters are left to settle."""
+        """Called once the traffic is over, before the clusters are left to settle: keep
+        what the test judges, then lift the fault."""
+
+    def lift(self) -> None:
+        """Undo the fault, whatever state the scene is in; `play` calls it last, also when
+        the scene fails, so no cut outlives its test."""
 
 
 @dataclass
@@ -131,6 +136,15 @@ def _stable(read: Callable[[], object], period: float, timeout: float) -> None:
 
 def play(scene: Scene, client: Callable[[str], pulsar.Client],
          clusters: Sequence[GeoCluster]) -> Outcome:
+    try:
+        return _play(scene, client, clusters)
+    finally:
+        if scene.fault is not None:
+            scene.fault.lift()
+
+
+def _play(scene: Scene, client: Callable[[str], pulsar.Client],
+          clusters: Sequence[GeoCluster]) -> Outcome:
     clients = {cluster_name(c): client(c.service_urls[0]) for c in clusters}
     source = clients[cluster_name(scene.source)]
     consumer = source.subscribe(scene.topic, SUBSCRIPTION,

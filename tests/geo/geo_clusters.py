@@ -61,6 +61,11 @@ def topic_stats(cluster: GeoCluster, topic: str) -> dict[str, Any]:
     return admin(cluster, "GET", f"/admin/v2/persistent/{local}/stats")  # type: ignore[no-any-return]
 
 
+def replicator_connected(cluster: GeoCluster, topic: str, remote: str) -> bool:
+    """Whether `cluster`'s replicator of `topic` to `remote` has its producer there."""
+    return bool(topic_stats(cluster, topic)["replication"][remote]["connected"])
+
+
 def wait_until(what: str, condition: Callable[[], bool], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():

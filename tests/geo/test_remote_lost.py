@@ -15,7 +15,13 @@ import pulsar
 import pytest
 
 from harness.local_cluster import LocalCluster
-from tests.geo.geo_clusters import NAMESPACE, admin, topic_stats, wait_until
+from tests.geo.geo_clusters import (
+    NAMESPACE,
+    admin,
+    replicator_connected,
+    topic_stats,
+    wait_until,
+)
 from tests.geo.traffic import SteadyProducer, read_all
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -30,8 +36,8 @@ class _RemoteAway:
     broker stops. `while_away` holds a's topic stats a few seconds later."""
 
     def __init__(self, geo_clusters: Callable[..., list[LocalCluster]],
-                 pulsar_client: Callable[..., pulsar.Client], mutants: tuple[str, ...]) -> None:
-        self.a, self.b = geo_clusters(["a", "b"], mutants=mutants)
+                 pulsar_client: Callable[..., pulsar.Client]) -> None:
+        self.a, self.b = geo_clusters(["a", "b"])
         self.topic = _topic()
         client = pulsar_client(self.a.service_urls[0])
         self.consumer = client.subscribe(self.topic, "sub",
@@ -52,7 +58,7 @@ class _RemoteAway:
         return int(self.stats()["replicatedSubscriptionsController"]["completedSnapshots"])
 
     def connected(self) -> bool:
-        return bool(self.stats()["replication"]["b"]["connected"])
+        return replicator_connected(self.a, self.topic, "b")
 
     def stop(self) -> list[str]:
         published = self.producer.stop()
@@ -63,7 +69,7 @@ class _RemoteAway:
 def test_snapshots_stop_while_the_remote_is_away_and_everything_arrives_after(
         geo_clusters: Callable[..., list[LocalCluster]],
         pulsar_client: Callable[..., pulsar.Client]) -> None:
-    scene = _RemoteAway(geo_clusters, pulsar_client, ())
+    scene = _RemoteAway(geo_clusters, pulsar_client)
     try:
         controller = scene.while_away["replicatedSubscriptionsController"]
         assert controller["completedSnapshots"] == scene.completed_when_lost
@@ -82,14 +88,6 @@ def test_snapshots_stop_while_the_remote_is_away_and_everything_arrives_after(
                lambda: scene.stats()["replication"]["b"]["msgBacklog"] == 0)
     received = read_all(pulsar_client(scene.b.service_urls[0]), scene.topic)
     assert set(published) <= set(received)
-
-
-def test_mutant_snapshot_while_disconnected_keeps_asking_the_lost_cluster(
-        geo_clusters: Callable[..., list[LocalCluster]],
-        pulsar_client: Callable[..., pulsar.Client]) -> None:
-    scene = _RemoteAway(geo_clusters, pulsar_client, ("snapshot-while-disconnected",))
-    scene.stop()
-    assert scene.while_away["replicatedSubscriptionsController"]["pendingSnapshots"] > 1
 
 
 def test_replication_follows_policy_changes_and_skips_expired_messages(

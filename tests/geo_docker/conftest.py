@@ -32,12 +32,16 @@ class GeoDeployment:
 def geo_deployment(deploy: Callable[..., DockerDeployment],  # noqa: F811
                    tmp_path: Path) -> Callable[..., GeoDeployment]:
     """`geo_deployment(["a", "b"], mutants=(...))`: started clusters that replicate the
-    test namespace to each other; `mutants` go to every node. Each node's log is saved
-    in the test's `tmp_path/logs` at teardown."""
+    test namespace to each other; `mutants` go to every node, `replication_keepalive_s`
+    to every broker. Each node's log is saved in the test's `tmp_path/logs` at teardown."""
 
-    def start(names: list[str], mutants: tuple[str, ...] = ()) -> GeoDeployment:
+    def start(names: list[str], mutants: tuple[str, ...] = (),
+              replication_keepalive_s: float = NodeSettings.replication_keepalive_s
+              ) -> GeoDeployment:
+        settings = NodeSettings(mutants=mutants,
+                                replication_keepalive_s=replication_keepalive_s)
         deployment = deploy(clusters=tuple(names), zookeepers=1, bookies=1, brokers=1,
-                            settings=NodeSettings(mutants=mutants), run_dir=tmp_path)
+                            settings=settings, run_dir=tmp_path)
         clusters = [ClusterAccess(n.name, tuple(n.service_urls), tuple(n.admin_urls),
                                   n.zk_connect_string)
                     for n in (deployment.clusters[name] for name in names)]

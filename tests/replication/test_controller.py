@@ -88,13 +88,20 @@ def test_no_snapshot_while_a_replicator_is_disconnected() -> None:
     run(scenario)
 
 
-def test_mutant_snapshot_while_disconnected_asks_anyway() -> None:
+def test_mutant_snapshot_while_disconnected_completes_among_the_clusters_in_reach() -> None:
     async def scenario() -> None:
         c, topic, _ = controller(("b", "c"), Mutants.of(["snapshot-while-disconnected"]))
         topic.publish(b"m0")
         topic.connected["c"] = False
-        await c.tick()
-        assert requests(topic) == ["snap-0"]
+        assert await c.tick() == "snap-0"
+        await arrive(c, topic, SnapshotResponse("snap-0", "b", Position(9, 1), "a"))
+        snapshots = [m for m in topic.markers() if isinstance(m, Snapshot)]
+        assert [s.clusters for s in snapshots] == [{"b": Position(9, 1)}]  # c left out
+        topic.publish(b"m1")
+        assert await c.tick() == "snap-1"
+        topic.publish(b"m2")
+        topic.connected["b"] = False
+        assert await c.tick() is None  # nobody in reach: nobody to ask
 
     run(scenario)
 
