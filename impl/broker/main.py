@@ -10,6 +10,7 @@ every bundle (clients are told to look their topics up again), close, exit 0. PI
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import signal
 import sys
@@ -161,6 +162,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kazoo").setLevel(logging.WARNING)
+    # `kill -USR1 <pid>` writes every thread's stack to the log: how a hung broker is read.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         sys.exit(asyncio.run(BrokerProcess(config).run()))
     except (MetadataError, OSError) as exc:

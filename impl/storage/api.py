@@ -92,7 +92,8 @@ class ManagedCursor(Protocol):
         ...
 
     async def wait_for_more(self) -> None:
-        """Return once an entry exists past the read position (or the topic is closed)."""
+        """Return once an entry exists past the read position, or the topic is terminated
+        or closed meanwhile; on a topic already terminated, only when it closes."""
         ...
 
     def rewind(self) -> None:

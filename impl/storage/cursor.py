@@ -83,9 +83,14 @@ class ManagedCursorImpl:
 
     async def wait_for_more(self) -> None:
         """Return once an unacknowledged entry exists past the read position, or the
-        managed ledger is closed or terminated (then `has_more()` may still be False:
-        a terminated topic has no more to come)."""
-        while not self.has_more() and not self._ledger.closed and not self._ledger.terminated:
+        managed ledger is terminated or closed meanwhile (then `has_more()` may still be
+        False). A ledger terminated before the call has nothing more to come, so the wait
+        lasts until it closes: callers loop on this, and returning at once made a drained
+        segment's dispatcher spin on the event loop."""
+        terminated_before = self._ledger.terminated
+        while not self.has_more() and not self._ledger.closed:
+            if self._ledger.terminated and not terminated_before:
+                return
             await self._ledger.wait_for_entries()
 
     def rewind(self) -> None:

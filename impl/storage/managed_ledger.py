@@ -267,8 +267,9 @@ class ManagedLedgerImpl:
         return [Entry(position, found[position]) for position in positions]
 
     async def wait_for_entries(self) -> None:
-        """Return after the next add is confirmed (or the ledger closes or terminates)."""
-        if self._closed or self._info.terminated:
+        """Return after the next add is confirmed, or when the ledger terminates or
+        closes; a terminated ledger takes no more adds, so on one only the close is left."""
+        if self._closed:
             return
         if self._entries_added is None:
             self._entries_added = asyncio.get_running_loop().create_future()

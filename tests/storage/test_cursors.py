@@ -77,6 +77,25 @@ def test_latest_cursor_waits_and_rewinds(start_bookie: StartBookie,
     run(scenario())
 
 
+def test_a_wait_for_more_returns_when_the_ledger_is_terminated(
+        start_bookie: StartBookie, make_factory: Factories) -> None:
+    """The dispatcher learns of the termination from the wait it is in (it tells its
+    consumers the topic ended); the next wait lasts until the ledger closes."""
+    start_bookie()
+
+    async def scenario() -> None:
+        async with owner(make_factory, NAME) as ledger:
+            cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
+            waiting = asyncio.create_task(cursor.wait_for_more())
+            await asyncio.sleep(0.05)
+            assert not waiting.done()
+            await ledger.terminate()
+            await asyncio.wait_for(waiting, 5)
+            assert not cursor.has_more()
+
+    run(scenario())
+
+
 def test_reads_cross_ledgers_as_they_roll_over(start_bookie: StartBookie,
                                                make_factory: Factories) -> None:
     start_bookie()

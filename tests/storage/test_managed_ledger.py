@@ -89,7 +89,12 @@ def test_termination_is_persistent(start_bookie: StartBookie, make_factory: Fact
                 await reopened.add_entry(b"still too late")
             cursor = await reopened.open_cursor("sub", InitialPosition.EARLIEST)
             assert [e.data for e in await cursor.read_entries(10)] == [b"last words"]
-            await cursor.wait_for_more()  # returns at once: nothing more will come
+            # Nothing more will come: the wait lasts until the ledger closes, so a caller
+            # that loops on it does not spin.
+            waiting = asyncio.create_task(cursor.wait_for_more())
+            await asyncio.sleep(0.05)
+            assert not waiting.done()
+        await asyncio.wait_for(waiting, 5)
 
     run(scenario())
 
