@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import click
+import pyarrow.parquet as pq
 
 from checkers.synthetic import INJECTABLE, SyntheticSpec, write_parquet
 
@@ -83,7 +84,8 @@ def _jvm_peak_rss_mib(spark) -> float | None:
 @click.option("--events", default=2_000_000, show_default=True,
               help="About how many events the synthetic history has.")
 @click.option("--spark-master", help="Spark master URL [default: local[*]].")
-@click.option("--keep", type=click.Path(path_type=Path), help="Keep the history here.")
+@click.option("--keep", type=click.Path(path_type=Path, file_okay=False),
+              help="Keep the history in this directory, or reuse the one kept there.")
 def bench_check(events: int, spark_master: str | None, keep: Path | None) -> None:
     """Time every checker over EVENTS synthetic events and verify the counts found."""
     from checkers.anomaly import CheckSettings
@@ -96,16 +98,23 @@ def bench_check(events: int, spark_master: str | None, keep: Path | None) -> Non
     spec = SyntheticSpec(messages=max(events // _EVENTS_PER_MESSAGE, 2000), seed=7,
                          inject=inject)
     with tempfile.TemporaryDirectory() as tmp:
-        path = (keep or Path(tmp)) / "history.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        started = time.perf_counter()
-        # In a child process, so the driver's peak memory below is the check's alone.
-        with multiprocessing.get_context("spawn").Pool(1) as pool:
-            try:
-                written = pool.apply(write_parquet, (spec, path))
-            except ValueError as exc:  # the injections do not fit in so few messages
-                raise click.BadParameter(str(exc), param_hint="--events") from None
-        click.echo(f"generated {written:,} events in {time.perf_counter() - started:.1f} s")
+        # Named by its size: the spec is otherwise fixed, so a kept file of that name is
+        # this very history, and paired runs of the check alone can reuse it.
+        path = (keep or Path(tmp)) / f"history-{spec.messages}-messages.parquet"
+        if path.is_file():
+            written = pq.ParquetFile(path).metadata.num_rows
+            click.echo(f"reusing {written:,} events in {path} (and their pairing, "
+                       "when kept beside it)")
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            started = time.perf_counter()
+            # In a child process, so the driver's peak memory below is the check's alone.
+            with multiprocessing.get_context("spawn").Pool(1) as pool:
+                try:
+                    written = pool.apply(write_parquet, (spec, path))
+                except ValueError as exc:  # the injections do not fit in so few messages
+                    raise click.BadParameter(str(exc), param_hint="--events") from None
+            click.echo(f"generated {written:,} events in {time.perf_counter() - started:.1f} s")
 
         started = time.perf_counter()
         spark = spark_session(resolve_master(spark_master))
