@@ -45,7 +45,7 @@ class Checker:
 
 
 def anomalies(checker: str | Column, frame: DataFrame, sort_key: str | Column,
-              events: list[str | Column], weight: str | None = None,
+              events: list[str | Column], weight: Column | None = None,
               **facts: str | Column) -> DataFrame:
     """Shape a checker's findings: `events` are the columns holding proving indexes.
     `checker` is its name, or a column naming it when one finder decides several; facts
@@ -55,7 +55,7 @@ def anomalies(checker: str | Column, frame: DataFrame, sort_key: str | Column,
         F.array_sort(F.array_distinct(F.filter(indexes, lambda i: i.isNotNull()))).alias("events"),
         *[(F.col(v) if isinstance(v, str) else v).alias(k) for k, v in facts.items()]))
     key = F.col(sort_key) if isinstance(sort_key, str) else sort_key
-    units = F.col(weight) if weight else F.lit(1)
+    units = F.lit(1) if weight is None else weight
     name = F.lit(checker) if isinstance(checker, str) else checker
     return frame.select(name.alias("checker"), "run", key.cast("long").alias("sort_key"),
                         units.cast("long").alias("weight"), example.alias("example"))

@@ -68,9 +68,8 @@ def _jvm_cpu_s(spark) -> float:
     return info.totalCpuDuration().get().toNanos() / 1e9
 
 
-def _jvm_peak_rss_mib(spark) -> float | None:
-    """The driver JVM's peak resident memory (VmHWM), where /proc can tell."""
-    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+def _peak_rss_mib(pid: int) -> float | None:
+    """A process's peak resident memory (VmHWM), where /proc can tell."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -78,6 +77,18 @@ def _jvm_peak_rss_mib(spark) -> float | None:
     except OSError:
         return None
     return None
+
+
+def _jvm_pid(spark) -> int:
+    return spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+
+
+def _python_workers_peak_mib(spark) -> float:
+    """The summed peaks of the JVM's Python workers (the checkers' per-partition passes
+    run there, outside the driver), read while they still live."""
+    handles = spark.sparkContext._jvm.java.lang.ProcessHandle.current().descendants()
+    return sum(_peak_rss_mib(pid) or 0.0 for pid in
+               [handle.pid() for handle in handles.toArray()])
 
 
 @click.command()
@@ -126,7 +137,8 @@ def bench_check(events: int, spark_master: str | None, keep: Path | None) -> Non
         (result,) = check_runs(spark, {"bench": prepared}, CheckSettings())
         check_s = time.perf_counter() - started
         check_cpu_s = _jvm_cpu_s(spark) - cpu_before
-        jvm_mib = _jvm_peak_rss_mib(spark)
+        jvm_mib = _peak_rss_mib(_jvm_pid(spark))
+        workers_mib = _python_workers_peak_mib(spark)
         spark.stop()
         # Before DuckDB runs in this process, so the figure is the check's own.
         python_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -138,7 +150,8 @@ def bench_check(events: int, spark_master: str | None, keep: Path | None) -> Non
     click.echo(f"spark: session start {session_s:.1f} s, all checkers {check_s:.1f} s "
                f"({written / check_s:,.0f} events/s; of which validating and pairing "
                f"{prepare_s:.1f} s; driver JVM CPU {check_cpu_s:.1f} s); driver JVM peak "
-               f"{jvm_mib or float('nan'):.0f} MiB, driver Python peak {python_mib:.0f} MiB")
+               f"{jvm_mib or float('nan'):.0f} MiB, driver Python peak {python_mib:.0f} MiB, "
+               f"Python workers' peaks summed {workers_mib:.0f} MiB")
     click.echo(f"duckdb: lost and duplicate only {duck_s:.1f} s "
                f"(lost={lost}, duplicate={duplicate}); spark/duckdb = {check_s / duck_s:.1f}")
     click.echo("counts " + ("verified" if counts == expected else f"WRONG: {counts} "

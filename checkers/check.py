@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -21,7 +22,6 @@ from checkers.duplicates import duplicate_window
 from checkers.forked_position import forked_position
 from checkers.frames import HistoryFrames
 from checkers.load import PreparedHistory
-from checkers.order import order
 from checkers.segments import dual_write, misrouted
 from checkers.stats import run_stats
 
@@ -34,7 +34,7 @@ CHECKERS = (
     Checker("dual-write", dual_write),
     Checker("forked-position", forked_position),
     Checker("misrouted", misrouted),
-    Checker("order", order),
+    Checker("order", deliveries),
 )
 EXAMPLES_PER_CHECKER = 10
 
@@ -68,16 +68,20 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
     finders = dict.fromkeys(checker.finder for checker in CHECKERS)
     found = reduce(DataFrame.unionByName, [find(frames, settings) for find in finders])
     per_checker = Window.partitionBy("checker", "run")
-    first = (found.withColumn("rank", F.row_number().over(per_checker.orderBy("sort_key")))
-             .withColumn("count", F.sum("weight").over(per_checker))
-             .filter(F.col("rank") <= EXAMPLES_PER_CHECKER)
-             .select("checker", "run", "count", "rank", "example").collect())
+    # The statistics are a job of their own: submitted alongside, they take the cores
+    # the anomaly job leaves idle between its stages.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        stats_job = pool.submit(run_stats, frames, settings)
+        first = (found.withColumn("rank", F.row_number().over(per_checker.orderBy("sort_key")))
+                 .withColumn("count", F.sum("weight").over(per_checker))
+                 .filter(F.col("rank") <= EXAMPLES_PER_CHECKER)
+                 .select("checker", "run", "count", "rank", "example").collect())
+        stats = stats_job.result()
     counts: dict[tuple[str, str], int] = {}
     examples: dict[tuple[str, str], list] = defaultdict(list)
     for row in sorted(first, key=lambda r: r["rank"]):
         counts[(row["checker"], row["run"])] = row["count"]
         examples[(row["checker"], row["run"])].append(json.loads(row["example"]))
-    stats = run_stats(frames, settings)
     results = []
     for run, history in histories.items():
         checkers = {}

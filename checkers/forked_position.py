@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.anomaly import CheckSettings, anomalies
 from checkers.frames import HistoryFrames
+from checkers.partitions import TextCodes, map_partitions, rows
 
+_EXAMPLE_VALUES = 4
 _EXAMPLE_EVENTS = 6
 _PLACE = ["run", "topic", "place_cluster", "seg", "position"]
+_FORKS = pa.schema([
+    ("run", pa.string()), ("topic", pa.string()), ("place_cluster", pa.string()),
+    ("seg", pa.int64()), ("position", pa.string()), ("some_values", pa.list_(pa.string())),
+    ("idx", pa.list_(pa.int64()))])
 
 
 def forked_position(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     """Positions where sends acknowledged, or deliveries seen, name different values.
     A position is per (topic, cluster, segment); batched messages carry their batch index
-    as a third component, so they do not collide.
-
-    A position forked exactly when its smallest and largest values differ: that cheap
-    aggregate screens every position, and only the forked ones gather their examples."""
+    as a third component, so they do not collide. One shuffle by position; each
+    partition counts the distinct values per position, and only the forked ones gather
+    their examples."""
     written = (frames.sends.filter((F.col("outcome") == "ok") & F.col("position").isNotNull())
                .select("run", "topic", F.coalesce("cluster", F.lit("")).alias("place_cluster"),
                        F.coalesce("segment", F.lit(-1)).alias("seg"), "position", "value",
@@ -26,13 +33,27 @@ def forked_position(frames: HistoryFrames, settings: CheckSettings) -> DataFrame
     seen = frames.recvs.filter(F.col("position").isNotNull()).select(
         "run", "topic", F.coalesce("cluster", F.lit("")).alias("place_cluster"), "seg",
         "position", "value", "index")
-    placed = written.unionByName(seen)
-    forked = (placed.groupBy(*_PLACE).agg(F.min("value").alias("low"), F.max("value").alias("high"))
-              .filter(F.col("low") != F.col("high")).select(*_PLACE))
-    forks = (placed.join(forked, _PLACE, "left_semi").groupBy(*_PLACE)
-             .agg(F.slice(F.sort_array(F.collect_set("value")), 1, 4).alias("some_values"),
-                  F.slice(F.sort_array(F.collect_set("index")), 1, _EXAMPLE_EVENTS).alias("idx")))
-    return anomalies("forked-position", forks.withColumn("first", F.get(F.col("idx"), 0)), "first",
-                     [F.get(F.col("idx"), i) for i in range(_EXAMPLE_EVENTS)],
+    placed = written.unionByName(seen).repartition(frames.partitions, *_PLACE)
+    forks = map_partitions(placed, _forks, _FORKS)
+    return anomalies("forked-position", forks.withColumn("first", F.get(F.col("idx"), 0)),
+                     "first", [F.get(F.col("idx"), i) for i in range(_EXAMPLE_EVENTS)],
                      topic="topic", position="position", segment="seg",
                      cluster="place_cluster", values="some_values")
+
+
+def _forks(placed: pa.Table) -> pa.Table:
+    """Each position with two or more values: its first values and events, in order."""
+    codes = TextCodes(placed, [*_PLACE, "value"])
+    distinct = codes.table.group_by(_PLACE).aggregate([("value", "count_distinct")])
+    forked = distinct.filter(pc.greater(distinct["value_count_distinct"], 1)).select(_PLACE)
+    forks = codes.decode(codes.table.join(forked, _PLACE, join_type="left semi"),
+                         placed.schema)
+    examples = forks.group_by(_PLACE).aggregate([("value", "distinct"), ("index", "distinct")])
+
+    def first(column: str, count: int, field: str) -> pa.Array:
+        return pa.array([sorted(v for v in values if v is not None)[:count]
+                         for values in examples[column].to_pylist()], _FORKS.field(field).type)
+
+    return rows(_FORKS, examples.num_rows, **{c: examples[c] for c in _PLACE},
+                some_values=first("value_distinct", _EXAMPLE_VALUES, "some_values"),
+                idx=first("index_distinct", _EXAMPLE_EVENTS, "idx"))

@@ -1,18 +1,21 @@
 """The views of a history that the checkers share, built once per check.
 
 Every frame carries a `run` column, so checking a hundred runs is one Spark job over their
-union rather than a hundred jobs. Nothing here collects the history: only layouts, nemesis
-operations and failovers, which are small by construction, ever reach the driver.
+union rather than a hundred jobs. Nothing here collects the history: only layouts,
+subscriptions, nemesis operations and failovers, which are small by construction, ever
+reach the driver.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import reduce
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -31,6 +34,10 @@ def position_struct(column: str = "position") -> Column:
 
 ACK_SCOPE = ["run", "topic", "subscription", "cluster"]
 """Where an acknowledgement counts: one subscription of one topic, in one cluster."""
+
+ROWS_PER_PARTITION = 1000000
+"""About how many events one partition of a by-key shuffle holds: a Python worker takes a
+whole partition as one Arrow table, so this bounds its memory."""
 
 
 def json_field(column: str, key: str) -> Column:
@@ -61,6 +68,18 @@ class SmallFact:
     time: int
     outcome: str | None
     done_time: int | None
+    done_index: int | None
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A subscription as first created: what it is owed starts after `since_index`."""
+
+    run: str
+    topic: str | None
+    subscription: str
+    since_index: int
+    mode: str | None
 
 
 @dataclass
@@ -76,6 +95,8 @@ class HistoryFrames:
     acks: DataFrame
     """Acks completed `ok`, `cumulative` or not."""
     runs: list[str]
+    partitions: int
+    """How many partitions each by-key shuffle makes (see `ROWS_PER_PARTITION`)."""
     layouts: dict[tuple[str, str], dict[int, Segment]] = field(default_factory=dict)
     meta: dict[str, dict] = field(default_factory=dict)
     drained: set[str] = field(default_factory=set)
@@ -84,6 +105,7 @@ class HistoryFrames:
     failover_ops: list[SmallFact] = field(default_factory=list)
     cumulative_ack_runs: set[str] = field(default_factory=set)
     """Runs with at least one cumulative ack: only they need the coverage walk."""
+    subscriptions: list[Subscription] = field(default_factory=list)
 
     @classmethod
     def load(cls, spark: SparkSession, histories: dict[str, PreparedHistory]) -> HistoryFrames:
@@ -116,32 +138,19 @@ class HistoryFrames:
                         F.coalesce(cumulative, F.lit(False)).alias("cumulative"),
                         F.col("done_index").alias("ack_index"),
                         F.col("done_time").alias("ack_time")))
-        frames = cls(spark, ops, observations, recvs, sends, acks, list(histories))
-        frames._collect_small_facts()
+        events = sum(h.events for h in histories.values())
+        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions")),
+                         math.ceil(events / ROWS_PER_PARTITION))
+        frames = cls(spark, ops, observations, recvs, sends, acks, list(histories), partitions)
+        frames._collect_small_facts(histories)
         return frames
 
-    def _collect_small_facts(self) -> None:
-        """One job brings the few events the driver needs; they are small by construction."""
-        wanted_ops = (((F.col("f") == "drain") & (F.col("outcome") == "ok"))
-                      | (F.col("process") == "nemesis")
-                      | ((F.col("f") == "failover") & (F.col("outcome") == "ok")))
-        ops = self.ops.filter(wanted_ops).select(
-            "run", "f", "process", "topic",
-            F.coalesce("subscription", "value").alias("subscription"),
-            "detail", "done_detail", F.col("inv_index").alias("index"),
-            F.col("inv_time").alias("time"), "outcome", "done_time")
-        observed = (self.observations.filter(F.col("f").isin("layout", "meta")
-                                             & (F.col("type") == "ok"))
-                    .select("run", "f", "process", "topic", "subscription", "detail", "index",
-                            "time", F.col("type").alias("outcome")))
-        cumulative = (self.acks.filter(F.col("cumulative")).select("run").distinct()
-                      .select("run", F.lit("cumulative-ack").alias("f"), F.lit(-1).alias("index")))
-        rows = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
-                      [ops, observed, cumulative]).collect()
-        for row in sorted(rows, key=lambda r: (r["run"], r["index"])):
-            fact = SmallFact(row["run"], row["f"], row["process"], row["topic"],
-                             row["subscription"], row["detail"], row["done_detail"],
-                             row["index"], row["time"], row["outcome"], row["done_time"])
+    def _collect_small_facts(self, histories: dict[str, PreparedHistory]) -> None:
+        """The few events the driver needs, gathered while the history was paired."""
+        facts = [SmallFact(run=run, **row) for run, history in histories.items()
+                 for row in pq.read_table(history.facts).to_pylist()]
+        first: dict[tuple, SmallFact] = {}
+        for fact in sorted(facts, key=lambda f: (f.run, f.index)):
             if fact.f == "meta":
                 self.meta.setdefault(fact.run, _parse_json(fact.detail))
             elif fact.f == "layout":
@@ -149,25 +158,31 @@ class HistoryFrames:
                 segments.update(_segments(_parse_json(fact.detail)))
             elif fact.f == "drain":
                 self.drained.add(fact.run)
+            elif fact.f == "subscribe":
+                created = first.setdefault((fact.run, fact.topic, fact.subscription), fact)
+                if fact.done_index < created.done_index:
+                    first[(fact.run, fact.topic, fact.subscription)] = fact
             elif fact.f == "cumulative-ack":
                 self.cumulative_ack_runs.add(fact.run)
             if fact.process == "nemesis":
                 self.nemesis.append(fact)
             if fact.f == "failover" and fact.outcome == "ok":
                 self.failover_ops.append(fact)
+        # A subscription is created by its first subscribe; later ones only reattach.
+        self.subscriptions = [Subscription(f.run, f.topic, f.subscription, f.done_index,
+                                           _detail_field(f, "mode"))
+                              for f in first.values()]
 
     # --- views over operations ------------------------------------------------------------
 
-    def subscriptions(self) -> DataFrame:
-        """(run, topic, subscription) -> when it began to exist and its mode."""
-        mode = F.coalesce(json_field("done_detail", "mode"), json_field("detail", "mode"))
-        return (self.ops.filter((F.col("f") == "subscribe") & (F.col("outcome") == "ok"))
-                .select("run", "topic", F.coalesce("subscription", "value").alias("subscription"),
-                        F.struct("done_index", mode.alias("mode")).alias("first"))
-                .groupBy("run", "topic", "subscription").agg(F.min("first").alias("first"))
-                .select("run", "topic", "subscription",
-                        F.col("first.done_index").alias("since_index"),
-                        F.col("first.mode").alias("mode")))
+    def subscription_table(self, modes: tuple[str, ...] | None = None) -> pa.Table:
+        """`(run, topic, subscription, since_index)` of every subscription (of `modes`,
+        when given), for the Python workers' joins."""
+        chosen = [s for s in self.subscriptions if modes is None or s.mode in modes]
+        return pa.table({"run": [s.run for s in chosen], "topic": [s.topic for s in chosen],
+                         "subscription": [s.subscription for s in chosen],
+                         "since_index": [s.since_index for s in chosen]},
+                        schema=_SUBSCRIPTIONS)
 
     def failovers(self) -> DataFrame:
         """Completed failovers: a small table the driver already holds."""
@@ -185,9 +200,10 @@ class HistoryFrames:
             *ACK_SCOPE, "value", F.struct("ack_index", "ack_time").alias("ack"))
         if self.cumulative_ack_runs:  # most histories ack individually: no walk
             moments = moments.unionByName(self.covered_by_cumulative_acks())
-        return (moments.groupBy(*ACK_SCOPE, "value").agg(F.min("ack").alias("ack"))
-                .select(*ACK_SCOPE, "value", F.col("ack.ack_index").alias("ack_index"),
-                        F.col("ack.ack_time").alias("ack_time")))
+        # Times never decrease in index order (spec): the smallest index and the smallest
+        # time are the same ack's, and two hash aggregates spare sorting every ack.
+        return moments.groupBy(*ACK_SCOPE, "value").agg(
+            F.min("ack.ack_index").alias("ack_index"), F.min("ack.ack_time").alias("ack_time"))
 
     def covered_by_cumulative_acks(self) -> DataFrame:
         """`(scope, value, ack)`: each delivered value with the earliest cumulative ack
@@ -234,6 +250,10 @@ def _covered(acks: DataFrame, recvs: DataFrame) -> DataFrame:
             .withColumn("covering", F.min("ack").over(downwards))
             .filter((F.col("kind") == 1) & F.col("covering").isNotNull())
             .select(*scope, "value", F.col("covering").alias("ack")))
+
+
+_SUBSCRIPTIONS = pa.schema([("run", pa.string()), ("topic", pa.string()),
+                            ("subscription", pa.string()), ("since_index", pa.int64())])
 
 
 def _parse_json(text: str | None) -> dict:

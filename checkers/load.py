@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from checkers.pairing import OBSERVATIONS_FILE, OPERATIONS_FILE, OperationPairer
+from checkers.pairing import (FACTS_FILE, OBSERVATIONS_FILE, OPERATIONS_FILE, PAIRED_FILES,
+                              OperationPairer)
 from checkers.schema import ARROW_SCHEMA, EVENT_TYPES, FIELDS, INT_FIELDS, REQUIRED
 from starquake.errors import BadInput
 
@@ -56,6 +57,10 @@ class PreparedHistory:
     @property
     def observations(self) -> Path:
         return self.paired / OBSERVATIONS_FILE
+
+    @property
+    def facts(self) -> Path:
+        return self.paired / FACTS_FILE
 
 
 def find_history(path: Path) -> Path:
@@ -107,7 +112,7 @@ def _pairing(parquet: Path) -> Iterator[OperationPairer]:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        pairer = OperationPairer(tmp / OPERATIONS_FILE, tmp / OBSERVATIONS_FILE)
+        pairer = OperationPairer(tmp)
         yield pairer
         pairer.close()
         shutil.rmtree(final, ignore_errors=True)
@@ -273,7 +278,7 @@ def _validated_and_paired(path: Path) -> int:
     """Validate a Parquet history and pair its operations, unless that was done since the
     file last changed; the number of events."""
     paired = _paired_dir(path)
-    if all(_newer(paired / name, path) for name in (OPERATIONS_FILE, OBSERVATIONS_FILE)):
+    if all(_newer(paired / name, path) for name in PAIRED_FILES):
         return pq.ParquetFile(path).metadata.num_rows
     try:
         file = pq.ParquetFile(path)

@@ -1,87 +1,85 @@
 """Per-key ordering for ordered subscriptions: a key's messages are first delivered in the
 order they were sent, whenever one send was acknowledged before the next was invoked.
 
-Each key's sends are gathered once (a per-key aggregate), and a sweep in the JVM screens
-the key: walking its acknowledgements and invokes in index order, an invoke whose message
-was first delivered before some already acknowledged message is an inversion. Only keys
-that fail the screen (none, in a legal history) reach Python for the exact pair count.
+The second pass behind `checkers.delivery`. The per-value pass (`checkers.per_value`)
+found each keyed message's first delivery in each ordered subscription and shuffled those
+rows by key; here each partition screens all its keys at once: walking a key's
+acknowledgements and invokes in index order, an invoke whose message was first delivered
+before some already acknowledged message is an inversion. Only keys that fail the screen
+(none, in a legal history) get the exact count.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from checkers.anomaly import CheckSettings, anomalies
-from checkers.frames import HistoryFrames
-from checkers.schema import ORDERED_MODES
-
-_GROUP = ["run", "topic", "subscription", "key"]
-_PAIRS_SCHEMA = ("run string, topic string, subscription string, key string, pairs long, "
-                 "earlier_value string, later_value string, earlier_ok long, later_invoke long, "
-                 "earlier_first_recv long, later_first_recv long")
-_PAIRS_SCHEMA_COLUMNS = [part.split()[0] for part in _PAIRS_SCHEMA.split(", ")]
+from checkers.partitions import rows
+from checkers.per_value import FINDING, FINDINGS, FIRST, KEY
 
 
-def order(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
-    ordered = frames.subscriptions().filter(F.col("mode").isin(*ORDERED_MODES)).select(
-        "run", "topic", "subscription")
-    deliveries = frames.recvs.join(F.broadcast(ordered), ["run", "topic", "subscription"])
-    sends = frames.sends.filter(F.col("key").isNotNull()).select(
-        "run", "topic", "value", "key", "inv_index",
-        F.when(F.col("outcome") == "ok", F.col("done_index")).alias("ok_index"))
-    # Grouping on a superset of the join's keys reuses the join's partitioning.
-    firsts = (deliveries.join(sends, ["run", "topic", "value"])
-              .groupBy(*_GROUP, "value", "inv_index", "ok_index")
-              .agg(F.min("index").alias("first_recv")))
-    per_key = (firsts.groupBy(*_GROUP)
-               .agg(F.collect_list(F.struct("value", "inv_index", "ok_index", "first_recv"))
-                    .alias("sends")))
-    # The suspects' sends come from the gathered lists, so `firsts` is computed once.
-    suspects = (per_key.filter(_has_inversion(F.col("sends")))
-                .select(*_GROUP, F.inline("sends")))
-    pairs = suspects.groupBy(*_GROUP).applyInPandas(_count_inversions, _PAIRS_SCHEMA)
-    return anomalies("order", pairs, "later_invoke",
-                     ["earlier_ok", "later_invoke", "later_first_recv", "earlier_first_recv"],
-                     weight="pairs", topic="topic", subscription="subscription", key="key",
-                     earlier="earlier_value", later="later_value", pairs="pairs")
+def with_inversions(found: pa.Table) -> pa.Table:
+    """The per-value pass's findings, and one `order` finding per key with inversions:
+    how many pairs, and the first pair by the later message's invoke (`at`)."""
+    findings = found.filter(pc.equal(found["kind"], FINDING)).select(FINDINGS.names)
+    firsts = found.filter(pc.equal(found["kind"], FIRST))
+    if not firsts.num_rows:
+        return findings
+    key_text = pc.binary_join_element_wise(*[firsts[c] for c in KEY], "\x1f")
+    group = pc.dictionary_encode(key_text.combine_chunks()).indices.to_numpy()
+    first_recv = firsts["first_recv"].to_numpy()
+    invoked = firsts["inv_index"].to_numpy()
+    done = firsts["ok_index"].to_numpy(zero_copy_only=False).astype("float64")
+    by_group = np.argsort(group, kind="stable")
+    sorted_groups = group[by_group]
+    heads, pairs, earlier, later = [], [], [], []
+    for g in _screen(group, first_recv, invoked, done):
+        members = by_group[np.searchsorted(sorted_groups, g):
+                           np.searchsorted(sorted_groups, g, side="right")]
+        counted = _count_inversions(first_recv[members], invoked[members], done[members])
+        if counted is not None:
+            heads.append(members[0])
+            pairs.append(counted[0])
+            earlier.append(members[counted[1]])
+            later.append(members[counted[2]])
+    head = firsts.take(pa.array(heads, pa.int64()))
+    earlier, later = np.array(earlier, np.int64), np.array(later, np.int64)
+    inversions = rows(FINDINGS, len(heads), checker="order",
+                      **{c: head[c] for c in KEY}, pairs=pa.array(pairs, pa.int64()),
+                      earlier=firsts["value"].take(earlier), later=firsts["value"].take(later),
+                      at=pa.array(invoked[later]), proof0=pa.array(done[earlier].astype(np.int64)),
+                      proof1=pa.array(first_recv[later]), proof2=pa.array(first_recv[earlier]))
+    return pa.concat_tables([findings, inversions])
 
 
-def _has_inversion(sends: Column) -> Column:
-    """Sweep one key's acknowledgements (kind 0) and invokes (kind 1) in index order,
-    keeping the latest first delivery among the acknowledged messages: an invoke whose
-    message was first delivered earlier than that is an inversion."""
-    acked = F.transform(F.filter(sends, lambda s: s["ok_index"].isNotNull()),
-                        lambda s: F.struct(s["ok_index"].alias("at"), F.lit(0).alias("kind"),
-                                           s["first_recv"].alias("first_recv")))
-    invoked = F.transform(sends, lambda s: F.struct(s["inv_index"].alias("at"),
-                                                    F.lit(1).alias("kind"),
-                                                    s["first_recv"].alias("first_recv")))
-    start = F.struct(F.lit(-1).cast("long").alias("latest"), F.lit(False).alias("inverted"))
-
-    def step(state: Column, event: Column) -> Column:
-        is_ack = event["kind"] == 0
-        return F.struct(
-            F.when(is_ack, F.greatest(state["latest"], event["first_recv"]))
-            .otherwise(state["latest"]).alias("latest"),
-            (state["inverted"] | (~is_ack & (state["latest"] > event["first_recv"])))
-            .alias("inverted"))
-
-    return F.aggregate(F.array_sort(F.concat(acked, invoked)), start, step)["inverted"]
+def _screen(group: np.ndarray, first_recv: np.ndarray, invoked: np.ndarray,
+            done: np.ndarray) -> np.ndarray:
+    """The groups with an inversion: every group's acknowledgements and invokes merged in
+    index order, the latest first delivery among acknowledged messages carried along
+    (a running maximum, offset per group so one pass serves all groups), and an invoke
+    whose message was first delivered earlier than that marks its group."""
+    acked = np.flatnonzero(~np.isnan(done))
+    at = np.concatenate([done[acked].astype(np.int64), invoked])
+    row = np.concatenate([acked, np.arange(len(invoked))])
+    is_invoke = np.concatenate([np.zeros(len(acked), bool), np.ones(len(invoked), bool)])
+    sweep = np.lexsort((at, group[row]))
+    row, is_invoke = row[sweep], is_invoke[sweep]
+    span = int(first_recv.max()) + 2 if len(first_recv) else 1
+    offset = group[row].astype(np.int64) * span
+    latest = np.maximum.accumulate(offset + np.where(is_invoke, -1, first_recv[row]))
+    inverted = is_invoke & (latest > offset + first_recv[row])
+    return np.unique(group[row][inverted])
 
 
-def _count_inversions(group: pd.DataFrame) -> pd.DataFrame:
+def _count_inversions(first_recv: np.ndarray, invoked: np.ndarray,
+                      done: np.ndarray) -> tuple[int, int, int] | None:
     """Exact count of pairs (a, b) with a acknowledged before b was invoked and b first
-    delivered before a, vectorised: acknowledgements and invokes merged in index order,
-    and for each invoke the acknowledgements before it with a later first delivery are
-    counted one bit of the delivery rank at a time (a stable sort and a running sum per
-    bit), O(n log² n) in numpy rather than a Python loop."""
-    first_recv = group["first_recv"].to_numpy()
-    invoked = group["inv_index"].to_numpy()
-    done = group["ok_index"].to_numpy(dtype="float64")
-    n = len(group)
+    delivered before a, and the first such pair by b's invoke, vectorised: acknowledgements
+    and invokes merged in index order, and for each invoke the acknowledgements before it
+    with a later first delivery are counted one bit of the delivery rank at a time (a
+    stable sort and a running sum per bit), O(n log² n) in numpy rather than a Python loop."""
+    n = len(first_recv)
     rank = np.argsort(np.argsort(first_recv, kind="stable"), kind="stable")
     acked = np.flatnonzero(~np.isnan(done))
     when = np.concatenate([done[acked], invoked.astype("float64")])
@@ -101,16 +99,8 @@ def _count_inversions(group: pd.DataFrame) -> pd.DataFrame:
         later_delivered[by_high[asks]] += before[asks]
     pairs = int(later_delivered[is_invoke].sum())
     if not pairs:
-        return pd.DataFrame(columns=_PAIRS_SCHEMA_COLUMNS)
-    first = int(np.flatnonzero(is_invoke & (later_delivered > 0))[0])
-    b = row[first]
+        return None
+    b = row[int(np.flatnonzero(is_invoke & (later_delivered > 0))[0])]
     earlier = acked[done[acked] < invoked[b]]
     a = earlier[np.argmax(first_recv[earlier])]
-    head = group.iloc[0]
-    return pd.DataFrame([{
-        "run": head["run"], "topic": head["topic"], "subscription": head["subscription"],
-        "key": head["key"], "pairs": pairs,
-        "earlier_value": group["value"].iat[a], "later_value": group["value"].iat[b],
-        "earlier_ok": int(done[a]), "later_invoke": int(invoked[b]),
-        "earlier_first_recv": int(first_recv[a]), "later_first_recv": int(first_recv[b]),
-    }])
+    return pairs, int(a), int(b)

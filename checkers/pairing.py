@@ -7,13 +7,15 @@ only a stable sort by process and a shift, vectorised in Arrow and numpy. Invoke
 process has not spoken again by the end of a batch wait for the next one (at most one per
 process), so memory stays bounded by the batch.
 
-Two Parquet files come out, the checkers' only input:
+Three Parquet files come out, the checkers' only input:
 
 - operations: one row per invoke, its own fields plus the completion's as `done_*`
   columns (null when the process's next event was another invoke or never came), and
   `key_hash` of its key (spec, `misrouted`), computed once per distinct key;
 - observations: every other event (`recv`, `layout`, `meta`, and any completion that
-  followed no invoke), unchanged.
+  followed no invoke), unchanged;
+- facts: the few events the driver itself needs (`FACTS_SCHEMA`), gathered on the way so
+  that no Spark job has to scan the history for them before the checkers can be planned.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -37,20 +40,66 @@ OPERATIONS_SCHEMA = pa.schema(
                       for name, done in COMPLETION_FIELDS.items()),
      pa.field("key_hash", pa.int32())])
 
+FACTS_SCHEMA = pa.schema([
+    ("f", pa.string()), ("process", pa.string()), ("topic", pa.string()),
+    ("subscription", pa.string()), ("detail", pa.string()), ("done_detail", pa.string()),
+    ("index", pa.int64()), ("time", pa.int64()), ("outcome", pa.string()),
+    ("done_time", pa.int64()), ("done_index", pa.int64())])
+"""Layouts and meta (`outcome` ok); completed drains, subscribes (`subscription` falls back
+to the value) and failovers; every nemesis operation; and one `cumulative-ack` row
+(index -1) when some completed ack was cumulative."""
+
 OPERATIONS_FILE = "operations.parquet"
 OBSERVATIONS_FILE = "observations.parquet"
+FACTS_FILE = "facts.parquet"
+PAIRED_FILES = (OPERATIONS_FILE, OBSERVATIONS_FILE, FACTS_FILE)
 _ROW_GROUP = 1 << 18
 _DISTINCT_TEXT = frozenset({"value", "position", "done_position", "detail", "done_detail"})
 _OBSERVATIONS = pa.array(sorted(OBSERVATIONS))
+_FACT_OBSERVATIONS = pa.array(["layout", "meta"])
+_FACT_OPERATIONS = pa.array(["drain", "subscribe", "failover"])
+
+
+def _cumulative_fact() -> pa.Table:
+    return pa.table({name: pa.array(["cumulative-ack"] if name == "f" else [-1]
+                                    if name == "index" else [None], field.type)
+                     for name, field in zip(FACTS_SCHEMA.names, FACTS_SCHEMA)},
+                    schema=FACTS_SCHEMA)
+
+
+def _any_cumulative(acks: pa.Table) -> bool:
+    """Whether some ack's detail (else its completion's) says `cumulative`: true, as
+    JSON or as text. Only details that mention the word are parsed."""
+    mentioned = pc.or_kleene(pc.match_substring(acks["detail"], "cumulative"),
+                             pc.match_substring(acks["done_detail"], "cumulative"))
+    for detail, done_detail in zip(*acks.filter(pc.fill_null(mentioned, False))
+                                   .select(["detail", "done_detail"]).to_pydict().values()):
+        flag = _json_field(detail, "cumulative")
+        if flag is None:
+            flag = _json_field(done_detail, "cumulative")
+        if flag is True or flag == "true":
+            return True
+    return False
+
+
+def _json_field(text: str | None, key: str) -> object:
+    try:
+        value = orjson.loads(text) if text else None
+    except orjson.JSONDecodeError:
+        return None
+    return value.get(key) if isinstance(value, dict) else None
 
 
 class OperationPairer:
     """Feed event batches in index order; completed operations and observations go to
     the two writers as they are resolved."""
 
-    def __init__(self, operations: Path, observations: Path) -> None:
-        self._operations = _BufferedWriter(operations, OPERATIONS_SCHEMA)
-        self._observations = _BufferedWriter(observations, ARROW_SCHEMA)
+    def __init__(self, directory: Path) -> None:
+        self._operations = _BufferedWriter(directory / OPERATIONS_FILE, OPERATIONS_SCHEMA)
+        self._observations = _BufferedWriter(directory / OBSERVATIONS_FILE, ARROW_SCHEMA)
+        self._facts_path = directory / FACTS_FILE
+        self._facts: list[pa.Table] = []
+        self._cumulative = False
         self._waiting = ARROW_SCHEMA.empty_table()
         self._hashes: dict[str, int] = {}
 
@@ -59,7 +108,10 @@ class OperationPairer:
         observation = pc.and_(pc.is_in(events["f"], _OBSERVATIONS),
                               pc.equal(events["type"], "ok"))
         steps = events.filter(pc.invert(observation))
-        self._observations.write(events.filter(observation))
+        observed = events.filter(observation)
+        self._observations.write(observed)
+        facts = observed.filter(pc.is_in(observed["f"], _FACT_OBSERVATIONS))
+        self._keep_facts(facts, facts["type"], facts["subscription"])
         process = pc.dictionary_encode(steps["process"].combine_chunks()).indices.to_numpy()
         order = np.argsort(process, kind="stable")  # each process's steps in index order
         same = process[order[1:]] == process[order[:-1]]
@@ -83,6 +135,8 @@ class OperationPairer:
         self._write_operations(self._waiting, waiting, np.full(len(waiting), -1))
         self._operations.close()
         self._observations.close()
+        pq.write_table(pa.concat_tables([FACTS_SCHEMA.empty_table(), *self._facts]),
+                       self._facts_path)
 
     def _write_operations(self, steps: pa.Table, invokes: np.ndarray,
                           completions: np.ndarray) -> None:
@@ -93,7 +147,29 @@ class OperationPairer:
         for name, done in COMPLETION_FIELDS.items():
             columns[done] = steps[name].take(taken)
         columns["key_hash"] = self._key_hashes(rows["key"])
-        self._operations.write(pa.table(columns, schema=OPERATIONS_SCHEMA))
+        operations = pa.table(columns, schema=OPERATIONS_SCHEMA)
+        self._operations.write(operations)
+        completed = pc.equal(operations["done_type"], "ok")
+        wanted = pc.or_(pc.and_(pc.is_in(operations["f"], _FACT_OPERATIONS), completed),
+                        pc.equal(operations["process"], "nemesis"))
+        facts = operations.filter(wanted)
+        self._keep_facts(facts, facts["done_type"],
+                         pc.coalesce(facts["subscription"], facts["value"]))
+        if not self._cumulative:
+            self._cumulative = _any_cumulative(operations.filter(
+                pc.and_(pc.equal(operations["f"], "ack"), completed)))
+            if self._cumulative:
+                self._facts.append(_cumulative_fact())
+
+    def _keep_facts(self, events: pa.Table, outcome: pa.ChunkedArray,
+                    subscription: pa.ChunkedArray) -> None:
+        if not events.num_rows:
+            return
+        columns = {name: events[name] if name in events.column_names
+                   else pa.nulls(events.num_rows, FACTS_SCHEMA.field(name).type)
+                   for name in FACTS_SCHEMA.names}
+        columns.update(outcome=outcome, subscription=subscription)
+        self._facts.append(pa.table(columns, schema=FACTS_SCHEMA))
 
     def _key_hashes(self, keys: pa.ChunkedArray) -> pa.Array:
         encoded = pc.dictionary_encode(keys.combine_chunks())

@@ -43,12 +43,16 @@ def dual_write(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     descendants = frames.spark.createDataFrame(
         lineage, "run string, topic string, segment long, descendant long")
     sends = frames.sends.filter((F.col("outcome") == "ok") & F.col("segment").isNotNull())
+    # Times never decrease in index order (spec), so the smallest index and the smallest
+    # time are the same event's: two hash aggregates, where a minimum of (time, index)
+    # pairs would sort every send.
     firsts = (sends.groupBy("run", "topic", F.col("segment").alias("descendant"))
-              .agg(F.min(F.struct("done_time", "done_index")).alias("first")))
+              .agg(F.min("done_time").alias("child_ok_time"),
+                   F.min("done_index").alias("child_ok_index")))
     limits = (F.broadcast(descendants).join(firsts, ["run", "topic", "descendant"])
-              .groupBy("run", "topic", "segment").agg(F.min("first").alias("first"))
-              .select("run", "topic", "segment", F.col("first.done_time").alias("child_ok_time"),
-                      F.col("first.done_index").alias("child_ok_index")))
+              .groupBy("run", "topic", "segment")
+              .agg(F.min("child_ok_time").alias("child_ok_time"),
+                   F.min("child_ok_index").alias("child_ok_index")))
     late = (sends.join(F.broadcast(limits), ["run", "topic", "segment"])
             .filter(F.col("inv_time") > F.col("child_ok_time"))
             .groupBy("run", "topic", "segment", "value")
