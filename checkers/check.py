@@ -72,10 +72,15 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
     # the anomaly job leaves idle between its stages.
     with ThreadPoolExecutor(max_workers=1) as pool:
         stats_job = pool.submit(run_stats, frames, settings)
-        first = (found.withColumn("rank", F.row_number().over(per_checker.orderBy("sort_key")))
-                 .withColumn("count", F.sum("weight").over(per_checker))
-                 .filter(F.col("rank") <= EXAMPLES_PER_CHECKER)
-                 .select("checker", "run", "count", "rank", "example").collect())
+        try:
+            first = (found.withColumn("rank",
+                                      F.row_number().over(per_checker.orderBy("sort_key")))
+                     .withColumn("count", F.sum("weight").over(per_checker))
+                     .filter(F.col("rank") <= EXAMPLES_PER_CHECKER)
+                     .select("checker", "run", "count", "rank", "example").collect())
+        except BaseException:
+            spark.sparkContext.cancelAllJobs()  # a failure or Ctrl-C waits for no statistics
+            raise
         stats = stats_job.result()
     counts: dict[tuple[str, str], int] = {}
     examples: dict[tuple[str, str], list] = defaultdict(list)

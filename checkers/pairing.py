@@ -60,13 +60,6 @@ _FACT_OBSERVATIONS = pa.array(["layout", "meta"])
 _FACT_OPERATIONS = pa.array(["drain", "subscribe", "failover"])
 
 
-def _cumulative_fact() -> pa.Table:
-    return pa.table({name: pa.array(["cumulative-ack"] if name == "f" else [-1]
-                                    if name == "index" else [None], field.type)
-                     for name, field in zip(FACTS_SCHEMA.names, FACTS_SCHEMA)},
-                    schema=FACTS_SCHEMA)
-
-
 def _any_cumulative(acks: pa.Table) -> bool:
     """Whether some ack's detail (else its completion's) says `cumulative`: true, as
     JSON or as text. Only details that mention the word are parsed."""
@@ -92,7 +85,7 @@ def _json_field(text: str | None, key: str) -> object:
 
 class OperationPairer:
     """Feed event batches in index order; completed operations and observations go to
-    the two writers as they are resolved."""
+    their writers as they are resolved, and the facts to a file of their own at close."""
 
     def __init__(self, directory: Path) -> None:
         self._operations = _BufferedWriter(directory / OPERATIONS_FILE, OPERATIONS_SCHEMA)
@@ -150,8 +143,10 @@ class OperationPairer:
         operations = pa.table(columns, schema=OPERATIONS_SCHEMA)
         self._operations.write(operations)
         completed = pc.equal(operations["done_type"], "ok")
-        wanted = pc.or_(pc.and_(pc.is_in(operations["f"], _FACT_OPERATIONS), completed),
-                        pc.equal(operations["process"], "nemesis"))
+        # Kleene logic, as in SQL: a nemesis operation that never completed is kept.
+        wanted = pc.or_kleene(
+            pc.and_kleene(pc.is_in(operations["f"], _FACT_OPERATIONS), completed),
+            pc.equal(operations["process"], "nemesis"))
         facts = operations.filter(wanted)
         self._keep_facts(facts, facts["done_type"],
                          pc.coalesce(facts["subscription"], facts["value"]))
@@ -159,7 +154,8 @@ class OperationPairer:
             self._cumulative = _any_cumulative(operations.filter(
                 pc.and_(pc.equal(operations["f"], "ack"), completed)))
             if self._cumulative:
-                self._facts.append(_cumulative_fact())
+                self._facts.append(pa.Table.from_pylist(
+                    [{"f": "cumulative-ack", "index": -1}], schema=FACTS_SCHEMA))
 
     def _keep_facts(self, events: pa.Table, outcome: pa.ChunkedArray,
                     subscription: pa.ChunkedArray) -> None:

@@ -281,6 +281,17 @@ def _partition_and_heal(h: History) -> None:
     h.drain()
 
 
+@case("nemesis-fault-never-completed")
+def _fault_never_completed(h: History) -> None:
+    """The run was cut off before the nemesis recorded its fault's completion."""
+    _sent_and_read(h, ["m1"])
+    h.at(1000).writer.record("nemesis", "invoke", "partition", value="partition")
+    h.at(2000).send("m2", position="1:1")
+    h.recv("m2", position="1:1")
+    h.ack("m2")
+    h.drain()
+
+
 @pytest.fixture(scope="module")
 def results(spark, tmp_path_factory) -> dict[str, dict]:
     runs = tmp_path_factory.mktemp("runs")
@@ -333,6 +344,13 @@ def test_nemesis_interval_availability_and_recovery(results: dict[str, dict]) ->
     assert fault["availability"] == 0.0
     assert fault["recovery_ms"] == pytest.approx(251, abs=2)  # heal at 5000, ok at ~5251
     assert stats["sends_ok"] == 2 and stats["sends_fail"] == 1 and stats["sends_info"] == 1
+
+
+@pytest.mark.spark
+def test_a_fault_whose_completion_was_never_recorded_still_has_an_interval(
+        results: dict[str, dict]) -> None:
+    (fault,) = results["nemesis-fault-never-completed"]["stats"]["nemesis"]
+    assert fault["f"] == "partition" and fault["availability"] == 1.0
 
 
 @pytest.mark.spark
