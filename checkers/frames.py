@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from checkers.load import PreparedHistory
+from checkers.schema import detail_object
 
 
 def position_struct(column: str = "position") -> Column:
@@ -152,10 +153,10 @@ class HistoryFrames:
         first: dict[tuple, SmallFact] = {}
         for fact in sorted(facts, key=lambda f: (f.run, f.index)):
             if fact.f == "meta":
-                self.meta.setdefault(fact.run, _parse_json(fact.detail))
+                self.meta.setdefault(fact.run, detail_object(fact.detail))
             elif fact.f == "layout":
                 segments = self.layouts.setdefault((fact.run, fact.topic or ""), {})
-                segments.update(_segments(_parse_json(fact.detail)))
+                segments.update(_segments(detail_object(fact.detail)))
             elif fact.f == "drain":
                 self.drained.add(fact.run)
             elif fact.f == "subscribe":
@@ -256,21 +257,11 @@ _SUBSCRIPTIONS = pa.schema([("run", pa.string()), ("topic", pa.string()),
                             ("subscription", pa.string()), ("since_index", pa.int64())])
 
 
-def _parse_json(text: str | None) -> dict:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _detail_field(fact: SmallFact, key: str) -> str | None:
     """`key` of the completion's detail, else of the invoke's, as text (the way
     `get_json_object` gives it)."""
     for text in (fact.done_detail, fact.detail):
-        value = _parse_json(text).get(key)
+        value = detail_object(text).get(key)
         if value is not None:
             return value if isinstance(value, str) else json.dumps(value)
     return None

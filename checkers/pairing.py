@@ -24,12 +24,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from checkers.schema import ARROW_SCHEMA, OBSERVATIONS, key_hash
+from checkers.schema import ARROW_SCHEMA, OBSERVATIONS, detail_object, key_hash
 
 # The completion's fields carried onto its invoke, by the name they take there.
 COMPLETION_FIELDS = {"type": "done_type", "index": "done_index", "time": "done_time",
@@ -67,20 +66,12 @@ def _any_cumulative(acks: pa.Table) -> bool:
                              pc.match_substring(acks["done_detail"], "cumulative"))
     for detail, done_detail in zip(*acks.filter(pc.fill_null(mentioned, False))
                                    .select(["detail", "done_detail"]).to_pydict().values()):
-        flag = _json_field(detail, "cumulative")
+        flag = detail_object(detail).get("cumulative")
         if flag is None:
-            flag = _json_field(done_detail, "cumulative")
+            flag = detail_object(done_detail).get("cumulative")
         if flag is True or flag == "true":
             return True
     return False
-
-
-def _json_field(text: str | None, key: str) -> object:
-    try:
-        value = orjson.loads(text) if text else None
-    except orjson.JSONDecodeError:
-        return None
-    return value.get(key) if isinstance(value, dict) else None
 
 
 class OperationPairer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mmh3
+import orjson
 import pyarrow as pa
 
 # field -> (arrow type, required). Order is the Parquet column order.
@@ -60,3 +61,15 @@ def key_hash(key: str) -> int:
     """The spec's key hash (`misrouted`): murmur3 x86 32-bit, seed 0, of the UTF-8 bytes,
     made non-negative, modulo 65536."""
     return (mmh3.hash(key.encode(), 0) & 0x7FFFFFFF) % HASH_SPACE
+
+
+def detail_object(text: str | None) -> dict:
+    """A `detail` field's JSON object; empty when the text is absent or not an object
+    (the spec leaves `detail` free-form, so no reader may fail on it)."""
+    if not text:
+        return {}
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
