@@ -65,7 +65,7 @@ def _screen(group: np.ndarray, first_recv: np.ndarray, invoked: np.ndarray,
     is_invoke = np.concatenate([np.zeros(len(acked), bool), np.ones(len(invoked), bool)])
     sweep = np.lexsort((at, group[row]))
     row, is_invoke = row[sweep], is_invoke[sweep]
-    span = int(first_recv.max()) + 2 if len(first_recv) else 1
+    span = int(first_recv.max()) + 2
     offset = group[row].astype(np.int64) * span
     latest = np.maximum.accumulate(offset + np.where(is_invoke, -1, first_recv[row]))
     inverted = is_invoke & (latest > offset + first_recv[row])
