@@ -18,14 +18,14 @@ from pyspark.sql import functions as F
 from checkers.anomaly import CheckSettings, anomalies
 from checkers.frames import HistoryFrames
 from checkers.order import with_inversions
-from checkers.partitions import map_partitions
+from checkers.partitions import decide
 from checkers.per_value import FINDINGS, per_value
 
 
 def deliveries(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     """The anomalies of the five checkers, each row naming its checker; an `order` row
     stands for all of one key's out-of-order pairs."""
-    found = map_partitions(per_value(frames), with_inversions, FINDINGS)
+    found = decide(per_value(frames), with_inversions, FINDINGS)
     if frames.failover_ops:
         found = _unexplained_by_failover(frames, found)
     return anomalies(F.col("checker"), found, "at", ["at", "proof0", "proof1", "proof2"],

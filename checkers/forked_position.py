@@ -9,11 +9,17 @@ from pyspark.sql import functions as F
 
 from checkers.anomaly import CheckSettings, anomalies
 from checkers.frames import HistoryFrames
-from checkers.partitions import TextCodes, map_partitions, rows
+from checkers.pairing import OBSERVATIONS_FILE, OPERATIONS_FILE
+from checkers.partitions import Scan, TextCodes, decide, gather, rows, scatter_scans
+from checkers.views import RECVS, SENDS
 
 _EXAMPLE_VALUES = 4
 _EXAMPLE_EVENTS = 6
 _PLACE = ["run", "topic", "place_cluster", "seg", "position"]
+_PLACED = pa.schema([
+    ("run", pa.string()), ("topic", pa.string()), ("place_cluster", pa.string()),
+    ("seg", pa.int64()), ("position", pa.string()), ("value", pa.string()),
+    ("index", pa.int64())])
 _FORKS = pa.schema([
     ("run", pa.string()), ("topic", pa.string()), ("place_cluster", pa.string()),
     ("seg", pa.int64()), ("position", pa.string()), ("some_values", pa.list_(pa.string())),
@@ -26,19 +32,33 @@ def forked_position(frames: HistoryFrames, settings: CheckSettings) -> DataFrame
     as a third component, so they do not collide. One shuffle by position; each
     partition counts the distinct values per position, and only the forked ones gather
     their examples."""
-    written = (frames.sends.filter((F.col("outcome") == "ok") & F.col("position").isNotNull())
-               .select("run", "topic", F.coalesce("cluster", F.lit("")).alias("place_cluster"),
-                       F.coalesce("segment", F.lit(-1)).alias("seg"), "position", "value",
-                       F.col("done_index").alias("index")))
-    seen = frames.recvs.filter(F.col("position").isNotNull()).select(
-        "run", "topic", F.coalesce("cluster", F.lit("")).alias("place_cluster"), "seg",
-        "position", "value", "index")
-    placed = written.unionByName(seen).repartition(frames.partitions, *_PLACE)
-    forks = map_partitions(placed, _forks, _FORKS)
+    tasks = frames.scans(OPERATIONS_FILE) + frames.scans(OBSERVATIONS_FILE)
+    placed = gather([scatter_scans(frames.spark, tasks, _placed, "position",
+                                   frames.partitions)], frames.partitions)
+    forks = decide(placed, _forks, _FORKS)
     return anomalies("forked-position", forks.withColumn("first", F.get(F.col("idx"), 0)),
                      "first", [F.get(F.col("idx"), i) for i in range(_EXAMPLE_EVENTS)],
                      topic="topic", position="position", segment="seg",
                      cluster="place_cluster", values="some_values")
+
+
+def _placed(scan: Scan) -> pa.Table:
+    """A map task's messages where they were written (sends acknowledged with a
+    position: `index` the completion's) or seen (deliveries with one)."""
+    if scan.file == OBSERVATIONS_FILE:
+        names = ["run", "topic", "cluster", "seg", "position", "value", "index"]
+        placed = RECVS.table(scan.read(RECVS.reads(names)), names)
+        placed = placed.filter(pc.is_valid(placed["position"]))
+    else:
+        names = ["run", "topic", "cluster", "segment", "position", "value", "done_index",
+                 "outcome"]
+        sends = SENDS.table(scan.read(SENDS.reads(names)), names)
+        placed = sends.filter(pc.and_(pc.equal(sends["outcome"], "ok"),
+                                      pc.is_valid(sends["position"])))
+        placed = placed.rename_columns({"done_index": "index"}).set_column(
+            names.index("segment"), "seg", pc.coalesce(placed["segment"], -1))
+    return rows(_PLACED, placed.num_rows, **dict(zip(placed.column_names, placed.columns)),
+                place_cluster=pc.coalesce(placed["cluster"], ""))
 
 
 def _forks(placed: pa.Table) -> pa.Table:

@@ -18,9 +18,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from checkers.load import PreparedHistory
-from checkers.schema import detail_object
+from checkers.pairing import OPERATIONS_SCHEMA
+from checkers.partitions import Scan, scans
+from checkers.schema import ARROW_SCHEMA, detail_object
+from checkers.views import ACKS, RECVS, SENDS
 
 
 def position_struct(column: str = "position") -> Column:
@@ -39,10 +43,6 @@ ACK_SCOPE = ["run", "topic", "subscription", "cluster"]
 ROWS_PER_PARTITION = 1000000
 """About how many events one partition of a by-key shuffle holds: a Python worker takes a
 whole partition as one Arrow table, so this bounds its memory."""
-
-
-def json_field(column: str, key: str) -> Column:
-    return F.get_json_object(F.col(column), f"$.{key}")
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,12 @@ class HistoryFrames:
     recvs: DataFrame
     sends: DataFrame
     acks: DataFrame
-    """Acks completed `ok`, `cumulative` or not."""
+    """Acks completed `ok`, `cumulative` or not (`checkers.views`)."""
     runs: list[str]
     partitions: int
     """How many partitions each by-key shuffle makes (see `ROWS_PER_PARTITION`)."""
+    paired: dict[str, Path]
+    """Each run's paired directory, which the Python workers read (`scans`)."""
     layouts: dict[tuple[str, str], dict[int, Segment]] = field(default_factory=dict)
     meta: dict[str, dict] = field(default_factory=dict)
     drained: set[str] = field(default_factory=set)
@@ -110,11 +112,11 @@ class HistoryFrames:
 
     @classmethod
     def load(cls, spark: SparkSession, histories: dict[str, PreparedHistory]) -> HistoryFrames:
-        def union(path_of: Callable[[PreparedHistory], Path]) -> DataFrame:
-            return _read_runs(spark, {str(path_of(h).resolve()): run
+        def union(path_of: Callable[[PreparedHistory], Path], schema: pa.Schema) -> DataFrame:
+            return _read_runs(spark, schema, {str(path_of(h).resolve()): run
                                       for run, h in histories.items()})
 
-        operations = union(lambda h: h.operations)
+        operations = union(lambda h: h.operations, OPERATIONS_SCHEMA)
         ops = operations.select(
             "run", "process", "f", "topic", "cluster", "subscription", "consumer", "key",
             "value", "segment", "position", "detail", "key_hash",
@@ -122,27 +124,15 @@ class HistoryFrames:
             F.col("done_type").alias("outcome"), "done_index", "done_time", "done_segment",
             "done_position", "done_detail", F.col("done_error").alias("error"),
             F.col("done_node").alias("node"))
-        observations = union(lambda h: h.observations)
-        recvs = (observations.filter((F.col("f") == "recv") & (F.col("type") == "ok"))
-                 .select("run", "index", "time", "topic", "subscription", "consumer",
-                         "cluster", "value", F.coalesce("segment", F.lit(-1)).alias("seg"),
-                         position_struct().alias("pos"), "position"))
-        sends = ops.filter(F.col("f") == "send").select(
-            "run", "process", "topic", "cluster", "key", "key_hash", "value", "outcome",
-            "inv_index", "inv_time", "done_index", "done_time",
-            F.coalesce("done_segment", "segment").alias("segment"),
-            F.coalesce("done_position", "position").alias("position"))
-        cumulative = F.coalesce(json_field("detail", "cumulative"),
-                                json_field("done_detail", "cumulative")) == "true"
-        acks = (ops.filter((F.col("f") == "ack") & (F.col("outcome") == "ok"))
-                .select("run", "topic", "subscription", "cluster", "value",
-                        F.coalesce(cumulative, F.lit(False)).alias("cumulative"),
-                        F.col("done_index").alias("ack_index"),
-                        F.col("done_time").alias("ack_time")))
+        observations = union(lambda h: h.observations, ARROW_SCHEMA)
+        recvs = RECVS.frame(observations).withColumn("pos", position_struct())
+        sends = SENDS.frame(operations)
+        acks = ACKS.frame(operations)
         events = sum(h.events for h in histories.values())
         partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions")),
                          math.ceil(events / ROWS_PER_PARTITION))
-        frames = cls(spark, ops, observations, recvs, sends, acks, list(histories), partitions)
+        frames = cls(spark, ops, observations, recvs, sends, acks, list(histories), partitions,
+                     {run: h.paired for run, h in histories.items()})
         frames._collect_small_facts(histories)
         return frames
 
@@ -173,6 +163,10 @@ class HistoryFrames:
         self.subscriptions = [Subscription(f.run, f.topic, f.subscription, f.done_index,
                                            _detail_field(f, "mode"))
                               for f in first.values()]
+
+    def scans(self, file: str) -> list[Scan]:
+        """Map tasks over one paired file of every run, for the Python workers."""
+        return scans(self.paired, file)
 
     # --- views over operations ------------------------------------------------------------
 
@@ -212,10 +206,11 @@ class HistoryFrames:
         return _covered(self.acks, self.recvs)
 
 
-def _read_runs(spark: SparkSession, run_by_path: dict[str, str]) -> DataFrame:
+def _read_runs(spark: SparkSession, schema: pa.Schema, run_by_path: dict[str, str]) -> DataFrame:
     """The files as one frame with a `run` column: one scan, whatever the number of runs
-    (a union of one scan per run makes plans, and checks of many runs, slow)."""
-    frame = spark.read.parquet(*run_by_path)
+    (a union of one scan per run makes plans, and checks of many runs, slow). The pairing
+    pass wrote `schema`, so Spark need not read the files' footers to learn it."""
+    frame = spark.read.schema(from_arrow_schema(schema)).parquet(*run_by_path)
     if len(run_by_path) == 1:
         return frame.withColumn("run", F.lit(next(iter(run_by_path.values()))))
     local_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))

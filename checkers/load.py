@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +25,8 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from checkers.pairing import (FACTS_FILE, OBSERVATIONS_FILE, OPERATIONS_FILE, PAIRED_FILES,
-                              OperationPairer)
+from checkers.pairing import (FACTS_FILE, OBSERVATIONS_FILE, OPERATIONS_FILE,
+                              OPERATIONS_SCHEMA, PAIRED_FILES, OperationPairer)
 from checkers.schema import ARROW_SCHEMA, EVENT_TYPES, FIELDS, INT_FIELDS, REQUIRED
 from starquake.errors import BadInput
 
@@ -278,7 +280,8 @@ def _validated_and_paired(path: Path) -> int:
     """Validate a Parquet history and pair its operations, unless that was done since the
     file last changed; the number of events."""
     paired = _paired_dir(path)
-    if all(_newer(paired / name, path) for name in PAIRED_FILES):
+    if all(_newer(paired / name, path) for name in PAIRED_FILES) and pq.read_schema(
+            paired / OPERATIONS_FILE).equals(OPERATIONS_SCHEMA):  # else paired by older code
         return pq.ParquetFile(path).metadata.num_rows
     try:
         file = pq.ParquetFile(path)
@@ -300,13 +303,25 @@ def _validated_and_paired(path: Path) -> int:
     present = [name for name in FIELDS if name in schema.names]
     try:
         with _pairing(path) as pairer:
-            for batch in file.iter_batches(batch_size=1 << 20, columns=present):
+            for batch in _read_ahead(file.iter_batches(batch_size=1 << 20, columns=present,
+                                                       use_threads=False)):
                 batch = _conformed(batch)
                 checker.check(batch)
                 pairer.feed(batch)
     except _Violation as exc:
         raise HistoryError(f"{path}: {exc}") from None
     return checker.rows
+
+
+def _read_ahead(batches: Iterator[pa.RecordBatch], depth: int = 2) -> Iterator[pa.RecordBatch]:
+    """The batches, decoded by a thread up to `depth` ahead of their consumer: Parquet
+    decoding releases the GIL, so reading overlaps validating and pairing (one thread
+    decodes faster than Arrow's pool of threads on a small machine)."""
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        ahead = deque(reader.submit(next, batches, None) for _ in range(depth))
+        while (batch := ahead.popleft().result()) is not None:
+            ahead.append(reader.submit(next, batches, None))
+            yield batch
 
 
 def _conformed(batch: pa.RecordBatch) -> pa.RecordBatch:

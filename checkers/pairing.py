@@ -11,7 +11,8 @@ Three Parquet files come out, the checkers' only input:
 
 - operations: one row per invoke, its own fields plus the completion's as `done_*`
   columns (null when the process's next event was another invoke or never came), and
-  `key_hash` of its key (spec, `misrouted`), computed once per distinct key;
+  `key_hash` of its key (spec, `misrouted`), computed once per distinct key, and
+  `cumulative`, whether an ack's detail (else its completion's) says it is cumulative;
 - observations: every other event (`recv`, `layout`, `meta`, and any completion that
   followed no invoke), unchanged;
 - facts: the few events the driver itself needs (`FACTS_SCHEMA`), gathered on the way so
@@ -37,7 +38,7 @@ COMPLETION_FIELDS = {"type": "done_type", "index": "done_index", "time": "done_t
 OPERATIONS_SCHEMA = pa.schema(
     [*ARROW_SCHEMA, *(pa.field(done, ARROW_SCHEMA.field(name).type)
                       for name, done in COMPLETION_FIELDS.items()),
-     pa.field("key_hash", pa.int32())])
+     pa.field("key_hash", pa.int32()), pa.field("cumulative", pa.bool_())])
 
 FACTS_SCHEMA = pa.schema([
     ("f", pa.string()), ("process", pa.string()), ("topic", pa.string()),
@@ -59,19 +60,21 @@ _FACT_OBSERVATIONS = pa.array(["layout", "meta"])
 _FACT_OPERATIONS = pa.array(["drain", "subscribe", "failover"])
 
 
-def _any_cumulative(acks: pa.Table) -> bool:
-    """Whether some ack's detail (else its completion's) says `cumulative`: true, as
-    JSON or as text. Only details that mention the word are parsed."""
-    mentioned = pc.or_kleene(pc.match_substring(acks["detail"], "cumulative"),
-                             pc.match_substring(acks["done_detail"], "cumulative"))
-    for detail, done_detail in zip(*acks.filter(pc.fill_null(mentioned, False))
-                                   .select(["detail", "done_detail"]).to_pydict().values()):
+def _cumulative(operations: pa.Table) -> pa.Array:
+    """Per operation: an ack whose detail (else its completion's) says `cumulative`: true,
+    as JSON or as text. Only details that mention the word are parsed."""
+    mentioned = pc.and_(pc.equal(operations["f"], "ack"), pc.fill_null(pc.or_kleene(
+        pc.match_substring(operations["detail"], "cumulative"),
+        pc.match_substring(operations["done_detail"], "cumulative")), False))
+    flags = np.zeros(operations.num_rows, dtype=bool)
+    rows = np.flatnonzero(mentioned.to_numpy(zero_copy_only=False))
+    details = operations.select(["detail", "done_detail"]).take(rows).to_pydict().values()
+    for row, detail, done_detail in zip(rows, *details):
         flag = detail_object(detail).get("cumulative")
         if flag is None:
             flag = detail_object(done_detail).get("cumulative")
-        if flag is True or flag == "true":
-            return True
-    return False
+        flags[row] = flag is True or flag == "true"
+    return pa.array(flags)
 
 
 class OperationPairer:
@@ -131,6 +134,7 @@ class OperationPairer:
         for name, done in COMPLETION_FIELDS.items():
             columns[done] = steps[name].take(taken)
         columns["key_hash"] = self._key_hashes(rows["key"])
+        columns["cumulative"] = _cumulative(pa.table(columns))
         operations = pa.table(columns, schema=OPERATIONS_SCHEMA)
         self._operations.write(operations)
         completed = pc.equal(operations["done_type"], "ok")
@@ -142,8 +146,7 @@ class OperationPairer:
         self._keep_facts(facts, facts["done_type"],
                          pc.coalesce(facts["subscription"], facts["value"]))
         if not self._cumulative:
-            self._cumulative = _any_cumulative(operations.filter(
-                pc.and_(pc.equal(operations["f"], "ack"), completed)))
+            self._cumulative = pc.any(pc.and_(operations["cumulative"], completed)).as_py() is True
             if self._cumulative:
                 self._facts.append(pa.Table.from_pylist(
                     [{"f": "cumulative-ack", "index": -1}], schema=FACTS_SCHEMA))

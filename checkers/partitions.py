@@ -1,35 +1,169 @@
-"""Per-partition work in Spark's Python workers, one Arrow table per partition.
+"""Per-partition work in Spark's Python workers, shuffled as Arrow tables.
 
-The finders that compare many events of one value, one key or one position shuffle those
-events together once (Spark), then decide each partition as a whole with Arrow's
-vectorised joins and aggregates (a Python worker per core). Spark's own object
-aggregates (gathered lists) and higher-order functions did the same work row by row,
-sorting and spilling; this way a check of 20 million events takes about 40% less time
-(docs/performance.md).
+The finders that compare many events of one value, one key or one position bring those
+events together once, then decide each partition as a whole with Arrow's vectorised joins
+and aggregates (a Python worker per core). The rows never become Spark rows: a map task
+(a Python worker) reads row groups of a paired file itself (`Scan`), or takes a Spark
+frame's batches, and cuts the rows into one Arrow IPC stream per target partition; Spark
+only moves those payloads (`partition`, `payload`) through its own shuffle, so any master
+works, and the reducing worker reads them back as one table. Converting rows between the
+JVM and Arrow cost more than the rest of these finders' work together (docs/performance.md).
+
+A row's partition is a hash of one text column (`by`): any column that all of a group's
+rows share will do, since a partition may hold many groups.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 PartitionFinder = Callable[[pa.Table], pa.Table]
 """Everything a partition proves, as rows of the finder's output schema."""
 
+ROWS_PER_SCAN = 1 << 20
+"""About how many rows of a paired file one map task reads (whole row groups)."""
 
-def map_partitions(frame: DataFrame, find: PartitionFinder, schema: pa.Schema) -> DataFrame:
-    """`find` over each whole partition of `frame` (skipping empty ones), in the workers."""
+_PAYLOADS = "partition int, payload binary"
+_HASHED_BYTES = 64
+
+
+@dataclass(frozen=True)
+class Scan:
+    """One map task: some row groups of one run's paired file."""
+
+    run: str
+    file: str
+    path: str
+    row_groups: tuple[int, ...]
+
+    def read(self, columns: list[str]) -> pa.Table:
+        """The columns (less `run`) of these row groups, and `run`."""
+        table = pq.ParquetFile(self.path).read_row_groups(
+            list(self.row_groups), columns=[c for c in columns if c != "run"])
+        return table.append_column("run", pa.repeat(pa.scalar(self.run), table.num_rows))
+
+
+def scans(paths: dict[str, Path], file: str) -> list[Scan]:
+    """Map tasks covering `file` of each run (`paths`: run -> its paired directory)."""
+    tasks = []
+    for run, directory in paths.items():
+        path = directory / file
+        metadata = pq.ParquetFile(path).metadata
+        group: list[int] = []
+        rows = 0
+        for index in range(metadata.num_row_groups):
+            group.append(index)
+            rows += metadata.row_group(index).num_rows
+            if rows >= ROWS_PER_SCAN or index == metadata.num_row_groups - 1:
+                tasks.append(Scan(run, file, str(path.resolve()), tuple(group)))
+                group, rows = [], 0
+    return tasks
+
+
+def scatter_scans(spark: SparkSession, tasks: list[Scan], read: Callable[[Scan], pa.Table],
+                  by: str, partitions: int) -> DataFrame:
+    """Each task's rows (`read`), cut into payloads by `by` for `gather`."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        gathered = list(batches)
-        if not gathered or not any(b.num_rows for b in gathered):
-            return
-        yield from find(pa.Table.from_batches(gathered)).to_batches()
+        for batch in batches:
+            for task in batch.column(0).to_pylist():
+                yield from _cut(read(tasks[task]), by, partitions)
 
-    return frame.mapInArrow(run, from_arrow_schema(schema))
+    return spark.range(0, len(tasks), 1, max(1, len(tasks))).mapInArrow(run, _PAYLOADS)
+
+
+def scatter_frame(frame: DataFrame, schema: pa.Schema, by: str, partitions: int) -> DataFrame:
+    """A Spark frame's rows, as `schema` (columns it lacks are null), cut into payloads by
+    `by` for `gather`."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        given = [batch for batch in batches if batch.num_rows]
+        if given:
+            table = pa.Table.from_batches(given)
+            yield from _cut(rows(schema, table.num_rows, **dict(zip(table.column_names,
+                                                                   table.columns))),
+                            by, partitions)
+
+    return frame.mapInArrow(run, _PAYLOADS)
+
+
+def gather(scattered: list[DataFrame], partitions: int) -> DataFrame:
+    """Spark's shuffle of the payloads: each to its partition."""
+    return reduce(DataFrame.unionByName, scattered).repartitionById(partitions, "partition")
+
+
+def decide(gathered: DataFrame, find: PartitionFinder, schema: pa.Schema) -> DataFrame:
+    """`find` over each whole partition (skipping empty ones), as Spark rows of `schema`."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = _received(batches)
+        if table is not None:
+            yield from find(table).to_batches()
+
+    return gathered.mapInArrow(run, from_arrow_schema(schema))
+
+
+def decide_and_scatter(gathered: DataFrame, find: PartitionFinder, by: str,
+                       partitions: int) -> DataFrame:
+    """`find` over each whole partition, its output cut into payloads by `by` for the next
+    `gather`: a second pass by another column with no Spark rows in between."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = _received(batches)
+        if table is not None:
+            yield from _cut(find(table), by, partitions)
+
+    return gathered.mapInArrow(run, _PAYLOADS)
+
+
+def _received(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    tables = [pa.ipc.open_stream(payload.as_buffer()).read_all()
+              for batch in batches for payload in batch.column("payload")]
+    return pa.concat_tables(tables) if tables else None
+
+
+def _cut(table: pa.Table, by: str, partitions: int) -> Iterator[pa.RecordBatch]:
+    """The table as one IPC stream per target partition, all in one buffer."""
+    if not table.num_rows:
+        return
+    target = (text_hash(table[by]) % np.uint64(partitions)).astype(np.int32)
+    order = np.argsort(target, kind="stable")
+    targets = target[order]
+    starts = np.flatnonzero(np.r_[True, targets[1:] != targets[:-1]])
+    ends = np.r_[starts[1:], len(targets)]
+    grouped = table.take(pa.array(order))
+    sink = pa.BufferOutputStream()
+    offsets = [0]
+    for start, end in zip(starts, ends):
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(grouped.slice(start, end - start))
+        offsets.append(sink.tell())
+    payloads = pa.Array.from_buffers(pa.binary(), len(starts), [
+        None, pa.py_buffer(np.array(offsets, np.int32)), sink.getvalue()])
+    yield pa.record_batch([pa.array(targets[starts]), payloads], names=["partition", "payload"])
+
+
+def text_hash(column: pa.ChunkedArray) -> np.ndarray:
+    """A hash of each text (FNV-1a over its last 64 bytes, and its length), the same in
+    every process. Null hashes as the empty text."""
+    text = pc.fill_null(column, "").combine_chunks().cast(pa.large_string())
+    ends = np.frombuffer(text.buffers()[1], np.int64)[text.offset:text.offset + len(text) + 1]
+    data = np.frombuffer(text.buffers()[2] or b"\0", np.uint8)
+    lengths = ends[1:] - ends[:-1]
+    ends = ends[1:]
+    hashed = np.full(len(text), 0xCBF29CE484222325, np.uint64) ^ lengths.astype(np.uint64)
+    prime = np.uint64(0x100000001B3)
+    for back in range(1, min(int(lengths.max(initial=0)), _HASHED_BYTES) + 1):
+        present = lengths >= back
+        byte = data[np.where(present, ends - back, 0)].astype(np.uint64)
+        hashed = np.where(present, (hashed ^ byte) * prime, hashed)
+    return hashed
 
 
 def rows(schema: pa.Schema, length: int,

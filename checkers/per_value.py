@@ -1,11 +1,12 @@
 """What each value's events prove: the first of the two passes behind `checkers.delivery`.
 
-One shuffle by (run, value) brings every send, delivery and acknowledgement of a value
-into one partition, and a Python worker decides each partition as a whole with Arrow's
-joins and aggregates (`checkers.partitions`): the anomalies of `lost`, `unexpected`,
+One shuffle by value brings every send, delivery and acknowledgement of a value into one
+partition, and a Python worker decides each partition as a whole with Arrow's joins and
+aggregates (`checkers.partitions`): the anomalies of `lost`, `unexpected`,
 `failed-delivered` and `duplicate`, and each keyed message's first delivery in each
-ordered subscription (what `order` compares). Both come out in one frame, told apart by
-`kind` and shuffled by key for `order`'s pass; the findings are few and ride along.
+ordered subscription (what `order` compares). Both come out in one table, told apart by
+`kind`, which the same worker cuts by key for `order`'s pass; the findings are few and
+ride along.
 
 Joins here, as in SQL, never match a null key: a delivery with no topic or subscription
 proves nothing delivered, and a value that is null is never shown delivered.
@@ -19,8 +20,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import ACK_SCOPE, HistoryFrames
-from checkers.partitions import TextCodes, map_partitions, rows
+from checkers.pairing import OBSERVATIONS_FILE, OPERATIONS_FILE
+from checkers.partitions import (Scan, TextCodes, decide_and_scatter, gather, rows,
+                                 scatter_frame, scatter_scans)
 from checkers.schema import ORDERED_MODES
+from checkers.views import ACKS, RECVS, SENDS
 
 FINDINGS = pa.schema([
     ("run", pa.string()), ("checker", pa.string()), ("value", pa.string()),
@@ -40,6 +44,12 @@ FINDING, FIRST = "finding", "first"
 """`kind` of an output row: an anomaly, or a first delivery."""
 
 _SEND, _RECV, _ACK = 0, 1, 2
+_BY_VALUE = pa.schema([
+    ("run", pa.string()), ("value", pa.string()), ("kind", pa.int32()),
+    ("topic", pa.string()), ("subscription", pa.string()), ("cluster", pa.string()),
+    ("key", pa.string()), ("index", pa.int64()), ("done_index", pa.int64()),
+    ("outcome", pa.string())])
+"""What the pass shuffles: a send, a delivery or an ack (`kind`) of a value."""
 _OUTPUT = pa.schema([("kind", pa.string()), *FINDINGS,
                      *(pa.field(name, pa.int64()) for name in FIRSTS)])
 _PLACE = ["run", "value", "topic", "subscription"]
@@ -47,13 +57,21 @@ _TEXT_KEYS = [*_PLACE, "cluster", "key"]
 
 
 def per_value(frames: HistoryFrames) -> DataFrame:
-    """The pass's output (see the module), partitioned by `KEY`."""
+    """The pass's output (see the module), gathered by key (`KEY`) for `order`'s pass."""
     subscriptions = frames.subscription_table()
     ordered = frames.subscription_table(ORDERED_MODES).select(["run", "topic", "subscription"])
-
-    return map_partitions(_by_value(frames),
-                          lambda events: _decide(events, subscriptions, ordered),
-                          _OUTPUT).repartition(frames.partitions, *KEY)
+    tasks = frames.scans(OPERATIONS_FILE) + frames.scans(OBSERVATIONS_FILE)
+    scattered = [scatter_scans(frames.spark, tasks, _by_value, "value", frames.partitions)]
+    if frames.cumulative_ack_runs:
+        covered = frames.covered_by_cumulative_acks().select(
+            "run", "value", F.lit(_ACK).alias("kind"), *ACK_SCOPE[1:],
+            F.col("ack.ack_index").alias("index"))
+        scattered.append(scatter_frame(covered, _BY_VALUE, "value", frames.partitions))
+    by_value = gather(scattered, frames.partitions)
+    decided = decide_and_scatter(
+        by_value, lambda events: _decide(events, subscriptions, ordered), "key",
+        frames.partitions)
+    return gather([decided], frames.partitions)
 
 
 def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table) -> pa.Table:
@@ -75,26 +93,27 @@ def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table) -> pa.
     return codes.decode(found, _OUTPUT)
 
 
-def _by_value(frames: HistoryFrames) -> DataFrame:
-    """Sends (`index` the invoke's), deliveries and individual or covering
-    acknowledgements (`index` the ack's), shuffled by (run, value)."""
-    null_text, null_long = F.lit(None).cast("string"), F.lit(None).cast("long")
-    sends = frames.sends.select("run", "value", F.lit(_SEND).alias("kind"), "topic",
-                                null_text.alias("subscription"), "cluster", "key",
-                                F.col("inv_index").alias("index"), "done_index", "outcome")
-    recvs = frames.recvs.select("run", "value", F.lit(_RECV).alias("kind"), "topic",
-                                "subscription", "cluster", null_text.alias("key"), "index",
-                                null_long.alias("done_index"), null_text.alias("outcome"))
-    acks = frames.acks.filter(~F.col("cumulative")).select(
-        "run", "value", "topic", "subscription", "cluster", "ack_index")
-    if frames.cumulative_ack_runs:
-        acks = acks.unionByName(frames.covered_by_cumulative_acks().select(
-            "run", "value", *ACK_SCOPE[1:], F.col("ack.ack_index").alias("ack_index")))
-    acks = acks.select("run", "value", F.lit(_ACK).alias("kind"), "topic", "subscription",
-                       "cluster", null_text.alias("key"), F.col("ack_index").alias("index"),
-                       null_long.alias("done_index"), null_text.alias("outcome"))
-    return (sends.unionByName(recvs).unionByName(acks)
-            .repartition(frames.partitions, "run", "value"))
+def _by_value(scan: Scan) -> pa.Table:
+    """A map task's sends (`index` the invoke's), deliveries, and individual acks
+    (`index` the ack's; cumulative ones come covered, from Spark, see `per_value`)."""
+    if scan.file == OBSERVATIONS_FILE:
+        names = ["run", "value", "topic", "subscription", "cluster", "index"]
+        recvs = RECVS.table(scan.read(RECVS.reads(names)), names)
+        return rows(_BY_VALUE, recvs.num_rows, kind=_RECV,
+                    **{name: recvs[name] for name in names})
+    send_names = ["run", "value", "topic", "cluster", "key", "inv_index", "done_index",
+                  "outcome"]
+    ack_names = ["run", "value", *ACK_SCOPE[1:], "cumulative", "ack_index"]
+    operations = scan.read(list(dict.fromkeys(SENDS.reads(send_names)
+                                              + ACKS.reads(ack_names))))
+    sends = SENDS.table(operations, send_names)
+    acks = ACKS.table(operations, ack_names)
+    acks = acks.filter(pc.invert(acks["cumulative"]))
+    return pa.concat_tables([
+        rows(_BY_VALUE, sends.num_rows, kind=_SEND, index=sends["inv_index"],
+             **{name: sends[name] for name in send_names if name != "inv_index"}),
+        rows(_BY_VALUE, acks.num_rows, kind=_ACK, index=acks["ack_index"],
+             **{name: acks[name] for name in ack_names[:-2]})])
 
 
 def _finding(schema: pa.Schema, checker: str, found: pa.Table,

@@ -1,0 +1,92 @@
+"""The Arrow shuffle under the per-value, per-key and per-position finders, and the views
+it reads: a group's rows must meet in one partition, and Spark and the Python workers
+must read the same rows of a paired file."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from checkers.load import prepare
+from checkers.pairing import OPERATIONS_SCHEMA
+from checkers.partitions import decide, gather, scatter_frame, text_hash
+from checkers.views import ACKS, RECVS, SENDS
+from tests.checkers.builder import History
+
+
+@given(st.lists(st.text(max_size=90) | st.none(), min_size=1, max_size=20),
+       st.lists(st.text(max_size=90), max_size=20))
+def test_a_texts_hash_does_not_depend_on_the_batch_it_is_in(texts, others) -> None:
+    alone = [int(text_hash(pa.chunked_array([[text]], pa.string()))[0]) for text in texts]
+    batch = text_hash(pa.chunked_array([texts, others], pa.string()))
+    assert [int(h) for h in batch[:len(texts)]] == alone
+
+
+def test_a_null_text_hashes_as_the_empty_one() -> None:
+    hashes = text_hash(pa.chunked_array([[None, "", "a"]], pa.string()))
+    assert hashes[0] == hashes[1] != hashes[2]
+
+
+_ROW = pa.schema([("value", pa.string()), ("source", pa.string())])
+_MET = pa.schema([("partition", pa.int64()), ("value", pa.string()), ("sources", pa.int64())])
+
+
+@pytest.mark.spark
+def test_a_values_rows_from_different_frames_meet_in_one_partition(spark) -> None:
+    # Different batches hold texts of different lengths: the hash must not care.
+    schema = "value string, source string"
+    short = spark.createDataFrame([(f"m{n}", "short") for n in range(300)], schema)
+    long = spark.createDataFrame([(f"m{n}", "long") for n in range(300)] + [("x" * 200, "long")],
+                                 schema)
+
+    def met(table: pa.Table) -> pa.Table:
+        from pyspark import TaskContext
+
+        sources = table.group_by("value").aggregate([("source", "count_distinct")])
+        here = TaskContext.get().partitionId()
+        return pa.table({"partition": pa.repeat(here, sources.num_rows), "value": sources["value"],
+                         "sources": sources["source_count_distinct"]}, schema=_MET)
+
+    gathered = gather([scatter_frame(frame, _ROW, "value", 7) for frame in (short, long)], 7)
+    rows = decide(gathered, met, _MET).collect()
+    assert len(rows) == 301
+    assert all(row["sources"] == 2 for row in rows if row["value"] != "x" * 200)
+    assert len({row["partition"] for row in rows}) > 1
+
+
+@pytest.mark.spark
+def test_spark_and_the_python_workers_read_the_same_view_rows(spark, tmp_path) -> None:
+    history = History(tmp_path / "history.jsonl")
+    history.subscribe("s", "exclusive")
+    history.send("m1", position="1:0", segment=3)
+    history.send("m2", outcome="fail")
+    history.send("m3", outcome="info", key="k2")
+    history.recv("m1", position="1:0", segment=3)
+    history.recv("m1", cluster="b")
+    history.ack("m1")
+    history.ack("m1", cumulative=True)
+    history.ack("m2", outcome="fail")
+    history.writer.record("p9", "invoke", "send", value="m4")  # never completed
+    prepared = prepare(history.close())
+    for view, path in ((SENDS, prepared.operations), (ACKS, prepared.operations),
+                       (RECVS, prepared.observations)):
+        in_spark = view.frame(spark.read.parquet(str(path)).withColumn("run", F.lit("r")))
+        table = pq.read_table(path)
+        in_arrow = view.table(table.append_column("run", pa.repeat(pa.scalar("r"), table.num_rows)))
+        assert in_arrow.num_rows > 0
+        assert sorted(map(tuple, (r.asDict().values() for r in in_spark.collect()))) == \
+            sorted(tuple(r.values()) for r in in_arrow.to_pylist())
+
+
+def test_a_pairing_by_older_code_is_done_again(tmp_path) -> None:
+    history = History(tmp_path / "history.jsonl")
+    history.send("m1")
+    prepared = prepare(history.close())
+    older = pq.read_table(prepared.operations).drop_columns(["cumulative"])
+    pq.write_table(older, prepared.operations)  # newer than the history, but lacking a column
+    prepared = prepare(prepared.source)
+    assert pq.read_schema(prepared.operations).equals(OPERATIONS_SCHEMA)
