@@ -8,7 +8,6 @@ from pyspark.sql import functions as F
 
 from checkers.anomaly import CheckSettings, anomalies, no_anomalies
 from checkers.frames import HistoryFrames, Segment
-from checkers.schema import key_hash  # noqa: F401  (the spec's hash, also used from here)
 
 
 def misrouted(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
