@@ -94,27 +94,29 @@ class OperationPairer:
         events = pa.concat_tables([self._waiting, pa.Table.from_batches([batch])])
         observation = pc.and_(pc.is_in(events["f"], _OBSERVATIONS),
                               pc.equal(events["type"], "ok"))
-        steps = events.filter(pc.invert(observation))
         observed = events.filter(observation)
         self._observations.write(observed)
         facts = observed.filter(pc.is_in(observed["f"], _FACT_OBSERVATIONS))
         self._keep_facts(facts, facts["type"], facts["subscription"])
-        process = pc.dictionary_encode(steps["process"].combine_chunks()).indices.to_numpy()
+        # Every other event is a step of an operation: found by position in `events`, so
+        # only what is written gets copied.
+        step = np.flatnonzero(~observation.to_numpy(zero_copy_only=False))
+        process = pc.dictionary_encode(
+            events["process"].take(step).combine_chunks()).indices.to_numpy()
         order = np.argsort(process, kind="stable")  # each process's steps in index order
         same = process[order[1:]] == process[order[:-1]]
         follower = np.full(len(order), -1, dtype=np.int64)
         follower[order[:-1][same]] = order[1:][same]
-        is_invoke = pc.equal(steps["type"], "invoke").to_numpy(zero_copy_only=False)
+        is_invoke = pc.equal(events["type"].take(step), "invoke").to_numpy(zero_copy_only=False)
         folded = np.zeros(len(order), dtype=bool)
         folded[order[1:][same]] = is_invoke[order[:-1][same]]
         has_follower = follower >= 0
         done = has_follower & is_invoke
         done[done] = ~is_invoke[follower[done]]
         resolved = is_invoke & has_follower
-        self._write_operations(steps, np.flatnonzero(resolved),
-                               np.where(done, follower, -1)[resolved])
-        self._observations.write(steps.filter(pa.array(~is_invoke & ~folded)))
-        self._waiting = steps.filter(pa.array(is_invoke & ~has_follower))
+        self._write_operations(events, step[resolved], np.where(done, step[follower], -1)[resolved])
+        self._observations.write(events.take(step[~is_invoke & ~folded]))
+        self._waiting = events.take(step[is_invoke & ~has_follower])
 
     def close(self) -> None:
         """Invokes still waiting never completed: they are written with no completion."""
@@ -125,14 +127,14 @@ class OperationPairer:
         pq.write_table(pa.concat_tables([FACTS_SCHEMA.empty_table(), *self._facts]),
                        self._facts_path)
 
-    def _write_operations(self, steps: pa.Table, invokes: np.ndarray,
+    def _write_operations(self, events: pa.Table, invokes: np.ndarray,
                           completions: np.ndarray) -> None:
-        rows = steps.take(invokes)
+        rows = events.take(invokes)
         missing = completions < 0
         taken = pa.array(np.where(missing, 0, completions), mask=missing)
         columns = dict(zip(rows.column_names, rows.columns))
         for name, done in COMPLETION_FIELDS.items():
-            columns[done] = steps[name].take(taken)
+            columns[done] = events[name].take(taken)
         columns["key_hash"] = self._key_hashes(rows["key"])
         columns["cumulative"] = _cumulative(pa.table(columns))
         operations = pa.table(columns, schema=OPERATIONS_SCHEMA)
