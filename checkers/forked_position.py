@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from checkers.anomaly import CheckSettings, anomalies
 from checkers.frames import HistoryFrames
-from checkers.pairing import OBSERVATIONS_FILE, OPERATIONS_FILE
+from checkers.pairing import OBSERVATIONS_FILE
 from checkers.partitions import Scan, TextCodes, decide, gather, rows, scatter_scans
 from checkers.views import RECVS, SENDS
 
@@ -32,7 +32,7 @@ def forked_position(frames: HistoryFrames, settings: CheckSettings) -> DataFrame
     as a third component, so they do not collide. One shuffle by position; each
     partition counts the distinct values per position, and only the forked ones gather
     their examples."""
-    tasks = frames.scans(OPERATIONS_FILE) + frames.scans(OBSERVATIONS_FILE)
+    tasks = frames.scans()
     placed = gather([scatter_scans(frames.spark, tasks, _placed, "position",
                                    frames.partitions)], frames.partitions)
     forks = decide(placed, _forks, _FORKS)

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from checkers.load import PreparedHistory
-from checkers.pairing import OPERATIONS_SCHEMA
+from checkers.pairing import OBSERVATIONS_FILE, OPERATIONS_FILE, OPERATIONS_SCHEMA
 from checkers.partitions import Scan, scans
 from checkers.schema import ARROW_SCHEMA, detail_object
 from checkers.views import ACKS, RECVS, SENDS
@@ -164,9 +164,10 @@ class HistoryFrames:
                                            _detail_field(f, "mode"))
                               for f in first.values()]
 
-    def scans(self, file: str) -> list[Scan]:
-        """Map tasks over one paired file of every run, for the Python workers."""
-        return scans(self.paired, file)
+    def scans(self) -> list[Scan]:
+        """Map tasks over every run's operations and observations, for the Python workers'
+        passes; each task's `file` says which views it can read."""
+        return [*scans(self.paired, OPERATIONS_FILE), *scans(self.paired, OBSERVATIONS_FILE)]
 
     # --- views over operations ------------------------------------------------------------
 

@@ -168,8 +168,8 @@ def text_hash(column: pa.ChunkedArray) -> np.ndarray:
 
 def rows(schema: pa.Schema, length: int,
          **columns: pa.Array | pa.ChunkedArray | str | int) -> pa.Table:
-    """A table of `schema` with the given columns (a plain value fills its column), every
-    other column null."""
+    """A table of `schema` with the given columns (a plain value fills its column; one the
+    schema lacks is left out), every other column null."""
     def column(field: pa.Field) -> pa.Array | pa.ChunkedArray:
         given = columns.get(field.name)
         if given is None:

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import ACK_SCOPE, HistoryFrames
-from checkers.pairing import OBSERVATIONS_FILE, OPERATIONS_FILE
+from checkers.pairing import OBSERVATIONS_FILE
 from checkers.partitions import (Scan, TextCodes, decide_and_scatter, gather, rows,
                                  scatter_frame, scatter_scans)
 from checkers.schema import ORDERED_MODES
@@ -60,7 +60,7 @@ def per_value(frames: HistoryFrames) -> DataFrame:
     """The pass's output (see the module), gathered by key (`KEY`) for `order`'s pass."""
     subscriptions = frames.subscription_table()
     ordered = frames.subscription_table(ORDERED_MODES).select(["run", "topic", "subscription"])
-    tasks = frames.scans(OPERATIONS_FILE) + frames.scans(OBSERVATIONS_FILE)
+    tasks = frames.scans()
     scattered = [scatter_scans(frames.spark, tasks, _by_value, "value", frames.partitions)]
     if frames.cumulative_ack_runs:
         covered = frames.covered_by_cumulative_acks().select(
@@ -100,7 +100,7 @@ def _by_value(scan: Scan) -> pa.Table:
         names = ["run", "value", "topic", "subscription", "cluster", "index"]
         recvs = RECVS.table(scan.read(RECVS.reads(names)), names)
         return rows(_BY_VALUE, recvs.num_rows, kind=_RECV,
-                    **{name: recvs[name] for name in names})
+                    **dict(zip(recvs.column_names, recvs.columns)))
     send_names = ["run", "value", "topic", "cluster", "key", "inv_index", "done_index",
                   "outcome"]
     ack_names = ["run", "value", *ACK_SCOPE[1:], "cumulative", "ack_index"]
@@ -111,9 +111,9 @@ def _by_value(scan: Scan) -> pa.Table:
     acks = acks.filter(pc.invert(acks["cumulative"]))
     return pa.concat_tables([
         rows(_BY_VALUE, sends.num_rows, kind=_SEND, index=sends["inv_index"],
-             **{name: sends[name] for name in send_names if name != "inv_index"}),
+             **dict(zip(sends.column_names, sends.columns))),
         rows(_BY_VALUE, acks.num_rows, kind=_ACK, index=acks["ack_index"],
-             **{name: acks[name] for name in ack_names[:-2]})])
+             **dict(zip(acks.column_names, acks.columns)))])
 
 
 def _finding(schema: pa.Schema, checker: str, found: pa.Table,
