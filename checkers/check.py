@@ -22,7 +22,7 @@ from checkers.duplicates import duplicate_window
 from checkers.forked_position import forked_position
 from checkers.frames import HistoryFrames
 from checkers.load import PreparedHistory
-from checkers.segments import dual_write, misrouted
+from checkers.segments import segment_checks
 from checkers.stats import run_stats
 
 CHECKERS = (
@@ -31,9 +31,9 @@ CHECKERS = (
     Checker("failed-delivered", deliveries),
     Checker("duplicate", deliveries),
     Checker("duplicate-window", duplicate_window),
-    Checker("dual-write", dual_write),
+    Checker("dual-write", segment_checks),
     Checker("forked-position", forked_position),
-    Checker("misrouted", misrouted),
+    Checker("misrouted", segment_checks),
     Checker("order", deliveries),
 )
 EXAMPLES_PER_CHECKER = 10

@@ -9,9 +9,8 @@ from pyspark.sql import functions as F
 
 from checkers.anomaly import CheckSettings, anomalies
 from checkers.frames import HistoryFrames
-from checkers.pairing import OBSERVATIONS_FILE
 from checkers.partitions import Scan, TextCodes, decide, gather, rows, scatter_scans
-from checkers.views import RECVS, SENDS
+from checkers.views import OBSERVATIONS_FILE, RECVS, SENDS
 
 _EXAMPLE_VALUES = 4
 _EXAMPLE_EVENTS = 6

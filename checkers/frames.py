@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,10 +21,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from checkers.load import PreparedHistory
-from checkers.pairing import OBSERVATIONS_FILE, OPERATIONS_FILE, OPERATIONS_SCHEMA
+from checkers.pairing import OPERATIONS_SCHEMA
 from checkers.partitions import Scan, scans
 from checkers.schema import ARROW_SCHEMA, detail_object
-from checkers.views import ACKS, RECVS, SENDS
+from checkers.views import ACKS, OBSERVATIONS_FILE, OPERATIONS_FILE, RECVS
 
 
 def position_struct(column: str = "position") -> Column:
@@ -70,6 +70,15 @@ class SmallFact:
     outcome: str | None
     done_time: int | None
     done_index: int | None
+    segment: int | None
+
+
+@dataclass(frozen=True)
+class FirstWrite:
+    """A segment's first acknowledged send: its completion's time and index."""
+
+    time: int
+    index: int
 
 
 @dataclass(frozen=True)
@@ -85,16 +94,11 @@ class Subscription:
 
 @dataclass
 class HistoryFrames:
-    """Shared views; build with `HistoryFrames.load`."""
+    """Shared views; build with `HistoryFrames.load`. The Spark frames are read only when a
+    finder asks for one: most passes read the paired files in Python workers (`scans`),
+    and sparing Spark the reads spares the driver's cold JVM a second or two of planning."""
 
     spark: SparkSession
-    ops: DataFrame
-    """One row per invoke with its completion (`outcome`, `done_*`), see `checkers.pairing`."""
-    observations: DataFrame
-    recvs: DataFrame
-    sends: DataFrame
-    acks: DataFrame
-    """Acks completed `ok`, `cumulative` or not (`checkers.views`)."""
     runs: list[str]
     partitions: int
     """How many partitions each by-key shuffle makes (see `ROWS_PER_PARTITION`)."""
@@ -109,32 +113,48 @@ class HistoryFrames:
     cumulative_ack_runs: set[str] = field(default_factory=set)
     """Runs with at least one cumulative ack: only they need the coverage walk."""
     subscriptions: list[Subscription] = field(default_factory=list)
+    first_writes: dict[tuple[str, str | None, int], FirstWrite] = field(default_factory=dict)
+    """By run, topic and segment (see `checkers.pairing`)."""
 
     @classmethod
     def load(cls, spark: SparkSession, histories: dict[str, PreparedHistory]) -> HistoryFrames:
-        def union(path_of: Callable[[PreparedHistory], Path], schema: pa.Schema) -> DataFrame:
-            return _read_runs(spark, schema, {str(path_of(h).resolve()): run
-                                      for run, h in histories.items()})
+        events = sum(h.events for h in histories.values())
+        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions")),
+                         math.ceil(events / ROWS_PER_PARTITION))
+        frames = cls(spark, list(histories), partitions,
+                     {run: h.paired for run, h in histories.items()})
+        frames._collect_small_facts(histories)
+        return frames
 
-        operations = union(lambda h: h.operations, OPERATIONS_SCHEMA)
-        ops = operations.select(
+    @cached_property
+    def ops(self) -> DataFrame:
+        """One row per invoke with its completion (`outcome`, `done_*`), see
+        `checkers.pairing`."""
+        return self._operations.select(
             "run", "process", "f", "topic", "cluster", "subscription", "consumer", "key",
             "value", "segment", "position", "detail", "key_hash",
             F.col("index").alias("inv_index"), F.col("time").alias("inv_time"),
             F.col("done_type").alias("outcome"), "done_index", "done_time", "done_segment",
             "done_position", "done_detail", F.col("done_error").alias("error"),
             F.col("done_node").alias("node"))
-        observations = union(lambda h: h.observations, ARROW_SCHEMA)
-        recvs = RECVS.frame(observations).withColumn("pos", position_struct())
-        sends = SENDS.frame(operations)
-        acks = ACKS.frame(operations)
-        events = sum(h.events for h in histories.values())
-        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions")),
-                         math.ceil(events / ROWS_PER_PARTITION))
-        frames = cls(spark, ops, observations, recvs, sends, acks, list(histories), partitions,
-                     {run: h.paired for run, h in histories.items()})
-        frames._collect_small_facts(histories)
-        return frames
+
+    @cached_property
+    def recvs(self) -> DataFrame:
+        observations = self._read(OBSERVATIONS_FILE, ARROW_SCHEMA)
+        return RECVS.frame(observations).withColumn("pos", position_struct())
+
+    @cached_property
+    def acks(self) -> DataFrame:
+        """Acks completed `ok`, `cumulative` or not (`checkers.views`)."""
+        return ACKS.frame(self._operations)
+
+    @cached_property
+    def _operations(self) -> DataFrame:
+        return self._read(OPERATIONS_FILE, OPERATIONS_SCHEMA)
+
+    def _read(self, file: str, schema: pa.Schema) -> DataFrame:
+        return _read_runs(self.spark, schema, {str((directory / file).resolve()): run
+                                               for run, directory in self.paired.items()})
 
     def _collect_small_facts(self, histories: dict[str, PreparedHistory]) -> None:
         """The few events the driver needs, gathered while the history was paired."""
@@ -155,6 +175,9 @@ class HistoryFrames:
                     first[(fact.run, fact.topic, fact.subscription)] = fact
             elif fact.f == "cumulative-ack":
                 self.cumulative_ack_runs.add(fact.run)
+            elif fact.f == "first-write":
+                self.first_writes[(fact.run, fact.topic, fact.segment)] = FirstWrite(
+                    fact.done_time, fact.done_index)
             if fact.process == "nemesis":
                 self.nemesis.append(fact)
             if fact.f == "failover" and fact.outcome == "ok":

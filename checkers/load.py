@@ -25,9 +25,10 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from checkers.pairing import (FACTS_FILE, OBSERVATIONS_FILE, OPERATIONS_FILE,
-                              OPERATIONS_SCHEMA, PAIRED_FILES, OperationPairer)
+from checkers.pairing import (FACTS_FILE, FACTS_SCHEMA, OPERATIONS_SCHEMA, PAIRED_FILES,
+                              OperationPairer)
 from checkers.schema import ARROW_SCHEMA, EVENT_TYPES, FIELDS, INT_FIELDS, REQUIRED
+from checkers.views import OBSERVATIONS_FILE, OPERATIONS_FILE
 from starquake.errors import BadInput
 
 log = logging.getLogger(__name__)
@@ -280,8 +281,10 @@ def _validated_and_paired(path: Path) -> int:
     """Validate a Parquet history and pair its operations, unless that was done since the
     file last changed; the number of events."""
     paired = _paired_dir(path)
-    if all(_newer(paired / name, path) for name in PAIRED_FILES) and pq.read_schema(
-            paired / OPERATIONS_FILE).equals(OPERATIONS_SCHEMA):  # else paired by older code
+    schemas = {OPERATIONS_FILE: OPERATIONS_SCHEMA, FACTS_FILE: FACTS_SCHEMA}
+    if all(_newer(paired / name, path) for name in PAIRED_FILES) and all(
+            pq.read_schema(paired / name).equals(schema)  # else paired by older code
+            for name, schema in schemas.items()):
         return pq.ParquetFile(path).metadata.num_rows
     try:
         file = pq.ParquetFile(path)

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from checkers.schema import ARROW_SCHEMA, OBSERVATIONS, detail_object, key_hash
+from checkers.views import OBSERVATIONS_FILE, OPERATIONS_FILE, SENDS
 
 # The completion's fields carried onto its invoke, by the name they take there.
 COMPLETION_FIELDS = {"type": "done_type", "index": "done_index", "time": "done_time",
@@ -44,13 +45,13 @@ FACTS_SCHEMA = pa.schema([
     ("f", pa.string()), ("process", pa.string()), ("topic", pa.string()),
     ("subscription", pa.string()), ("detail", pa.string()), ("done_detail", pa.string()),
     ("index", pa.int64()), ("time", pa.int64()), ("outcome", pa.string()),
-    ("done_time", pa.int64()), ("done_index", pa.int64())])
+    ("done_time", pa.int64()), ("done_index", pa.int64()), ("segment", pa.int64())])
 """Layouts and meta (`outcome` ok); completed drains, subscribes (`subscription` falls back
-to the value) and failovers; every nemesis operation; and one `cumulative-ack` row
-(index -1) when some completed ack was cumulative."""
+to the value) and failovers; every nemesis operation; one `cumulative-ack` row (index -1)
+when some completed ack was cumulative; and per topic and segment, its first acknowledged
+write (`first-write`: the send's completion as `index`, `time`, `done_*`), which
+`dual-write` compares every send against."""
 
-OPERATIONS_FILE = "operations.parquet"
-OBSERVATIONS_FILE = "observations.parquet"
 FACTS_FILE = "facts.parquet"
 PAIRED_FILES = (OPERATIONS_FILE, OBSERVATIONS_FILE, FACTS_FILE)
 _ROW_GROUP = 1 << 18
@@ -58,6 +59,8 @@ _DISTINCT_TEXT = frozenset({"value", "position", "done_position", "detail", "don
 _OBSERVATIONS = pa.array(sorted(OBSERVATIONS))
 _FACT_OBSERVATIONS = pa.array(["layout", "meta"])
 _FACT_OPERATIONS = pa.array(["drain", "subscribe", "failover"])
+_WRITES = ["topic", "segment", "outcome", "done_time", "done_index"]
+_FIRST = ["topic", "segment"]
 
 
 def _cumulative(operations: pa.Table) -> pa.Array:
@@ -77,6 +80,14 @@ def _cumulative(operations: pa.Table) -> pa.Array:
     return pa.array(flags)
 
 
+def _earliest(writes: pa.Table) -> pa.Table:
+    """Per topic and segment, the first of these acknowledged writes (`done_time`,
+    `done_index`): times never decrease in index order, so the two minimums are one
+    event's."""
+    firsts = writes.group_by(_FIRST).aggregate([("done_time", "min"), ("done_index", "min")])
+    return firsts.rename_columns([*_FIRST, "done_time", "done_index"])
+
+
 class OperationPairer:
     """Feed event batches in index order; completed operations and observations go to
     their writers as they are resolved, and the facts to a file of their own at close."""
@@ -87,6 +98,7 @@ class OperationPairer:
         self._facts_path = directory / FACTS_FILE
         self._facts: list[pa.Table] = []
         self._cumulative = False
+        self._first_writes: list[pa.Table] = []
         self._waiting = ARROW_SCHEMA.empty_table()
         self._hashes: dict[str, int] = {}
 
@@ -124,6 +136,15 @@ class OperationPairer:
         self._write_operations(self._waiting, waiting, np.full(len(waiting), -1))
         self._operations.close()
         self._observations.close()
+        if self._first_writes:
+            firsts = _earliest(pa.concat_tables(self._first_writes))
+            count = firsts.num_rows
+            self._keep_facts(pa.table({
+                "f": pa.repeat(pa.scalar("first-write"), count), "topic": firsts["topic"],
+                "segment": firsts["segment"], "index": firsts["done_index"],
+                "time": firsts["done_time"], "done_index": firsts["done_index"],
+                "done_time": firsts["done_time"]}),
+                pa.repeat(pa.scalar("ok"), count), pa.nulls(count, pa.string()))
         pq.write_table(pa.concat_tables([FACTS_SCHEMA.empty_table(), *self._facts]),
                        self._facts_path)
 
@@ -145,6 +166,9 @@ class OperationPairer:
             pc.and_kleene(pc.is_in(operations["f"], _FACT_OPERATIONS), completed),
             pc.equal(operations["process"], "nemesis"))
         facts = operations.filter(wanted)
+        sends = SENDS.table(operations, _WRITES)
+        self._first_writes.append(_earliest(sends.filter(pc.and_(
+            pc.equal(sends["outcome"], "ok"), pc.is_valid(sends["segment"])))))
         self._keep_facts(facts, facts["done_type"],
                          pc.coalesce(facts["subscription"], facts["value"]))
         if not self._cumulative:

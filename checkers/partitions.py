@@ -9,13 +9,13 @@ only moves those payloads (`partition`, `payload`) through its own shuffle, so a
 works, and the reducing worker reads them back as one table. Converting rows between the
 JVM and Arrow cost more than the rest of these finders' work together (docs/performance.md).
 
-A row's partition is a hash of one text column (`by`): any column that all of a group's
-rows share will do, since a partition may hold many groups.
+A row's partition is a hash of one text or integer column (`by`): any column that all of
+a group's rows share will do, since a partition may hold many groups.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 PartitionFinder = Callable[[pa.Table], pa.Table]
 """Everything a partition proves, as rows of the finder's output schema."""
@@ -70,15 +71,23 @@ def scans(paths: dict[str, Path], file: str) -> list[Scan]:
     return tasks
 
 
-def scatter_scans(spark: SparkSession, tasks: list[Scan], read: Callable[[Scan], pa.Table],
-                  by: str, partitions: int) -> DataFrame:
-    """Each task's rows (`read`), cut into payloads by `by` for `gather`."""
+def map_scans(spark: SparkSession, tasks: list[Scan],
+              each: Callable[[Scan], Iterable[pa.RecordBatch]],
+              schema: str | StructType) -> DataFrame:
+    """Each task's batches (`each`, run by a Python worker), as Spark rows of `schema`:
+    one Spark task per scan."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for task in batch.column(0).to_pylist():
-                yield from _cut(read(tasks[task]), by, partitions)
+                yield from each(tasks[task])
 
-    return spark.range(0, len(tasks), 1, max(1, len(tasks))).mapInArrow(run, _PAYLOADS)
+    return spark.range(0, len(tasks), 1, max(1, len(tasks))).mapInArrow(run, schema)
+
+
+def scatter_scans(spark: SparkSession, tasks: list[Scan], read: Callable[[Scan], pa.Table],
+                  by: str, partitions: int) -> DataFrame:
+    """Each task's rows (`read`), cut into payloads by `by` for `gather`."""
+    return map_scans(spark, tasks, lambda task: _cut(read(task), by, partitions), _PAYLOADS)
 
 
 def scatter_frame(frame: DataFrame, schema: pa.Schema, by: str, partitions: int) -> DataFrame:
@@ -132,7 +141,7 @@ def _cut(table: pa.Table, by: str, partitions: int) -> Iterator[pa.RecordBatch]:
     """The table as one IPC stream per target partition, all in one buffer."""
     if not table.num_rows:
         return
-    target = (text_hash(table[by]) % np.uint64(partitions)).astype(np.int32)
+    target = (_hash(table[by]) % np.uint64(partitions)).astype(np.int32)
     order = np.argsort(target, kind="stable")
     targets = target[order]
     starts = np.flatnonzero(np.r_[True, targets[1:] != targets[:-1]])
@@ -147,6 +156,14 @@ def _cut(table: pa.Table, by: str, partitions: int) -> Iterator[pa.RecordBatch]:
     payloads = pa.Array.from_buffers(pa.binary(), len(starts), [
         None, pa.py_buffer(np.array(offsets, np.int32)), sink.getvalue()])
     yield pa.record_batch([pa.array(targets[starts]), payloads], names=["partition", "payload"])
+
+
+def _hash(column: pa.ChunkedArray) -> np.ndarray:
+    """`text_hash` of text; an integer mixed by Fibonacci hashing (null as 0)."""
+    if not pa.types.is_integer(column.type):
+        return text_hash(column)
+    mixed = pc.fill_null(column, 0).to_numpy().astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return mixed ^ (mixed >> np.uint64(32))
 
 
 def text_hash(column: pa.ChunkedArray) -> np.ndarray:

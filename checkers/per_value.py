@@ -20,11 +20,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import ACK_SCOPE, HistoryFrames
-from checkers.pairing import OBSERVATIONS_FILE
 from checkers.partitions import (Scan, TextCodes, decide_and_scatter, gather, rows,
                                  scatter_frame, scatter_scans)
 from checkers.schema import ORDERED_MODES
-from checkers.views import ACKS, RECVS, SENDS
+from checkers.views import ACKS, OBSERVATIONS_FILE, RECVS, SENDS
 
 FINDINGS = pa.schema([
     ("run", pa.string()), ("checker", pa.string()), ("value", pa.string()),

@@ -1,64 +1,111 @@
 """Checks against the segment DAG of scalable topics (PIP-468): no parent takes a write once
-a child has, and every key goes to the segment whose hash range holds it."""
+a child has, and every key goes to the segment whose hash range holds it.
+
+Both compare each acknowledged send with facts the driver already holds (the layouts'
+ranges and ancestry, and each segment's first acknowledged write, gathered while the
+history was paired), so one pass of Python workers over the sends decides both, with no
+shuffle; only what they find becomes Spark rows.
+"""
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from checkers.anomaly import CheckSettings, anomalies, no_anomalies
 from checkers.frames import HistoryFrames, Segment
+from checkers.partitions import Scan, map_scans, rows, scans
+from checkers.views import OPERATIONS_FILE, SENDS
+
+_PLACE = ["run", "topic", "segment"]
+_SENDS = ["run", "topic", "segment", "outcome", "value", "key", "key_hash", "inv_index",
+          "inv_time", "done_index"]
+_FOUND = pa.schema([
+    ("checker", pa.string()), ("run", pa.string()), ("topic", pa.string()),
+    ("segment", pa.int64()), ("value", pa.string()),
+    # What one counted unit is: the send itself for `misrouted`; for `dual-write`, every
+    # late send of one value to one segment (null here) counts once.
+    ("unit", pa.int64()), ("inv_index", pa.int64()), ("done_index", pa.int64()),
+    ("child_ok_index", pa.int64()), ("key", pa.string()), ("hash", pa.int64()),
+    ("range_start", pa.int64()), ("range_end", pa.int64())])
+_RANGES = pa.schema([("run", pa.string()), ("topic", pa.string()), ("segment", pa.int64()),
+                     ("range_start", pa.int64()), ("range_end", pa.int64())])
+_LIMITS = pa.schema([("run", pa.string()), ("topic", pa.string()), ("segment", pa.int64()),
+                     ("child_ok_time", pa.int64()), ("child_ok_index", pa.int64())])
 
 
-def misrouted(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
-    """A send acknowledged on a segment whose range does not hold the key's hash. Segments
-    never change range, so any layout that names the segment tells its range. The hash
-    was computed once per distinct key when the history was paired (`key_hash`)."""
-    rows = [(run, topic, s.segment_id, s.start, s.end)
-            for (run, topic), segments in frames.layouts.items() for s in segments.values()]
-    if not rows:
+def segment_checks(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
+    """`misrouted`: a send acknowledged on a segment whose range does not hold its key's
+    hash (segments never change range, so any layout naming the segment tells it; the
+    hash was computed once per distinct key when the history was paired).
+
+    `dual-write`: a send acknowledged on an ancestor segment, invoked after a descendant
+    had already acknowledged a send: two segments were writable for one hash."""
+    ranges, limits = _ranges(frames), _limits(frames)
+    if not ranges.num_rows:
         return no_anomalies(frames.spark)
-    ranges = frames.spark.createDataFrame(
-        rows, "run string, topic string, segment long, range_start long, range_end long")
-    sends = (frames.sends.filter((F.col("outcome") == "ok") & F.col("segment").isNotNull()
-                                   & F.col("key").isNotNull())
-             .join(F.broadcast(ranges), ["run", "topic", "segment"])
-             .withColumnRenamed("key_hash", "hash"))
-    wrong = sends.filter((F.col("hash") < F.col("range_start")) | (F.col("hash") > F.col("range_end")))
-    return anomalies("misrouted", wrong, "inv_index", ["inv_index", "done_index"], value="value", key="key",
+
+    def find(scan: Scan) -> list[pa.RecordBatch]:
+        sends = SENDS.table(scan.read(SENDS.reads(_SENDS)), _SENDS)
+        written = sends.filter(pc.and_(pc.equal(sends["outcome"], "ok"),
+                                       pc.is_valid(sends["segment"])))
+        return pa.concat_tables([_misrouted(written, ranges),
+                                 _dual_writes(written, limits)]).to_batches()
+
+    found = map_scans(frames.spark, scans(frames.paired, OPERATIONS_FILE), find,
+                      from_arrow_schema(_FOUND))
+    units = found.groupBy("checker", "run", "topic", "segment", "value", "unit").agg(
+        *[F.min(c).alias(c) for c in _FOUND.names[6:]])
+    return anomalies(F.col("checker"), units, "inv_index",
+                     ["child_ok_index", "inv_index", "done_index"], value="value", key="key",
                      hash="hash", segment="segment", range_start="range_start",
                      range_end="range_end")
 
 
-def dual_write(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
-    """A send acknowledged on an ancestor segment, invoked after a descendant had already
-    acknowledged a send: two segments were writable for one hash. The first write of each
-    segment is a small aggregate joined to the ancestry the layouts give, in the plan."""
-    lineage = [(run, topic, segment_id, descendant)
-               for (run, topic), segments in frames.layouts.items()
-               for segment_id in segments for descendant in _descendants(segments, segment_id)]
-    if not lineage:
-        return no_anomalies(frames.spark)
-    descendants = frames.spark.createDataFrame(
-        lineage, "run string, topic string, segment long, descendant long")
-    sends = frames.sends.filter((F.col("outcome") == "ok") & F.col("segment").isNotNull())
-    # Times never decrease in index order (spec), so the smallest index and the smallest
-    # time are the same event's: two hash aggregates, where a minimum of (time, index)
-    # pairs would sort every send.
-    firsts = (sends.groupBy("run", "topic", F.col("segment").alias("descendant"))
-              .agg(F.min("done_time").alias("child_ok_time"),
-                   F.min("done_index").alias("child_ok_index")))
-    limits = (F.broadcast(descendants).join(firsts, ["run", "topic", "descendant"])
-              .groupBy("run", "topic", "segment")
-              .agg(F.min("child_ok_time").alias("child_ok_time"),
-                   F.min("child_ok_index").alias("child_ok_index")))
-    late = (sends.join(F.broadcast(limits), ["run", "topic", "segment"])
-            .filter(F.col("inv_time") > F.col("child_ok_time"))
-            .groupBy("run", "topic", "segment", "value")
-            .agg(F.min("inv_index").alias("inv_index"), F.min("done_index").alias("done_index"),
-                 F.min("child_ok_index").alias("child_ok_index")))
-    return anomalies("dual-write", late, "inv_index", ["child_ok_index", "inv_index", "done_index"],
-                     value="value", segment="segment")
+def _misrouted(written: pa.Table, ranges: pa.Table) -> pa.Table:
+    keyed = written.filter(pc.is_valid(written["key"])).join(ranges, _PLACE)
+    hashes = keyed["key_hash"].cast(pa.int64())
+    wrong = keyed.filter(pc.or_(pc.less(hashes, keyed["range_start"]),
+                                pc.greater(hashes, keyed["range_end"])))
+    return rows(_FOUND, wrong.num_rows, checker="misrouted", unit=wrong["inv_index"],
+                hash=wrong["key_hash"], **_columns(wrong))
+
+
+def _dual_writes(written: pa.Table, limits: pa.Table) -> pa.Table:
+    limited = written.join(limits, _PLACE)
+    late = limited.filter(pc.greater(limited["inv_time"], limited["child_ok_time"]))
+    return rows(_FOUND, late.num_rows, checker="dual-write",
+                **{name: column for name, column in _columns(late).items() if name != "key"})
+
+
+def _columns(table: pa.Table) -> dict[str, pa.ChunkedArray]:
+    return dict(zip(table.column_names, table.columns))
+
+
+def _ranges(frames: HistoryFrames) -> pa.Table:
+    """Each segment's hash range, as any layout names it."""
+    segments = [(run, topic, s) for (run, topic), by_id in frames.layouts.items()
+                for s in by_id.values()]
+    return pa.table([[run for run, _, _ in segments], [topic for _, topic, _ in segments],
+                     [s.segment_id for _, _, s in segments], [s.start for _, _, s in segments],
+                     [s.end for _, _, s in segments]], schema=_RANGES)
+
+
+def _limits(frames: HistoryFrames) -> pa.Table:
+    """Per segment with a descendant that took a write: the earliest such write. A send to
+    the segment invoked after it is a dual write."""
+    limits = []
+    for (run, topic), segments in frames.layouts.items():
+        for segment_id in segments:
+            writes = [frames.first_writes[key] for d in _descendants(segments, segment_id)
+                      if (key := (run, topic, d)) in frames.first_writes]
+            if writes:
+                first = min(writes, key=lambda w: w.index)
+                limits.append((run, topic, segment_id, first.time, first.index))
+    return pa.table(list(zip(*limits)) if limits else [[] for _ in _LIMITS], schema=_LIMITS)
 
 
 def _descendants(segments: dict[int, Segment], root: int) -> set[int]:

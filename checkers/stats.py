@@ -1,25 +1,23 @@
 """Figures the report plots beside the verdict: what happened, how fast, and how the
-system behaved in each fault interval. Every figure is aggregated in Spark; only the
-aggregates (per second, per interval, per failover) reach the driver."""
+system behaved in each fault interval. Every figure is aggregated by Spark's workers
+(`checkers.aggregates`, and joins against the fault intervals here); only the aggregates
+(per second, per interval, per failover) reach the driver."""
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from checkers.aggregates import NOT_CLIENTS, QUANTILES, SECOND, aggregates
 from checkers.anomaly import CheckSettings
 from checkers.duplicates import failover_duplicates
 from checkers.frames import HistoryFrames
-from checkers.schema import FAULT_HEALS, OBSERVATIONS
+from checkers.schema import FAULT_HEALS
 
-NOT_CLIENTS = ("nemesis", "admin", "observer", "harness")
-_SECOND = 1_000_000_000
 _MS = 1_000_000
 
 
@@ -35,10 +33,10 @@ class FaultInterval:
 
 def run_stats(frames: HistoryFrames, settings: CheckSettings) -> dict[str, dict]:
     """Statistics for every run, keyed by run. One Spark job computes the counts, the
-    latencies and the throughput; faults and failovers add a job each when a run has any."""
+    latencies and the throughput; faults and failovers add jobs when a run has any."""
     stats: dict[str, dict] = {run: {"operations": [], "latency": [], "throughput": [],
                                     "nemesis": [], "failover_windows": []} for run in frames.runs}
-    rows = _aggregates(frames).collect()
+    rows = aggregates(frames)
     by_kind: dict[str, list] = defaultdict(list)
     for row in rows:
         by_kind[row["kind"]].append(row)
@@ -53,38 +51,10 @@ def run_stats(frames: HistoryFrames, settings: CheckSettings) -> dict[str, dict]
     return stats
 
 
-def _aggregates(frames: HistoryFrames) -> DataFrame:
-    """Every per-run aggregate as rows of one frame, told apart by `kind`."""
-    end = F.max(F.greatest("inv_time", "done_time")).alias("end")
-    counts = (frames.ops.groupBy("run", "f", "outcome").agg(F.count(F.lit(1)).alias("count"), end)
-              .withColumn("kind", F.lit("count")))
-    observed = (frames.observations.groupBy("run", "f", "type")
-                .agg(F.count(F.lit(1)).alias("count"), F.max("time").alias("end"))
-                .select("run", "f", F.when(F.col("type") == "ok", "ok").alias("outcome"),
-                        F.when(F.col("f").isin(*OBSERVATIONS) & (F.col("type") == "ok"),
-                               F.col("count")).alias("count"), "end",
-                        F.lit("count").alias("kind")))
-    completed = frames.ops.filter(_client_ops() & F.col("done_time").isNotNull())
-    latency_ms = (F.col("done_time") - F.col("inv_time")) / _MS
-    latency = (completed
-               .groupBy("run", "f", (F.col("inv_time") / _SECOND).cast("long").alias("second"))
-               .agg(F.count(F.lit(1)).alias("count"),
-                    F.percentile_approx(latency_ms, [0.5, 0.95, 0.99], 1000).alias("q"),
-                    F.max(latency_ms).alias("max_ms"))
-               .withColumn("kind", F.lit("latency")))
-    throughput = (completed
-                  .groupBy("run", "f", "cluster", "outcome",
-                           (F.col("done_time") / _SECOND).cast("long").alias("second"))
-                  .agg(F.count(F.lit(1)).alias("count"))
-                  .withColumn("kind", F.lit("throughput")))
-    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
-                  [counts, observed, latency, throughput])
-
-
 def _operation_counts(rows: list, stats: dict[str, dict]) -> dict[str, int]:
     """Counts by operation and outcome; returns each run's last event time."""
     history_end: dict[str, int] = {}
-    for row in rows:
+    for row in sorted(rows, key=lambda r: (r["run"], r["f"], r["outcome"] or "")):
         if row["end"] is not None:
             history_end[row["run"]] = max(history_end.get(row["run"], row["end"]), row["end"])
         if row["count"] is None:  # a completion that followed no invoke: only its time counts
@@ -107,17 +77,17 @@ def _client_ops():
 
 def _latency(rows: list, stats: dict[str, dict]) -> None:
     for row in sorted(rows, key=lambda r: (r["run"], r["f"], r["second"])):
-        p50, p95, p99 = row["q"]
         stats[row["run"]]["latency"].append(
-            {"f": row["f"], "second": row["second"], "count": row["count"], "p50_ms": p50,
-             "p95_ms": p95, "p99_ms": p99, "max_ms": row["max_ms"]})
+            {"f": row["f"], "second": row["second"], "count": row["count"],
+             **{name: row[name] for name in QUANTILES}, "max_ms": row["max_ms"]})
 
 
 def _throughput(rows: list, stats: dict[str, dict]) -> dict[str, dict[int, int]]:
     """Per second, per operation and cluster: completions by outcome. Returns the seconds
     with acknowledged sends per run, which the recovery figures search."""
     sends_ok: dict[str, dict[int, int]] = defaultdict(dict)
-    for row in sorted(rows, key=lambda r: (r["run"], r["second"], r["f"])):
+    for row in sorted(rows, key=lambda r: (r["run"], r["second"], r["f"], r["cluster"] or "",
+                                           r["outcome"] or "")):
         stats[row["run"]]["throughput"].append(
             {"f": row["f"], "cluster": row["cluster"], "outcome": row["outcome"],
              "second": row["second"], "count": row["count"]})
@@ -180,7 +150,7 @@ def _recovery(frames: HistoryFrames, intervals: list[FaultInterval],
     only the sends of those few seconds are read."""
     wanted: dict[tuple[str, int], list[int]] = {}
     for n, interval in enumerate(intervals):
-        heal_second = interval.end // _SECOND
+        heal_second = interval.end // SECOND
         seconds = sorted(s for s in sends_ok.get(interval.run, {}) if s >= heal_second)
         for second in seconds[:2]:
             wanted.setdefault((interval.run, second), []).append(n)
@@ -188,7 +158,7 @@ def _recovery(frames: HistoryFrames, intervals: list[FaultInterval],
         return
     table = frames.spark.createDataFrame(list(wanted), "run string, second long")
     rows = (frames.ops.filter((F.col("f") == "send") & (F.col("outcome") == "ok"))
-            .withColumn("second", (F.col("done_time") / _SECOND).cast("long"))
+            .withColumn("second", F.expr(f"done_time div {SECOND}"))  # as the throughput's
             .join(F.broadcast(table), ["run", "second"], "left_semi")
             .select("run", "done_time").collect())
     times: dict[str, list[int]] = defaultdict(list)

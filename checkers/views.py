@@ -18,7 +18,10 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from checkers.pairing import OBSERVATIONS_FILE, OPERATIONS_FILE
+OPERATIONS_FILE = "operations.parquet"
+"""One row per invoke, its completion folded in (`checkers.pairing`)."""
+OBSERVATIONS_FILE = "observations.parquet"
+"""Every event that is not a step of an operation, as recorded."""
 
 Source = tuple[str | int, ...]
 """A view's column: the first non-null of these file columns (an int: that constant)."""

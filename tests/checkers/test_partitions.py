@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from checkers.load import prepare
-from checkers.pairing import OPERATIONS_SCHEMA
+from checkers.pairing import FACTS_SCHEMA, OPERATIONS_SCHEMA
 from checkers.partitions import decide, gather, scatter_frame, text_hash
 from checkers.views import ACKS, RECVS, SENDS
 from tests.checkers.builder import History
@@ -82,11 +82,13 @@ def test_spark_and_the_python_workers_read_the_same_view_rows(spark, tmp_path) -
             sorted(tuple(r.values()) for r in in_arrow.to_pylist())
 
 
-def test_a_pairing_by_older_code_is_done_again(tmp_path) -> None:
+@pytest.mark.parametrize(("file", "column", "schema"), [
+    ("operations", "cumulative", OPERATIONS_SCHEMA), ("facts", "segment", FACTS_SCHEMA)])
+def test_a_pairing_by_older_code_is_done_again(tmp_path, file, column, schema) -> None:
     history = History(tmp_path / "history.jsonl")
-    history.send("m1")
+    history.send("m1", segment=0)
     prepared = prepare(history.close())
-    older = pq.read_table(prepared.operations).drop_columns(["cumulative"])
-    pq.write_table(older, prepared.operations)  # newer than the history, but lacking a column
+    path = getattr(prepared, file)
+    pq.write_table(pq.read_table(path).drop_columns([column]), path)  # newer, but lacking it
     prepared = prepare(prepared.source)
-    assert pq.read_schema(prepared.operations).equals(OPERATIONS_SCHEMA)
+    assert pq.read_schema(path).equals(schema)

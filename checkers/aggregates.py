@@ -1,0 +1,170 @@
+"""The aggregates behind the statistics, computed by Python workers from the paired files.
+
+Each map task (`checkers.partitions.Scan`) aggregates its own rows: counts and the last
+moment per operation and outcome, completions per second, and per operation and second of
+invocation a summary of the latencies. Those partial rows are shuffled by second as Arrow
+payloads and merged by the reducing worker, so the driver receives one row per figure.
+Spark's own aggregates did the same work with several times the CPU, most of it compiling
+their generated code (docs/performance.md).
+
+Latency quantiles come from mergeable rank summaries: a task keeps a group's latencies
+whole when it has at most `SUMMARY_SIZE` of them, else every `s`-th in sorted order
+(`s = ceil(n / SUMMARY_SIZE)`) weighted by the `s` it stands for. Each summary misplaces
+a value's rank by less than `s`, so merged ranks are off by less than 1/`SUMMARY_SIZE` of
+the group: the 1/1000 accuracy the history spec documents, and exact for small groups.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from checkers.frames import HistoryFrames
+from checkers.partitions import Scan, decide, gather, rows, scatter_scans
+from checkers.schema import OBSERVATIONS
+from checkers.views import OBSERVATIONS_FILE
+
+NOT_CLIENTS = ("nemesis", "admin", "observer", "harness")
+SUMMARY_SIZE = 1000
+QUANTILES = {"p50_ms": 50, "p95_ms": 95, "p99_ms": 99}
+"""Reported quantiles, as percentages (whole numbers, so ranks are exact integers)."""
+SECOND = 1_000_000_000
+_MS = 1_000_000
+
+_PARTS = pa.schema([
+    ("kind", pa.string()), ("run", pa.string()), ("f", pa.string()),
+    ("outcome", pa.string()), ("cluster", pa.string()), ("second", pa.int64()),
+    ("count", pa.int64()), ("end", pa.int64()), ("latency_ms", pa.float64())])
+"""A partial aggregate (`kind`): `count` (operations by outcome) and `observed` (other
+events by type; `outcome` holds the type) with no second; `throughput` by second of
+completion; `latency`, one summary entry (`count` is its weight) by second of invocation."""
+FIGURES = pa.schema([
+    ("kind", pa.string()), ("run", pa.string()), ("f", pa.string()),
+    ("outcome", pa.string()), ("cluster", pa.string()), ("second", pa.int64()),
+    ("count", pa.int64()), ("end", pa.int64()),
+    *(pa.field(name, pa.float64()) for name in QUANTILES), ("max_ms", pa.float64())])
+"""A merged figure: `count` (`outcome` null is pending; an observation's `count` is null
+unless it is a delivered event, so only its `end` counts), `throughput` and `latency`."""
+_LATENCY_GROUP = ["run", "f", "second"]
+
+
+def aggregates(frames: HistoryFrames) -> list[dict]:
+    """Every run's figures (`FIGURES`), as the driver's rows."""
+    parts = scatter_scans(frames.spark, frames.scans(), _partial, "second", frames.partitions)
+    merged = decide(gather([parts], frames.partitions), _merge, FIGURES)
+    return merged.toArrow().to_pylist()
+
+
+def _partial(scan: Scan) -> pa.Table:
+    """A map task's partial aggregates."""
+    if scan.file == OBSERVATIONS_FILE:
+        events = scan.read(["run", "f", "type", "time"])
+        observed = events.group_by(["run", "f", "type"]).aggregate(
+            [([], "count_all"), ("time", "max")])
+        return rows(_PARTS, observed.num_rows, kind="observed", run=observed["run"],
+                    f=observed["f"], outcome=observed["type"], count=observed["count_all"],
+                    end=observed["time_max"])
+    ops = scan.read(["run", "f", "process", "done_type", "cluster", "time", "done_time"])
+    ops = ops.append_column("end", pc.max_element_wise(ops["time"], ops["done_time"]))
+    counts = ops.group_by(["run", "f", "done_type"]).aggregate(
+        [([], "count_all"), ("end", "max")])
+    client = pc.and_(pc.invert(pc.is_in(ops["process"], pa.array(NOT_CLIENTS))),
+                     pc.is_valid(ops["process"]))
+    completed = ops.filter(pc.and_(client, pc.is_valid(ops["done_time"])))
+    completed = completed.append_column("done_second", pc.divide(completed["done_time"], SECOND))
+    throughput = completed.group_by(["run", "f", "cluster", "done_type", "done_second"]).aggregate(
+        [([], "count_all")])
+    latency = _summaries(pa.table({
+        "run": completed["run"], "f": completed["f"],
+        "second": pc.divide(completed["time"], SECOND),
+        "latency_ms": pc.divide(pc.subtract(completed["done_time"], completed["time"])
+                                .cast(pa.float64()), _MS)}))
+    return pa.concat_tables([
+        rows(_PARTS, counts.num_rows, kind="count", run=counts["run"], f=counts["f"],
+             outcome=counts["done_type"], count=counts["count_all"], end=counts["end_max"]),
+        rows(_PARTS, throughput.num_rows, kind="throughput", run=throughput["run"],
+             f=throughput["f"], outcome=throughput["done_type"], cluster=throughput["cluster"],
+             second=throughput["done_second"], count=throughput["count_all"]),
+        rows(_PARTS, latency.num_rows, kind="latency", **_columns(latency))])
+
+
+def _summaries(latencies: pa.Table) -> pa.Table:
+    """Each group's rank summary (see the module): entries `latency_ms` with weight
+    `count`, every group's largest latency among them."""
+    ordered, starts, sizes = _grouped(latencies, "latency_ms")
+    group = np.repeat(np.arange(len(starts)), sizes)
+    position = np.arange(ordered.num_rows) - starts[group]
+    stride = -(-sizes // SUMMARY_SIZE)
+    kept = np.flatnonzero(((position + 1) % stride[group] == 0)
+                          | (position == sizes[group] - 1))
+    covered = position[kept] + 1  # values of its group up to and including the entry
+    weight = covered.copy()
+    same = group[kept][1:] == group[kept][:-1]
+    weight[1:][same] -= covered[:-1][same]
+    entries = ordered.take(pa.array(kept, pa.int64()))
+    return entries.append_column("count", pa.array(weight))
+
+
+def _merge(parts: pa.Table) -> pa.Table:
+    """One partition's partial aggregates, merged into figures."""
+    def of(kind: str) -> pa.Table:
+        return parts.filter(pc.equal(parts["kind"], kind))
+
+    counts = of("count").group_by(["run", "f", "outcome"]).aggregate(
+        [("count", "sum"), ("end", "max")])
+    observed = of("observed").group_by(["run", "f", "outcome"]).aggregate(
+        [("count", "sum"), ("end", "max")])
+    # Another event's type says only when the history last moved; `ok` ones are counted.
+    ok = pc.equal(observed["outcome"], "ok")
+    delivered = pc.and_(pc.is_in(observed["f"], pa.array(sorted(OBSERVATIONS))), ok)
+    throughput = of("throughput").group_by(["run", "f", "cluster", "outcome", "second"]).aggregate(
+        [("count", "sum")])
+    latency = _quantiles(of("latency"))
+    return pa.concat_tables([
+        rows(FIGURES, counts.num_rows, kind="count", run=counts["run"], f=counts["f"],
+             outcome=counts["outcome"], count=counts["count_sum"], end=counts["end_max"]),
+        rows(FIGURES, observed.num_rows, kind="count", run=observed["run"], f=observed["f"],
+             outcome=pc.if_else(ok, "ok", pa.scalar(None, pa.string())),
+             count=pc.if_else(delivered, observed["count_sum"], pa.scalar(None, pa.int64())),
+             end=observed["end_max"]),
+        rows(FIGURES, throughput.num_rows, kind="throughput", **_columns(throughput),
+             count=throughput["count_sum"]),
+        rows(FIGURES, latency.num_rows, kind="latency", **_columns(latency))])
+
+
+def _quantiles(entries: pa.Table) -> pa.Table:
+    """Per group, its count, `QUANTILES` and maximum from the merged summaries: the
+    quantile q is the smallest entry whose cumulative weight reaches ceil(q * count)."""
+    ordered, starts, sizes = _grouped(entries, "latency_ms")
+    weights = ordered["count"].to_numpy()
+    cumulative = np.cumsum(weights)
+    before = np.r_[0, cumulative][starts]
+    ends = starts + sizes - 1
+    counts = cumulative[ends] - before
+    values = ordered["latency_ms"].to_numpy()
+    first = ordered.take(pa.array(starts, pa.int64())).select(_LATENCY_GROUP)
+    figures = {name: values[np.searchsorted(cumulative, before + (percent * counts + 99) // 100)]
+               for name, percent in QUANTILES.items()}
+    return pa.table({**_columns(first), "count": counts, **figures, "max_ms": values[ends]})
+
+
+def _grouped(table: pa.Table, value: str) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """The table sorted by latency group then `value`, with each group's first row and
+    size."""
+    ordered = table.sort_by([*((name, "ascending") for name in _LATENCY_GROUP),
+                             (value, "ascending")])
+    if not ordered.num_rows:
+        return ordered, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    keys = [pc.dictionary_encode(ordered[name].combine_chunks(), null_encoding="encode")
+            .indices.to_numpy() for name in _LATENCY_GROUP]
+    changed = np.zeros(ordered.num_rows, dtype=bool)
+    changed[0] = True
+    for key in keys:
+        changed[1:] |= key[1:] != key[:-1]
+    starts = np.flatnonzero(changed)
+    return ordered, starts, np.diff(np.r_[starts, ordered.num_rows])
+
+
+def _columns(table: pa.Table) -> dict[str, pa.ChunkedArray]:
+    return dict(zip(table.column_names, table.columns))
