@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.frames import HistoryFrames
-from checkers.partitions import Scan, decide, gather, rows, scatter_scans
+from checkers.partitions import Scan, columns, decide, gather, rows, scatter_scans
 from checkers.schema import OBSERVATIONS
 from checkers.views import OBSERVATIONS_FILE
 
@@ -86,7 +86,7 @@ def _partial(scan: Scan) -> pa.Table:
         rows(_PARTS, throughput.num_rows, kind="throughput", run=throughput["run"],
              f=throughput["f"], outcome=throughput["done_type"], cluster=throughput["cluster"],
              second=throughput["done_second"], count=throughput["count_all"]),
-        rows(_PARTS, latency.num_rows, kind="latency", **_columns(latency))])
+        rows(_PARTS, latency.num_rows, kind="latency", **columns(latency))])
 
 
 def _summaries(latencies: pa.Table) -> pa.Table:
@@ -128,9 +128,9 @@ def _merge(parts: pa.Table) -> pa.Table:
              outcome=pc.if_else(ok, "ok", pa.scalar(None, pa.string())),
              count=pc.if_else(delivered, observed["count_sum"], pa.scalar(None, pa.int64())),
              end=observed["end_max"]),
-        rows(FIGURES, throughput.num_rows, kind="throughput", **_columns(throughput),
+        rows(FIGURES, throughput.num_rows, kind="throughput", **columns(throughput),
              count=throughput["count_sum"]),
-        rows(FIGURES, latency.num_rows, kind="latency", **_columns(latency))])
+        rows(FIGURES, latency.num_rows, kind="latency", **columns(latency))])
 
 
 def _quantiles(entries: pa.Table) -> pa.Table:
@@ -146,7 +146,7 @@ def _quantiles(entries: pa.Table) -> pa.Table:
     first = ordered.take(pa.array(starts, pa.int64())).select(_LATENCY_GROUP)
     figures = {name: values[np.searchsorted(cumulative, before + (percent * counts + 99) // 100)]
                for name, percent in QUANTILES.items()}
-    return pa.table({**_columns(first), "count": counts, **figures, "max_ms": values[ends]})
+    return pa.table({**columns(first), "count": counts, **figures, "max_ms": values[ends]})
 
 
 def _grouped(table: pa.Table, value: str) -> tuple[pa.Table, np.ndarray, np.ndarray]:
@@ -164,7 +164,3 @@ def _grouped(table: pa.Table, value: str) -> tuple[pa.Table, np.ndarray, np.ndar
         changed[1:] |= key[1:] != key[:-1]
     starts = np.flatnonzero(changed)
     return ordered, starts, np.diff(np.r_[starts, ordered.num_rows])
-
-
-def _columns(table: pa.Table) -> dict[str, pa.ChunkedArray]:
-    return dict(zip(table.column_names, table.columns))

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from checkers.anomaly import CheckSettings, anomalies
 from checkers.frames import HistoryFrames
-from checkers.partitions import Scan, TextCodes, decide, gather, rows, scatter_scans
+from checkers.partitions import Scan, TextCodes, columns, decide, gather, rows, scatter_scans
 from checkers.views import OBSERVATIONS_FILE, RECVS, SENDS
 
 _EXAMPLE_VALUES = 4
@@ -56,7 +56,7 @@ def _placed(scan: Scan) -> pa.Table:
                                       pc.is_valid(sends["position"])))
         placed = placed.rename_columns({"done_index": "index"}).set_column(
             names.index("segment"), "seg", pc.coalesce(placed["segment"], -1))
-    return rows(_PLACED, placed.num_rows, **dict(zip(placed.column_names, placed.columns)),
+    return rows(_PLACED, placed.num_rows, **columns(placed),
                 place_cluster=pc.coalesce(placed["cluster"], ""))
 
 

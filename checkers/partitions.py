@@ -97,9 +97,7 @@ def scatter_frame(frame: DataFrame, schema: pa.Schema, by: str, partitions: int)
         given = [batch for batch in batches if batch.num_rows]
         if given:
             table = pa.Table.from_batches(given)
-            yield from _cut(rows(schema, table.num_rows, **dict(zip(table.column_names,
-                                                                   table.columns))),
-                            by, partitions)
+            yield from _cut(rows(schema, table.num_rows, **columns(table)), by, partitions)
 
     return frame.mapInArrow(run, _PAYLOADS)
 
@@ -181,6 +179,11 @@ def text_hash(column: pa.ChunkedArray) -> np.ndarray:
         byte = data[np.where(present, ends - back, 0)].astype(np.uint64)
         hashed = np.where(present, (hashed ^ byte) * prime, hashed)
     return hashed
+
+
+def columns(table: pa.Table) -> dict[str, pa.ChunkedArray]:
+    """A table's columns by name, to hand on to `rows`."""
+    return dict(zip(table.column_names, table.columns))
 
 
 def rows(schema: pa.Schema, length: int,

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import ACK_SCOPE, HistoryFrames
-from checkers.partitions import (Scan, TextCodes, decide_and_scatter, gather, rows,
+from checkers.partitions import (Scan, TextCodes, columns, decide_and_scatter, gather, rows,
                                  scatter_frame, scatter_scans)
 from checkers.schema import ORDERED_MODES
 from checkers.views import ACKS, OBSERVATIONS_FILE, RECVS, SENDS
@@ -99,7 +99,7 @@ def _by_value(scan: Scan) -> pa.Table:
         names = ["run", "value", "topic", "subscription", "cluster", "index"]
         recvs = RECVS.table(scan.read(RECVS.reads(names)), names)
         return rows(_BY_VALUE, recvs.num_rows, kind=_RECV,
-                    **dict(zip(recvs.column_names, recvs.columns)))
+                    **columns(recvs))
     send_names = ["run", "value", "topic", "cluster", "key", "inv_index", "done_index",
                   "outcome"]
     ack_names = ["run", "value", *ACK_SCOPE[1:], "cumulative", "ack_index"]
@@ -110,9 +110,9 @@ def _by_value(scan: Scan) -> pa.Table:
     acks = acks.filter(pc.invert(acks["cumulative"]))
     return pa.concat_tables([
         rows(_BY_VALUE, sends.num_rows, kind=_SEND, index=sends["inv_index"],
-             **dict(zip(sends.column_names, sends.columns))),
+             **columns(sends)),
         rows(_BY_VALUE, acks.num_rows, kind=_ACK, index=acks["ack_index"],
-             **dict(zip(acks.column_names, acks.columns)))])
+             **columns(acks))])
 
 
 def _finding(schema: pa.Schema, checker: str, found: pa.Table,

@@ -17,7 +17,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from checkers.anomaly import CheckSettings, anomalies, no_anomalies
 from checkers.frames import HistoryFrames, Segment
-from checkers.partitions import Scan, map_scans, rows, scans
+from checkers.partitions import Scan, columns, map_scans, rows, scans
 from checkers.views import OPERATIONS_FILE, SENDS
 
 _PLACE = ["run", "topic", "segment"]
@@ -71,27 +71,23 @@ def _misrouted(written: pa.Table, ranges: pa.Table) -> pa.Table:
     wrong = keyed.filter(pc.or_(pc.less(hashes, keyed["range_start"]),
                                 pc.greater(hashes, keyed["range_end"])))
     return rows(_FOUND, wrong.num_rows, checker="misrouted", unit=wrong["inv_index"],
-                hash=wrong["key_hash"], **_columns(wrong))
+                hash=wrong["key_hash"], **columns(wrong))
 
 
 def _dual_writes(written: pa.Table, limits: pa.Table) -> pa.Table:
     limited = written.join(limits, _PLACE)
     late = limited.filter(pc.greater(limited["inv_time"], limited["child_ok_time"]))
     return rows(_FOUND, late.num_rows, checker="dual-write",
-                **{name: column for name, column in _columns(late).items() if name != "key"})
-
-
-def _columns(table: pa.Table) -> dict[str, pa.ChunkedArray]:
-    return dict(zip(table.column_names, table.columns))
+                **{name: column for name, column in columns(late).items() if name != "key"})
 
 
 def _ranges(frames: HistoryFrames) -> pa.Table:
     """Each segment's hash range, as any layout names it."""
-    segments = [(run, topic, s) for (run, topic), by_id in frames.layouts.items()
-                for s in by_id.values()]
-    return pa.table([[run for run, _, _ in segments], [topic for _, topic, _ in segments],
-                     [s.segment_id for _, _, s in segments], [s.start for _, _, s in segments],
-                     [s.end for _, _, s in segments]], schema=_RANGES)
+    return pa.Table.from_pylist([
+        {"run": run, "topic": topic, "segment": s.segment_id, "range_start": s.start,
+         "range_end": s.end}
+        for (run, topic), segments in frames.layouts.items() for s in segments.values()],
+        schema=_RANGES)
 
 
 def _limits(frames: HistoryFrames) -> pa.Table:
@@ -104,8 +100,9 @@ def _limits(frames: HistoryFrames) -> pa.Table:
                       if (key := (run, topic, d)) in frames.first_writes]
             if writes:
                 first = min(writes, key=lambda w: w.index)
-                limits.append((run, topic, segment_id, first.time, first.index))
-    return pa.table(list(zip(*limits)) if limits else [[] for _ in _LIMITS], schema=_LIMITS)
+                limits.append({"run": run, "topic": topic, "segment": segment_id,
+                               "child_ok_time": first.time, "child_ok_index": first.index})
+    return pa.Table.from_pylist(limits, schema=_LIMITS)
 
 
 def _descendants(segments: dict[int, Segment], root: int) -> set[int]:
