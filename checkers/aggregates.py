@@ -32,18 +32,16 @@ QUANTILES = {"p50_ms": 50, "p95_ms": 95, "p99_ms": 99}
 SECOND = 1_000_000_000
 _MS = 1_000_000
 
-_PARTS = pa.schema([
+_SHARED = [
     ("kind", pa.string()), ("run", pa.string()), ("f", pa.string()),
     ("outcome", pa.string()), ("cluster", pa.string()), ("second", pa.int64()),
-    ("count", pa.int64()), ("end", pa.int64()), ("latency_ms", pa.float64())])
+    ("count", pa.int64()), ("end", pa.int64())]
+_PARTS = pa.schema([*_SHARED, ("latency_ms", pa.float64())])
 """A partial aggregate (`kind`): `count` (operations by outcome) and `observed` (other
 events by type; `outcome` holds the type) with no second; `throughput` by second of
 completion; `latency`, one summary entry (`count` is its weight) by second of invocation."""
-FIGURES = pa.schema([
-    ("kind", pa.string()), ("run", pa.string()), ("f", pa.string()),
-    ("outcome", pa.string()), ("cluster", pa.string()), ("second", pa.int64()),
-    ("count", pa.int64()), ("end", pa.int64()),
-    *(pa.field(name, pa.float64()) for name in QUANTILES), ("max_ms", pa.float64())])
+FIGURES = pa.schema([*_SHARED, *(pa.field(name, pa.float64()) for name in QUANTILES),
+                     ("max_ms", pa.float64())])
 """A merged figure: `count` (`outcome` null is pending; an observation's `count` is null
 unless it is a delivered event, so only its `end` counts), `throughput` and `latency`."""
 _LATENCY_GROUP = ["run", "f", "second"]

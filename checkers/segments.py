@@ -31,6 +31,8 @@ _FOUND = pa.schema([
     ("unit", pa.int64()), ("inv_index", pa.int64()), ("done_index", pa.int64()),
     ("child_ok_index", pa.int64()), ("key", pa.string()), ("hash", pa.int64()),
     ("range_start", pa.int64()), ("range_end", pa.int64())])
+_UNIT = ["checker", "run", "topic", "segment", "value", "unit"]
+"""What a counted finding is grouped by; of its other columns, each unit keeps the least."""
 _RANGES = pa.schema([("run", pa.string()), ("topic", pa.string()), ("segment", pa.int64()),
                      ("range_start", pa.int64()), ("range_end", pa.int64())])
 _LIMITS = pa.schema([("run", pa.string()), ("topic", pa.string()), ("segment", pa.int64()),
@@ -57,8 +59,8 @@ def segment_checks(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
 
     found = map_scans(frames.spark, scans(frames.paired, OPERATIONS_FILE), find,
                       from_arrow_schema(_FOUND))
-    units = found.groupBy("checker", "run", "topic", "segment", "value", "unit").agg(
-        *[F.min(c).alias(c) for c in _FOUND.names[6:]])
+    units = found.groupBy(*_UNIT).agg(
+        *[F.min(c).alias(c) for c in _FOUND.names if c not in _UNIT])
     return anomalies(F.col("checker"), units, "inv_index",
                      ["child_ok_index", "inv_index", "done_index"], value="value", key="key",
                      hash="hash", segment="segment", range_start="range_start",
