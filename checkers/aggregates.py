@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from checkers.frames import HistoryFrames
 from checkers.partitions import Scan, columns, decide, gather, rows, scatter_scans
-from checkers.schema import OBSERVATIONS
+from history.schema import OBSERVATIONS
 from checkers.views import OBSERVATIONS_FILE
 
 NOT_CLIENTS = ("nemesis", "admin", "observer", "harness")

@@ -9,39 +9,15 @@ from pathlib import Path
 import click
 
 from checkers.anomaly import CheckSettings
-from checkers.load import HistoryError, find_history, prepare
-from starquake.errors import INVALID, UNKNOWN, VALID
+from checkers.load import prepare
+from history.reader import HistoryError, discover_runs
+from history.errors import INVALID, UNKNOWN, VALID
 
 log = logging.getLogger(__name__)
 
 
 def exit_code(valid: bool | str) -> int:
     return VALID if valid is True else INVALID if valid is False else UNKNOWN
-
-
-def discover_runs(path: Path) -> dict[str, Path]:
-    """Run id -> history file. A file or a run directory is one run; any other directory
-    holds runs below it (a directory with a history in it), each counted once even when a
-    symlink such as `runs/latest` points at it again."""
-    if path.is_file() or any((path / n).is_file() for n in ("history.jsonl", "history.parquet")):
-        history = find_history(path)
-        return {history.parent.name if path.is_dir() else history.stem: history}
-    runs: dict[str, Path] = {}
-    seen: set[Path] = set()
-    found = [h for h in path.rglob("history.*") if h.suffix in (".jsonl", ".parquet")]
-    for history in sorted(found, key=lambda h: (_through_symlink(path, h), str(h))):
-        if history.parent.resolve() in seen:
-            continue
-        seen.add(history.parent.resolve())
-        runs[str(history.parent.relative_to(path))] = find_history(history.parent)
-    if not runs:
-        raise HistoryError(f"{path}: no history file in it or in any directory below it")
-    return runs
-
-
-def _through_symlink(top: Path, history: Path) -> bool:
-    relative = history.parent.relative_to(top)
-    return any((top / part).is_symlink() for part in [relative, *relative.parents][:-1])
 
 
 @click.command()

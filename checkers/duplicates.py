@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from checkers.anomaly import CheckSettings, anomalies, no_anomalies
 from checkers.frames import HistoryFrames
-from checkers.schema import DEFAULT_DUPLICATE_WINDOW_BOUND_MS
+from history.schema import DEFAULT_DUPLICATE_WINDOW_BOUND_MS
 
 
 def failover_duplicates(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:

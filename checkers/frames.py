@@ -23,7 +23,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from checkers.load import PreparedHistory
 from checkers.pairing import OPERATIONS_SCHEMA
 from checkers.partitions import Scan, scans
-from checkers.schema import ARROW_SCHEMA, detail_object
+from history.schema import ARROW_SCHEMA, detail_object
 from checkers.views import ACKS, OBSERVATIONS_FILE, OPERATIONS_FILE, RECVS
 
 

@@ -1,43 +1,26 @@
-"""Reading histories: validate a JSON Lines or Parquet history and hand Spark a Parquet file.
+"""The checkers' input: a validated history as Parquet, with its operations paired.
 
-The fast path streams the file through Arrow's multithreaded JSON reader in batches, so the
-driver never holds the whole history. Arrow's errors do not name lines, so when anything is
-wrong a second, plain-Python pass walks the file line by line to name the exact line and
-field; that pass runs only on bad input.
+`history.reader` validates and converts the file; the checkers pair invocations with
+their completions in the same streaming pass (`checkers.pairing`), so a history is read
+once however many checkers judge it. The paired files are reused while they are newer
+than the Parquet history and were written by this code (their schemas match).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from checkers.pairing import (FACTS_FILE, FACTS_SCHEMA, OPERATIONS_SCHEMA, PAIRED_FILES,
                               OperationPairer)
-from checkers.schema import ARROW_SCHEMA, EVENT_TYPES, FIELDS, INT_FIELDS, REQUIRED
 from checkers.views import OBSERVATIONS_FILE, OPERATIONS_FILE
-from starquake.errors import BadInput
-
-log = logging.getLogger(__name__)
-
-_BLOCK = 8 << 20
-
-
-class HistoryError(BadInput):
-    """A history that breaks the contract; the message names file, line or row, and field."""
+from history.reader import HistoryError, convert_jsonl, newer, parquet_path, validate_parquet
 
 
 @dataclass(frozen=True)
@@ -46,7 +29,7 @@ class PreparedHistory:
 
     source: Path
     parquet: Path
-    """The events as Parquet (the spec's `history.parquet`)."""
+    """The events as Parquet (the format's `history.parquet`)."""
     events: int
     truncated_tail: bool
     """A torn last line was dropped: the run was cut off mid-write."""
@@ -66,45 +49,47 @@ class PreparedHistory:
         return self.paired / FACTS_FILE
 
 
-def find_history(path: Path) -> Path:
-    """The history file of a run directory, or `path` itself when it is a file."""
-    if path.is_file():
-        return path
-    for name in ("history.jsonl", "history.parquet"):
-        if (path / name).is_file():
-            return path / name
-    raise HistoryError(f"{path}: no history.jsonl or history.parquet in this directory")
-
-
 def prepare(path: Path) -> PreparedHistory:
     """Validate a history file and return the files Spark reads.
 
-    A JSON Lines history is converted to `history.parquet` beside it (or reused when that
-    file is newer), as the spec allows; a Parquet history is validated in place. Either
-    way the same streaming pass writes the paired operations to `<name>.paired/` beside
-    the Parquet file, reused while it is newer than that file.
+    A JSON Lines history is converted to `history.parquet` beside it (or that file reused
+    when newer); a Parquet history is validated in place. Either way the same streaming
+    pass writes the paired operations to `<name>.paired/` beside the Parquet file.
     """
     if path.suffix == ".parquet":
         return PreparedHistory(path, path, _validated_and_paired(path), False, _paired_dir(path))
     if path.suffix != ".jsonl":
         raise HistoryError(f"{path}: a history must be .jsonl or .parquet")
-    target = path.with_suffix(".parquet")
-    length, truncated = _complete_length(path)
-    if truncated:
-        log.warning("%s: last line is incomplete JSON (run cut off mid-write); dropped", path)
-    if _newer(target, path):
-        events = _validated_and_paired(target)
+    target = parquet_path(path)
+    if newer(target, path) and _paired_is_current(target):
+        read = convert_jsonl(path, None)
     else:
-        events = _convert_jsonl(path, length, target)
-    return PreparedHistory(path, target, events, truncated, _paired_dir(target))
+        with _pairing(target) as pairer:
+            read = convert_jsonl(path, pairer)
+    return PreparedHistory(path, read.parquet, read.events, read.truncated_tail,
+                           _paired_dir(read.parquet))
 
 
 def _paired_dir(parquet: Path) -> Path:
     return parquet.with_name(f"{parquet.stem}.paired")
 
 
-def _newer(derived: Path, source: Path) -> bool:
-    return derived.exists() and derived.stat().st_mtime >= source.stat().st_mtime
+def _paired_is_current(parquet: Path) -> bool:
+    """The paired files were written from this Parquet file by this code."""
+    paired = _paired_dir(parquet)
+    schemas = {OPERATIONS_FILE: OPERATIONS_SCHEMA, FACTS_FILE: FACTS_SCHEMA}
+    return all(newer(paired / name, parquet) for name in PAIRED_FILES) and all(
+        pq.read_schema(paired / name).equals(schema)  # else paired by older code
+        for name, schema in schemas.items())
+
+
+def _validated_and_paired(path: Path) -> int:
+    """Validate a Parquet history and pair its operations, unless that was done since the
+    file last changed; the number of events."""
+    if _paired_is_current(path):
+        return pq.ParquetFile(path).metadata.num_rows
+    with _pairing(path) as pairer:
+        return validate_parquet(path, pairer)
 
 
 @contextmanager
@@ -122,218 +107,3 @@ def _pairing(parquet: Path) -> Iterator[OperationPairer]:
         tmp.rename(final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _complete_length(path: Path) -> tuple[int, bool]:
-    """Bytes up to the last complete line, and whether a torn last line was cut off."""
-    size = path.stat().st_size
-    if size == 0:
-        return 0, False
-    with open(path, "rb") as f:
-        f.seek(max(0, size - (1 << 20)))
-        tail = f.read()
-    if tail.endswith(b"\n"):
-        return size, False
-    cut = tail.rfind(b"\n")
-    last = tail[cut + 1:]
-    try:
-        orjson.loads(last)
-        return size, False
-    except orjson.JSONDecodeError:
-        return size - len(last), True
-
-
-def _convert_jsonl(path: Path, length: int, target: Path) -> int:
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with pa.memory_map(str(path)) as mm:
-            data = mm.read_buffer(length)
-            lines = _count_lines(data)
-            checker = _BatchChecker()
-            try:
-                with _pairing(target) as pairer, pq.ParquetWriter(tmp, ARROW_SCHEMA) as writer:
-                    for batch in _arrow_batches(data):
-                        checker.check(batch)
-                        writer.write_batch(batch)
-                        pairer.feed(batch)
-            except (pa.ArrowInvalid, _Violation) as exc:
-                _locate_jsonl_error(path, data)
-                raise HistoryError(f"{path}: {exc}") from exc
-            if checker.rows != lines:
-                _locate_jsonl_error(path, data)  # a blank line, most likely
-                raise HistoryError(f"{path}: {lines} lines but {checker.rows} events")
-        tmp.replace(target)
-        return checker.rows
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _count_lines(data: pa.Buffer) -> int:
-    view = np.frombuffer(data, dtype=np.uint8)
-    lines = sum(int(np.count_nonzero(view[i:i + _BLOCK] == 10))
-                for i in range(0, len(view), _BLOCK))
-    return lines + (1 if len(view) and view[-1] != 10 else 0)
-
-
-def _arrow_batches(data: pa.Buffer) -> Iterator[pa.RecordBatch]:
-    if data.size == 0:
-        return
-    reader = pj.open_json(
-        pa.BufferReader(data),
-        read_options=pj.ReadOptions(block_size=_BLOCK),
-        parse_options=pj.ParseOptions(explicit_schema=ARROW_SCHEMA,
-                                      unexpected_field_behavior="ignore"),
-    )
-    for batch in reader:
-        yield batch.select(ARROW_SCHEMA.names) if batch.schema != ARROW_SCHEMA else batch
-
-
-class _Violation(Exception):
-    pass
-
-
-class _BatchChecker:
-    """The contract's per-column rules, vectorised over Arrow batches, carried across them."""
-
-    def __init__(self) -> None:
-        self.rows = 0
-        self._last_index: int | None = None
-        self._last_time: int | None = None
-
-    def check(self, batch: pa.RecordBatch) -> None:
-        """Raise `_Violation` naming the first bad row (0-based over the whole history)."""
-        for name in REQUIRED:
-            column = batch.column(name)
-            if column.null_count:
-                self._fail(int(pc.index(pc.is_null(column), True).as_py()), name, "missing")
-        if not pc.all(pc.is_in(batch.column("type"), pa.array(sorted(EVENT_TYPES)))).as_py():
-            bad = pc.index(pc.invert(pc.is_in(batch.column("type"),
-                                               pa.array(sorted(EVENT_TYPES)))), True)
-            self._fail(int(bad.as_py()), "type", "not one of invoke, ok, fail, info")
-        self._check_monotonic(batch.column("index"), "index", strictly=True)
-        self._check_monotonic(batch.column("time"), "time", strictly=False)
-        self.rows += batch.num_rows
-
-    def _check_monotonic(self, column: pa.Array, name: str, *, strictly: bool) -> None:
-        values = column.to_numpy(zero_copy_only=False)
-        if not len(values):
-            return
-        last = self._last_index if name == "index" else self._last_time
-        if last is not None:
-            values_with_prev = np.concatenate(([last], values))
-        else:
-            values_with_prev = values
-        steps = np.diff(values_with_prev)
-        bad = np.flatnonzero(steps <= 0 if strictly else steps < 0)
-        if len(bad):
-            row = int(bad[0]) + (0 if last is not None else 1)
-            rule = "strictly increasing" if strictly else "non-decreasing"
-            self._fail(row, name, f"must be {rule} in file order")
-        if name == "index":
-            self._last_index = int(values[-1])
-        else:
-            self._last_time = int(values[-1])
-
-    def _fail(self, row_in_batch: int, field: str, what: str) -> None:
-        raise _Violation(f"row {self.rows + row_in_batch}, field {field!r}: {what}")
-
-
-def _locate_jsonl_error(path: Path, data: pa.Buffer) -> None:
-    """Walk the lines in plain Python and raise for the first bad one, naming line and field."""
-    last_index: int | None = None
-    last_time: int | None = None
-    text = data.to_pybytes()
-    lines = text.split(b"\n")
-    if text.endswith(b"\n"):
-        lines.pop()  # the empty string after the final newline
-    for number, line in enumerate(lines, start=1):
-        where = f"{path}:{number}"
-        try:
-            event = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise HistoryError(f"{where}: not a JSON object ({exc})") from None
-        if not isinstance(event, dict):
-            raise HistoryError(f"{where}: not a JSON object")
-        for name, (arrow_type, required) in FIELDS.items():
-            value = event.get(name)
-            if value is None:
-                if required:
-                    raise HistoryError(f"{where}: field {name!r} is missing")
-                continue
-            expected = int if name in INT_FIELDS else str
-            if isinstance(value, bool) or not isinstance(value, expected):
-                raise HistoryError(f"{where}: field {name!r} must be "
-                                   f"{'an integer' if expected is int else 'a string'}, "
-                                   f"got {value!r}")
-        if event["type"] not in EVENT_TYPES:
-            raise HistoryError(f"{where}: field 'type' must be one of invoke, ok, fail, info, "
-                               f"got {event['type']!r}")
-        if last_index is not None and event["index"] <= last_index:
-            raise HistoryError(f"{where}: field 'index' must be strictly increasing "
-                               f"({event['index']} after {last_index})")
-        if last_time is not None and event["time"] < last_time:
-            raise HistoryError(f"{where}: field 'time' must be non-decreasing "
-                               f"({event['time']} after {last_time})")
-        last_index, last_time = event["index"], event["time"]
-
-
-def _validated_and_paired(path: Path) -> int:
-    """Validate a Parquet history and pair its operations, unless that was done since the
-    file last changed; the number of events."""
-    paired = _paired_dir(path)
-    schemas = {OPERATIONS_FILE: OPERATIONS_SCHEMA, FACTS_FILE: FACTS_SCHEMA}
-    if all(_newer(paired / name, path) for name in PAIRED_FILES) and all(
-            pq.read_schema(paired / name).equals(schema)  # else paired by older code
-            for name, schema in schemas.items()):
-        return pq.ParquetFile(path).metadata.num_rows
-    try:
-        file = pq.ParquetFile(path)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise HistoryError(f"{path}: not a readable Parquet file ({exc})") from None
-    schema = file.schema_arrow
-    for name, (arrow_type, required) in FIELDS.items():
-        if name not in schema.names:
-            if required:
-                raise HistoryError(f"{path}: required column {name!r} is missing")
-            continue
-        actual = schema.field(name).type
-        if pa.types.is_integer(arrow_type) != pa.types.is_integer(actual) or (
-                arrow_type == pa.string() and not pa.types.is_string(actual)
-                and not pa.types.is_large_string(actual)):
-            raise HistoryError(f"{path}: column {name!r} has type {actual}, "
-                               f"expected {arrow_type}")
-    checker = _BatchChecker()
-    present = [name for name in FIELDS if name in schema.names]
-    try:
-        with _pairing(path) as pairer:
-            for batch in _read_ahead(file.iter_batches(batch_size=1 << 20, columns=present,
-                                                       use_threads=False)):
-                batch = _conformed(batch)
-                checker.check(batch)
-                pairer.feed(batch)
-    except _Violation as exc:
-        raise HistoryError(f"{path}: {exc}") from None
-    return checker.rows
-
-
-def _read_ahead(batches: Iterator[pa.RecordBatch], depth: int = 2) -> Iterator[pa.RecordBatch]:
-    """The batches, decoded by a thread up to `depth` ahead of their consumer: Parquet
-    decoding releases the GIL, so reading overlaps validating and pairing (one thread
-    decodes faster than Arrow's pool of threads on a small machine)."""
-    with ThreadPoolExecutor(max_workers=1) as reader:
-        ahead = deque(reader.submit(next, batches, None) for _ in range(depth))
-        while (batch := ahead.popleft().result()) is not None:
-            ahead.append(reader.submit(next, batches, None))
-            yield batch
-
-
-def _conformed(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The batch with exactly the spec's columns and types (absent optional ones null)."""
-    columns = []
-    for field in ARROW_SCHEMA:
-        if field.name not in batch.schema.names:
-            columns.append(pa.nulls(batch.num_rows, field.type))
-            continue
-        column = batch.column(field.name)
-        columns.append(column if column.type == field.type else column.cast(field.type))
-    return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)

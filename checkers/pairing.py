@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from checkers.schema import ARROW_SCHEMA, OBSERVATIONS, detail_object, key_hash
+from history.schema import ARROW_SCHEMA, OBSERVATIONS, detail_object, key_hash
 from checkers.views import OBSERVATIONS_FILE, OPERATIONS_FILE, SENDS
 
 # The completion's fields carried onto its invoke, by the name they take there.

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from checkers.frames import ACK_SCOPE, HistoryFrames
 from checkers.partitions import (Scan, TextCodes, columns, decide_and_scatter, gather, rows,
                                  scatter_frame, scatter_scans)
-from checkers.schema import ORDERED_MODES
+from history.schema import ORDERED_MODES
 from checkers.views import ACKS, OBSERVATIONS_FILE, RECVS, SENDS
 
 FINDINGS = pa.schema([

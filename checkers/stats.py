@@ -16,7 +16,7 @@ from checkers.aggregates import NOT_CLIENTS, QUANTILES, SECOND, aggregates
 from checkers.anomaly import CheckSettings
 from checkers.duplicates import failover_duplicates
 from checkers.frames import HistoryFrames
-from checkers.schema import FAULT_HEALS
+from history.schema import FAULT_HEALS
 
 _MS = 1_000_000
 

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers.schema import ARROW_SCHEMA, key_hash
+from history.schema import ARROW_SCHEMA, key_hash
 
 TOPIC = "topic://synthetic/ns/t"
 SUBSCRIPTION = "s"

@@ -28,7 +28,7 @@ from docker.models.networks import Network
 from harness.docker_engine import NETNS_ROLE, run_labels
 from harness.images import NodeImage
 from harness.waits import WaitStrategy, wait_ready
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import docker
 import docker.errors
 from docker import DockerClient
 
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 RUN_LABEL = "starquake"
 """Value: the run id. Present on every container and network of every run."""

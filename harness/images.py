@@ -34,7 +34,7 @@ from docker import DockerClient
 
 import harness
 from harness.zookeeper import CLASSPATH as ZOOKEEPER_CLASSPATH
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +44,8 @@ REPOSITORY = "starquake-node"
 DOCKERFILE_DIR = Path(__file__).parent / "docker"
 # What the Dockerfile build copies: enough to `pip install` the project.
 BUILD_CONTEXT_FILES = ("pyproject.toml", "README.md")
-BUILD_CONTEXT_PACKAGES = ("starquake", "harness", "impl", "nemesis", "checkers", "scenarios",
-                          "reports")
+BUILD_CONTEXT_PACKAGES = ("starquake", "history", "harness", "impl", "nemesis", "checkers",
+                          "scenarios", "reports")
 # The Dockerfile's interpreter and its PATH (see harness/docker/Dockerfile).
 DOCKERFILE_PYTHON = "/opt/starquake/venv/bin/python"
 SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

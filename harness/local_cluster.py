@@ -21,7 +21,7 @@ from harness.ports import free_ports
 from harness.processes import LocalProcess, wait_serving
 from harness.zookeeper import ZooKeeperEnsemble
 from harness.zookeeper_config import ZooKeeperSettings
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 log = logging.getLogger(__name__)
 

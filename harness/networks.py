@@ -16,7 +16,7 @@ from docker import DockerClient
 from docker.models.networks import Network
 
 from harness.docker_engine import run_labels
-from starquake.errors import BadInput, EnvironmentProblem
+from history.errors import BadInput, EnvironmentProblem
 
 WAN = "wan"
 

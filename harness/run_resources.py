@@ -23,7 +23,7 @@ from docker.models.containers import Container
 from docker.models.networks import Network
 
 from harness.docker_engine import CLUSTER_LABEL, NETNS_ROLE, NODE_LABEL, ROLE_LABEL, RUN_LABEL
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 log = logging.getLogger(__name__)
 

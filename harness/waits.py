@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from harness.zookeeper import serving_mode
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 
 class NodeNotReady(EnvironmentProblem):

@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.ports import free_ports
 from harness.processes import LocalProcess, wait_serving
 from harness.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Iterable, Sequence
 
-from starquake.errors import BadInput
+from history.errors import BadInput
 
 Grudge = dict[str, frozenset[str]]
 

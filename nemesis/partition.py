@@ -21,7 +21,7 @@ from typing import Protocol, TypeVar
 from nemesis import grudge as shapes
 from nemesis.events import NemesisEvent, grudge_detail
 from nemesis.grudge import Grudge
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 CHAIN = "STARQUAKE"
 # $1 is the iptables-restore input; one exec per node per change.

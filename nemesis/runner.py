@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.history import HistoryWriter
+from history.writer import HistoryWriter
 from nemesis.events import NemesisEvent
 from nemesis.partition import Partitioner
 from nemesis.process import ProcessFaults, ProcessNode

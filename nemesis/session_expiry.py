@@ -23,7 +23,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 
 class SessionExpiryFailed(EnvironmentProblem):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from starquake.errors import VALID
+from history.errors import VALID
 
 
 @click.command()

@@ -19,8 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checkers.load import prepare
-from checkers.schema import FIELDS, OBSERVATIONS
+from history.reader import to_parquet
+from history.schema import FIELDS, OBSERVATIONS
 
 NOT_CLIENTS = frozenset({"nemesis", "admin", "observer", "harness"})
 _COLUMNS = ["index", "time", "process", "type", "f", "cluster", "consumer", "segment"]
@@ -39,7 +39,7 @@ class HistoryView:
     """Read-only access to one run's history, each part loaded once and on demand."""
 
     def __init__(self, history: Path) -> None:
-        prepared = prepare(history)
+        prepared = to_parquet(history)
         self.source = prepared.source
         self.parquet = prepared.parquet
         self.truncated_tail = prepared.truncated_tail

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checkers.schema import FIELDS
+from history.schema import FIELDS
 from reports.fault_plots import availability, failover_windows
 from reports.figures import Fault, Omitted, Plot, PlotInput
 from reports.history_view import EventBlock, HistoryView

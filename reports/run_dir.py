@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from checkers.load import HistoryError, find_history
-from starquake.errors import BadInput
+from history.reader import HistoryError, find_history
+from history.errors import BadInput
 
 EXPECTED_VERDICTS = ("valid", "invalid", "unknown")
 

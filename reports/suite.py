@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from checkers.cli import discover_runs
-from checkers.load import HistoryError
+from history.reader import HistoryError, discover_runs
 from reports.run_dir import RunDirectory, load_run
 from reports.templates import render
 

@@ -13,7 +13,7 @@ from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from starquake.errors import BadInput
+from history.errors import BadInput
 
 WORKLOADS = ("topic", "scalable", "geo", "migration")
 SUBSCRIPTION_MODES = ("exclusive", "failover", "shared", "key_shared")

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from starquake.errors import BAD_INPUT, StarquakeError
+from history.errors import BAD_INPUT, StarquakeError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,17 +27,17 @@ def bench() -> None:
 def _register() -> None:
     # Commands import their heavy dependencies (pyspark, docker) inside their bodies so
     # that `starquake --help` stays fast.
-    from checkers.bench import bench_check
+    from starquake.bench.check import bench_check
     from checkers.cli import check, synth
-    from harness.bench_broker import bench_broker
-    from harness.bench_cluster import bench_cluster
-    from harness.bench_history import bench_history
-    from harness.cluster_cli import cluster
-    from harness.run.cli import run
-    from harness.run.suite import suite
-    from harness.serve_cli import serve
-    from harness.zk_cli import zk
-    from reports.bench import bench_report
+    from starquake.bench.broker import bench_broker
+    from starquake.bench.cluster import bench_cluster
+    from starquake.bench.history import bench_history
+    from starquake.cluster_cli import cluster
+    from starquake.run.cli import run
+    from starquake.run.suite import suite
+    from starquake.serve_cli import serve
+    from starquake.zk_cli import zk
+    from starquake.bench.report import bench_report
     from reports.cli import report, suite_index
     from scenarios.cli import scenario
 

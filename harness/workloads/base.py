@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from harness.history import HistoryWriter
+from history.writer import HistoryWriter
 from scenarios.format import Workload as WorkloadSettings
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 
 class WorkloadOpenFailed(EnvironmentProblem):

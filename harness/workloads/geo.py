@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import pulsar
 
 from harness.admin_api import AdminError, admin_request
-from harness.history import ClientProcess, SequentialIds
+from history.writer import ClientProcess, SequentialIds
 from harness.workloads.base import ClusterAccess, WorkloadContext, WorkloadOpenFailed
 from harness.workloads.geo_link import replicate_namespace
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained

@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.admin_api import AdminError, admin_request
 from harness.workloads.base import ClusterAccess
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 LINK_TIMEOUT_S = 60.0
 

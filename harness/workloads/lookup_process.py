@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness.ports import free_ports
 from harness.processes import LocalProcess, wait_serving
-from starquake.errors import EnvironmentProblem
+from history.errors import EnvironmentProblem
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 30.0

@@ -35,7 +35,7 @@ import time
 import pulsar
 
 from harness.admin_api import AdminError, admin_request
-from harness.history import ClientProcess, SequentialIds
+from history.writer import ClientProcess, SequentialIds
 from harness.migration import ClusterEndpoint, MigrationPlan, MigrationStuck, migrate_tenant
 from harness.workloads.base import ClusterAccess, WorkloadContext
 from harness.workloads.lookup_process import LookupService

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import pulsar
 
-from harness.history import ClientProcess, SequentialIds
+from history.writer import ClientProcess, SequentialIds
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.loops import paced_slots
 from harness.workloads.plan import message_plan

@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any
 
-from harness.history import ClientProcess, SequentialIds
+from history.writer import ClientProcess, SequentialIds
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.client_loop import ClientLoop
 from harness.workloads.loops import (

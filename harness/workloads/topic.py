@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import pulsar
 
-from harness.history import ClientProcess, SequentialIds
+from history.writer import ClientProcess, SequentialIds
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
 from harness.workloads.official_client import (

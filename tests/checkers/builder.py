@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.history import HistoryWriter
+from history.writer import HistoryWriter
 
 MS = 1_000_000
 

@@ -11,7 +11,7 @@ import pytest
 from checkers.anomaly import CheckSettings
 from checkers.check import CHECKERS, check_runs
 from checkers.load import prepare
-from checkers.schema import key_hash
+from history.schema import key_hash
 from tests.checkers.builder import History
 
 Case = Callable[[History], None]

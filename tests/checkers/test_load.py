@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from checkers.load import HistoryError, prepare
+from checkers.load import prepare
+from history.reader import HistoryError
 
 GOOD = [
     {"index": 0, "time": 0, "process": "p0", "type": "invoke", "f": "send", "value": "m1"},

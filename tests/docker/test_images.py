@@ -9,7 +9,8 @@ import tarfile
 import pytest
 from docker import DockerClient
 
-from harness import cluster_cli, images
+from harness import images
+from starquake import cluster_cli
 from harness.images import NodeImage, build_context_tar, node_image, root_filesystem_tar
 
 

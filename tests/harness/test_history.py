@@ -13,12 +13,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harness.history import ClientProcess, HistoryWriter, SequentialIds
+from history.writer import ClientProcess, HistoryWriter, SequentialIds
 
 _KEEP_WRITING = """
 import sys
 from pathlib import Path
-from harness.history import ClientProcess, HistoryWriter, SequentialIds
+from history.writer import ClientProcess, HistoryWriter, SequentialIds
 writer = HistoryWriter(Path(sys.argv[1]))
 client = ClientProcess(writer, SequentialIds("p"))
 n = 0

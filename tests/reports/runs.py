@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from checkers.schema import key_hash
+from history.schema import key_hash
 from checkers.synthetic import INJECTABLE, SyntheticSpec, write_jsonl
 from tests.checkers.builder import History
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from starquake.cli import main
-from starquake.errors import BAD_INPUT
+from history.errors import BAD_INPUT
 from tests.reports.runs import synthetic_run
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.run.progress import CountingHistory, Progress
+from starquake.run.progress import CountingHistory, Progress
 from nemesis.runner import FaultStatus
 
 

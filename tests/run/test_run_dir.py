@@ -8,8 +8,8 @@ import re
 import shlex
 from pathlib import Path
 
-from harness.run.pipeline import RunOptions, resolve
-from harness.run.run_dir import create_run_dir, reproducing_command, update_latest, write_inputs
+from starquake.run.pipeline import RunOptions, resolve
+from starquake.run.run_dir import create_run_dir, reproducing_command, update_latest, write_inputs
 from scenarios.format import load_scenario
 from tests.run.conftest import WriteScenario
 

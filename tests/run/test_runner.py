@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-from harness.history import HistoryWriter
+from history.writer import HistoryWriter
 from nemesis.partition import Partitioner
 from nemesis.runner import NemesisRunner
 from nemesis.schedule import FaultStep, Schedule

@@ -24,16 +24,16 @@ from typing import Any
 from rich.console import Console
 
 from checkers.load import prepare
-from harness.run.backends import ClusterBackend, make_backend
-from harness.run.progress import CountingHistory, Progress
-from harness.run.run_dir import create_run_dir, reproducing_command, update_latest, write_inputs
+from starquake.run.backends import ClusterBackend, make_backend
+from starquake.run.progress import CountingHistory, Progress
+from starquake.run.run_dir import create_run_dir, reproducing_command, update_latest, write_inputs
 from harness.signals import sigterm_interrupts
 from harness.workloads import check_workload, make_workload
 from harness.workloads.base import Workload, WorkloadContext
 from nemesis.runner import FaultStatus, NemesisRunner
 from nemesis.schedule import Schedule, build_schedule
 from scenarios.format import Scenario, load_scenario
-from starquake.errors import BAD_INPUT, ENVIRONMENT, StarquakeError
+from history.errors import BAD_INPUT, ENVIRONMENT, StarquakeError
 
 INTERRUPTED = 130
 """The shell's code for a run ended by Ctrl-C (128 + SIGINT)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from harness.history import ClientProcess, HistoryWriter, SequentialIds
+from history.writer import ClientProcess, HistoryWriter, SequentialIds
 
 TARGET_EVENTS_PER_SECOND = 200_000
 

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from harness.history import HistoryWriter
+from history.writer import HistoryWriter
 from nemesis.runner import FaultStatus
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from harness.run.pipeline import RunOutcome
+from starquake.run.pipeline import RunOutcome
 
 VERDICTS = {True: "[green]valid[/green]", False: "[red]INVALID[/red]"}
 

@@ -1,4 +1,4 @@
-"""`starquake run SCENARIO`: the command line of harness/run/pipeline.py."""
+"""`starquake run SCENARIO`: the command line of starquake/run/pipeline.py."""
 
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path) -
     """
     from rich.console import Console
 
-    from harness.run.pipeline import RunOptions
-    from harness.run.pipeline import run as run_scenario
-    from harness.run.summary import print_summary
+    from starquake.run.pipeline import RunOptions
+    from starquake.run.pipeline import run as run_scenario
+    from starquake.run.summary import print_summary
 
     console = Console()
     outcome = run_scenario(RunOptions(scenario, seed, backend, runs_dir), console)

@@ -16,10 +16,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from harness.run.pipeline import RunOptions, resolve
-from harness.run.pipeline import run as run_scenario
-from harness.run.summary import print_summary
-from starquake.errors import ENVIRONMENT, INVALID, VALID, BadInput, StarquakeError
+from starquake.run.pipeline import RunOptions, resolve
+from starquake.run.pipeline import run as run_scenario
+from starquake.run.summary import print_summary
+from history.errors import ENVIRONMENT, INVALID, VALID, BadInput, StarquakeError
 
 VERDICT_CODES = {"valid": 0, "invalid": 1, "unknown": 2}
 

@@ -51,7 +51,7 @@ def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
     from harness.node_specs import NodeSettings
     from harness.signals import sigterm_interrupts
     from scenarios.format import Topology, load_scenario
-    from starquake.errors import BadInput
+    from history.errors import BadInput
 
     topology, mutants = Topology(), tuple[str, ...]()
     if scenario is not None:
