@@ -1,1 +1,1 @@
-"""PySpark jobs that judge a history; they know only ../shared/spec/history.md."""
+"""PySpark jobs that judge a history; they know only the history format (docs/history.md)."""

@@ -16,7 +16,7 @@ from checkers.aggregates import NOT_CLIENTS, QUANTILES, SECOND, aggregates
 from checkers.anomaly import CheckSettings
 from checkers.duplicates import failover_duplicates
 from checkers.frames import HistoryFrames
-from history.schema import FAULT_HEALS
+from history.faults import HEAL_OPS, heal_of
 
 _MS = 1_000_000
 
@@ -98,14 +98,13 @@ def _throughput(rows: list, stats: dict[str, dict]) -> dict[str, dict[int, int]]
 
 def _fault_intervals(frames: HistoryFrames, history_end: dict[str, int]) -> list[FaultInterval]:
     nemesis = frames.nemesis
-    heals = set(FAULT_HEALS.values())
     intervals = []
     for i, op in enumerate(nemesis):
-        if op.f in heals:
+        if op.f in HEAL_OPS:
             continue
         detail = _json(op.done_detail or op.detail)
         start = op.done_time if op.done_time is not None else op.time
-        heal = FAULT_HEALS.get(op.f)
+        heal = heal_of(op.f)
         if heal is None:  # instantaneous: expire-session, kill-leader, ...
             end = start
         else:

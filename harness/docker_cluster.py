@@ -35,7 +35,7 @@ from harness.node_specs import (
 )
 from harness.reaper import Reaper
 from harness.run_resources import Removed, remove_run, save_logs
-from scenarios.format import Topology
+from harness.topology import Topology
 
 log = logging.getLogger(__name__)
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 import logging
 import socket
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.ports import free_ports
 from harness.processes import LocalProcess, wait_serving
+from harness.waits import http_answers
 from harness.zookeeper import ZooKeeperEnsemble
 from harness.zookeeper_config import ZooKeeperSettings
 from history.errors import EnvironmentProblem
@@ -134,12 +133,7 @@ class BrokerNode(Node):
         return f"http://{HOST}:{self.admin_port}"
 
     def serving(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.admin_url}/admin/v2/brokers/health",
-                                        timeout=1.0) as response:
-                return bool(response.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        return http_answers(f"{self.admin_url}/admin/v2/brokers/health")
 
 
 class LocalCluster:

@@ -1,6 +1,7 @@
-"""Moving a tenant from one cluster to another with geo-replication, document 003's five
-steps, driven only through the admin APIs of the two clusters and of the lookup service
-(`impl/lookup`) that the tenant's clients use as their service URL.
+"""Moving a tenant from one cluster to another with geo-replication, in the five steps of
+the tenant-migration article ("Migrating Tenants across Clusters with Pulsar's
+Geo-replication"), driven only through the admin APIs of the two clusters and of the
+lookup service that the tenant's clients use as their service URL.
 
 1. metadata: each cluster learns the other; the tenant and its namespaces exist in the
    target, replicated to both clusters;

@@ -67,6 +67,17 @@ class TcpPort:
         return f"port {self.port} to accept connections"
 
 
+def http_answers(url: str, status: int = 200, timeout: float = 1.0) -> bool:
+    """GET of `url` answers `status` now: the one readiness probe of an HTTP endpoint."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return bool(response.status == status)
+    except urllib.error.HTTPError as exc:
+        return exc.code == status
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 @dataclass(frozen=True)
 class HttpStatus:
     """Ready once GET of `path` answers `status` (a health endpoint), at `host`, default
@@ -78,14 +89,8 @@ class HttpStatus:
     host: str | None = None
 
     def ready(self, node: Waitable) -> bool:
-        url = f"http://{self.host or node.ip}:{self.port}{self.path}"
-        try:
-            with urllib.request.urlopen(url, timeout=1.0) as response:
-                return bool(response.status == self.status)
-        except urllib.error.HTTPError as exc:
-            return exc.code == self.status
-        except (urllib.error.URLError, OSError):
-            return False
+        return http_answers(f"http://{self.host or node.ip}:{self.port}{self.path}",
+                            self.status)
 
     def __str__(self) -> str:
         return f"GET :{self.port}{self.path} to answer {self.status}"

@@ -1,4 +1,4 @@
-"""The event schema of ../shared/spec/history.md, as data the readers validate against."""
+"""The event schema of the history format (docs/history.md), as data the readers validate against."""
 
 from __future__ import annotations
 
@@ -42,15 +42,6 @@ OBSERVATIONS = frozenset({"recv", "layout", "meta"})
 
 # Subscription modes whose deliveries must keep a key's send order (spec, `order`).
 ORDERED_MODES = ("stream", "exclusive", "failover", "key_shared")
-
-# Nemesis operations that open a fault interval, and the operation that closes each.
-# Faults missing here (expire-session, kill-leader) are instantaneous.
-FAULT_HEALS = {
-    "partition": "heal",
-    "kill": "start",
-    "pause": "resume",
-    "cut-wan": "heal-wan",
-}
 
 DEFAULT_DUPLICATE_WINDOW_BOUND_MS = 2000
 

@@ -1,4 +1,4 @@
-"""Recording a run's history as it happens (../shared/spec/history.md).
+"""Recording a run's history as it happens (the history format: docs/history.md).
 
 Every event is handed to the operating system before `record` returns, with one unbuffered
 `write` of one whole line: a harness that crashes or is killed leaves a file whose every

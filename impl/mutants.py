@@ -24,7 +24,7 @@ class Mutant:
 
 
 CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
-    # --- broker core (issue 4) ---------------------------------------------------------
+    # --- broker core -------------------------------------------------------------------
     Mutant("no-fencing", "managed ledger",
            "PIP-57 (001) and the ownership model: a new owner must fence the previous "
            "owner's ledger before writing",
@@ -36,7 +36,7 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
     Mutant("ack-before-durable", "bookie",
            "ledger store contract: an entry id is returned only once the entry is fsynced",
            "acknowledged messages lost when a bookie is killed"),
-    # --- scalable topics (issue 5) -----------------------------------------------------
+    # --- scalable topics ---------------------------------------------------------------
     Mutant("metadata-before-children", "scalable topic controller",
            "PIP-468 split/merge protocol: children and their cursors exist before the "
            "metadata CAS (step 4 after step 2)",
@@ -58,7 +58,7 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "PIP-460/PIP-468 ordering: a stream subscription gets a child only once every "
            "parent is drained",
            "a key's messages delivered out of order across a split"),
-    # --- geo-replication and PIP-33 (issue 7) ------------------------------------------
+    # --- geo-replication and PIP-33 ----------------------------------------------------
     Mutant("partial-snapshot", "replicated subscriptions",
            "PIP-33 (004): a snapshot completes only with a response from every cluster",
            "failover moves a subscription past messages not yet replicated: lost"),

@@ -1,7 +1,7 @@
 """What a fault reports: the nemesis operation as the history records it.
 
 Every fault function returns a `NemesisEvent`; the run's history writer records it as the
-nemesis's `invoke`/`ok` pair (../shared/spec/history.md, "nemesis ops"), with the targets
+nemesis's `invoke`/`ok` pair (docs/history.md, "nemesis ops"), with the targets
 in `detail` so the checkers' statistics and the report can tell what was hit when.
 """
 

@@ -1,14 +1,9 @@
-"""Network partitions: grudges applied with iptables in the nodes' network namespaces.
+"""Network partitions: grudges applied through a Target's network control.
 
-Every rule we add lives in one chain of our own, `STARQUAKE`, which the first partition
-creates in a node's namespace and jumps to from the top of INPUT. A node's drops are
-replaced atomically with one `iptables-restore --noflush` (declaring a chain in a restore
-flushes it), and heal restores an empty chain: exactly our rules go, whatever else the
-namespace holds (the engine's DNS rules live in the nat table and are never touched).
-
-Only INPUT is filtered, as Jepsen does: a node drops what it receives from the nodes it
-holds a grudge against. The host's own traffic (the clients the harness runs) is never
-dropped, since no grudge names it.
+A grudge (nemesis/grudge.py) says which nodes each node must not hear from; the
+`Partitioner` turns one grudge at a time into drops on the Target's `NetworkControl`
+(iptables in containers' namespaces, or a third party's own hook) and lifts them on heal.
+A new partition replaces the previous one on every node.
 """
 
 from __future__ import annotations
@@ -16,49 +11,20 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
+from harness.target import NetworkControl
+from history.faults import heal_of
 from nemesis import grudge as shapes
 from nemesis.events import NemesisEvent, grudge_detail
 from nemesis.grudge import Grudge
-from history.errors import EnvironmentProblem
-
-CHAIN = "STARQUAKE"
-# $1 is the iptables-restore input; one exec per node per change.
-_APPLY_SCRIPT = (
-    f"iptables -w -N {CHAIN} 2>/dev/null; "
-    f"iptables -w -C INPUT -j {CHAIN} 2>/dev/null || iptables -w -I INPUT 1 -j {CHAIN} || exit 1; "
-    'printf "%s" "$1" | iptables-restore -w --noflush'
-)
-# The history catalogue names a WAN cut and its heal apart from other partitions.
-_HISTORY_OPS = {"cut-wan": ("cut-wan", "heal-wan")}
 
 T = TypeVar("T")
 
 
-class PartitionFailed(EnvironmentProblem):
-    """iptables failed in a node's namespace; the message has its output."""
-
-
-class NetworkNode(Protocol):
-    """What a partition needs of a node (harness.containers.ContainerNode has it)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def ips(self) -> tuple[str, ...]: ...
-
-    def run_in_netns(self, argv: Sequence[str]) -> tuple[int, str]: ...
-
-
-def restore_input(drop_from: Iterable[str], to_port: int | None = None) -> str:
-    """The iptables-restore text that makes our chain drop packets from `drop_from`: all
-    of them, or with `to_port` only TCP segments addressed to that port."""
-    match = "" if to_port is None else f" -p tcp --dport {to_port}"
-    lines = ["*filter", f":{CHAIN} - [0:0]"]
-    lines += [f"-A {CHAIN} -s {ip}/32{match} -j DROP" for ip in sorted(drop_from)]
-    return "\n".join([*lines, "COMMIT", ""])
+def _history_op(shape: str) -> str:
+    """The history names a WAN cut apart from other partitions."""
+    return "cut-wan" if shape == "cut-wan" else "partition"
 
 
 def _each(action: Callable[[T], object], items: Iterable[T]) -> None:
@@ -77,24 +43,16 @@ class Partitioner:
     (a node no longer in the grudge is healed).
     """
 
-    def __init__(self, nodes: Iterable[NetworkNode]) -> None:
-        self._nodes = {node.name: node for node in nodes}
+    def __init__(self, network: NetworkControl) -> None:
+        self._network = network
+        self._nodes = set(network.names)
         self._touched: set[str] = set()
         self._active: str | None = None
         self.grudge: Grudge = {}
 
     @property
     def names(self) -> list[str]:
-        return list(self._nodes)
-
-    def _apply_to(self, name: str, drop_from: Iterable[str], to_port: int | None = None
-                  ) -> None:
-        node = self._nodes[name]
-        code, output = node.run_in_netns(["sh", "-c", _APPLY_SCRIPT, "sh",
-                                          restore_input(drop_from, to_port)])
-        if code != 0:
-            raise PartitionFailed(f"iptables in {name}'s network namespace exited {code}: "
-                                  f"{output.strip()}")
+        return self._network.names
 
     def partition(self, grudge: Mapping[str, Iterable[str]], shape: str = "partition",
                   targets: Sequence[str] = ()) -> NemesisEvent:
@@ -109,23 +67,21 @@ class Partitioner:
         changed = set(wanted) | (self._touched - set(wanted))
 
         def apply(name: str) -> None:
-            others = wanted.get(name, frozenset())
-            self._apply_to(name, [ip for other in others for ip in self._nodes[other].ips])
+            self._network.drop(name, wanted.get(name, frozenset()))
 
         _each(apply, sorted(changed))
         self._touched |= set(wanted)
         self.grudge, self._active = wanted, shape
-        cut_op = _HISTORY_OPS.get(shape, ("partition", "heal"))[0]
-        return NemesisEvent(cut_op, shape, tuple(targets or sorted(wanted)),
+        return NemesisEvent(_history_op(shape), shape, tuple(targets or sorted(wanted)),
                             {"grudge": grudge_detail(wanted)})
 
     def heal(self) -> NemesisEvent:
         """Empty our chain on every node we ever touched: all traffic flows again."""
-        _each(lambda name: self._apply_to(name, ()), sorted(self._touched))
+        _each(lambda name: self._network.drop(name, ()), sorted(self._touched))
         healed = tuple(sorted(self.grudge))
-        heal_op = _HISTORY_OPS.get(self._active or "", ("partition", "heal"))[1]
+        heal_op = heal_of(_history_op(self._active or "partition"))
         self.grudge, self._active = {}, None
-        return NemesisEvent(heal_op, "heal", healed)
+        return NemesisEvent(heal_op or "heal", "heal", healed)
 
     def stall_port(self, sender: str, receiver: str, port: int) -> NemesisEvent:
         """One direction of one service stalls: `receiver` drops the TCP segments that
@@ -140,7 +96,7 @@ class Partitioner:
                                             f"nodes are {self.names}")
         if self._touched:
             self.heal()
-        self._apply_to(receiver, self._nodes[sender].ips, to_port=port)
+        self._network.drop(receiver, [sender], to_port=port)
         self._touched.add(receiver)
         self._active = "stall-port"
         return NemesisEvent("partition", "stall-port", (receiver,),

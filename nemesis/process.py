@@ -6,37 +6,24 @@ init and so to every process of it; pause uses the cgroup freezer, which stops t
 processes as SIGSTOP would (sockets open, the kernel still acknowledging TCP, nothing
 answering) without a signal any process could notice: PIP-57's long-GC case.
 
-`ProcessFaults` remembers what it killed and paused, so `heal()` can bring every node
-back before the run's final drain.
+`ProcessFaults` remembers what it killed and paused, so the runner's final heal can bring
+every node back before the run's final drain.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
 
+from harness.target import NodeControl
 from nemesis.events import NemesisEvent, node_names
-
-
-class ProcessNode(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    def kill(self) -> None: ...
-
-    def start(self) -> None: ...
-
-    def pause(self) -> None: ...
-
-    def resume(self) -> None: ...
 
 
 class ProcessFaults:
     def __init__(self) -> None:
-        self._killed: dict[str, ProcessNode] = {}
-        self._paused: dict[str, ProcessNode] = {}
+        self._killed: dict[str, NodeControl] = {}
+        self._paused: dict[str, NodeControl] = {}
 
-    def kill(self, nodes: Iterable[ProcessNode]) -> NemesisEvent:
+    def kill(self, nodes: Iterable[NodeControl]) -> NemesisEvent:
         """SIGKILL: the node crashes; its data (on its disk) stays."""
         nodes = list(nodes)
         for node in nodes:
@@ -46,7 +33,7 @@ class ProcessFaults:
             self._killed[node.name] = node
         return NemesisEvent("kill", ",".join(node_names(nodes)), node_names(nodes))
 
-    def start(self, nodes: Iterable[ProcessNode]) -> NemesisEvent:
+    def start(self, nodes: Iterable[NodeControl]) -> NemesisEvent:
         """Start killed nodes again (a node already running is left alone)."""
         nodes = list(nodes)
         for node in nodes:
@@ -54,26 +41,26 @@ class ProcessFaults:
             self._killed.pop(node.name, None)
         return NemesisEvent("start", ",".join(node_names(nodes)), node_names(nodes))
 
-    def pause(self, nodes: Iterable[ProcessNode]) -> NemesisEvent:
+    def pause(self, nodes: Iterable[NodeControl]) -> NemesisEvent:
         nodes = list(nodes)
         for node in nodes:
             node.pause()
             self._paused[node.name] = node
         return NemesisEvent("pause", ",".join(node_names(nodes)), node_names(nodes))
 
-    def resume(self, nodes: Iterable[ProcessNode]) -> NemesisEvent:
+    def resume(self, nodes: Iterable[NodeControl]) -> NemesisEvent:
         nodes = list(nodes)
         for node in nodes:
             node.resume()
             self._paused.pop(node.name, None)
         return NemesisEvent("resume", ",".join(node_names(nodes)), node_names(nodes))
 
-    def heal(self) -> list[NemesisEvent]:
-        """Resume every paused node and start every killed one; the events of what it did
-        (none when nothing was down)."""
-        events = []
-        if self._paused:
-            events.append(self.resume(list(self._paused.values())))
-        if self._killed:
-            events.append(self.start(list(self._killed.values())))
-        return events
+    @property
+    def killed(self) -> tuple[str, ...]:
+        """Nodes killed and not started since."""
+        return tuple(self._killed)
+
+    @property
+    def paused(self) -> tuple[str, ...]:
+        """Nodes paused and not resumed (nor killed) since."""
+        return tuple(self._paused)

@@ -15,10 +15,10 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from history.faults import fault_colour
 from reports.history_view import HistoryView
 
 OUTCOME_COLOURS = {"ok": "#2e7d32", "fail": "#c62828", "info": "#ef6c00", "pending": "#757575"}
-FAULT_COLOUR = "#f9a825"
 TARGET_BINS = 150
 MIN_PER_QUANTILE = 5
 
@@ -95,9 +95,10 @@ def shade_faults(ax: Axes, faults: list[Fault], label: bool = True) -> None:
     labelled at the top of the axes."""
     for fault in faults:
         if fault.end_s > fault.start_s:
-            ax.axvspan(fault.start_s, fault.end_s, color=FAULT_COLOUR, alpha=0.18, lw=0)
+            ax.axvspan(fault.start_s, fault.end_s, color=fault_colour(fault.f), alpha=0.18,
+                       lw=0)
         else:
-            ax.axvline(fault.start_s, color=FAULT_COLOUR, ls="--", lw=1)
+            ax.axvline(fault.start_s, color=fault_colour(fault.f), ls="--", lw=1)
         if label:
             ax.annotate(fault.label, (fault.start_s, 1), xycoords=("data", "axes fraction"),
                         xytext=(2, -2), textcoords="offset points", va="top", fontsize=7,

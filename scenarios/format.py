@@ -13,76 +13,20 @@ from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.topology import Topology
+from harness.workloads import cluster_count_problem
+from harness.workloads.settings import SUBSCRIPTION_MODES, WORKLOADS, WorkloadSettings
 from history.errors import BadInput
+from nemesis.faults import FAULT_NAMES
+from nemesis.schedule import SCHEDULES, NemesisSettings, TimedFault
 
-WORKLOADS = ("topic", "scalable", "geo", "migration")
-SUBSCRIPTION_MODES = ("exclusive", "failover", "shared", "key_shared")
 BACKENDS = ("docker", "local")
 SESSION_POLICIES = ("shutdown", "reconnect")
-SCHEDULES = ("none", "random", "timeline")
 EXPECTED = ("valid", "invalid", "unknown")
-FAULTS = (
-    "isolate", "random-halves", "bridge", "majorities-ring", "brokers-from-zookeeper",
-    "isolate-controller-leader", "cut-wan", "kill", "pause", "expire-session",
-    "kill-controller-leader",
-)
 
 
 class ScenarioError(BadInput):
     """A scenario file that does not follow the format."""
-
-
-@dataclass(frozen=True)
-class Topology:
-    clusters: tuple[str, ...] = ("a",)
-    zookeepers: int = 1
-    bookies: int = 1
-    brokers: int = 3
-    backend: str = "docker"
-    session_expired_policy: str = "reconnect"
-    """PIP-57's policy; Pulsar's default changed between versions, so it is always explicit."""
-    session_timeout_ms: int = 4000
-    """The brokers' ZooKeeper session timeout: short, so a pause or partition past it
-    expires the session within a run."""
-
-
-@dataclass(frozen=True)
-class Workload:
-    kind: str = "scalable"
-    rate: int = 100
-    """Operations per second across all clients: every load loop is bounded."""
-    keys: int = 16
-    producers: int = 2
-    consumers: int = 2
-    subscription_mode: str = "failover"
-    """How the consumers share their one subscription (`topic` workload)."""
-    drain_quiet_s: float = 3.0
-    """The final drain ends once no consumer has received anything for this long."""
-    drain_timeout_s: float = 60.0
-    """...or, still receiving (or with a backlog left), gives up after this long: `info`."""
-    initial_segments: int = 2
-    """Segments a scalable topic is created with (`scalable` workload)."""
-    layout_interval_s: float = 4.0
-    """Mean time between the admin driver's splits and merges (`scalable` workload)."""
-    send_timeout_s: float = 10.0
-    """How long a send may wait before it is given up as `info` (`scalable` workload)."""
-
-
-@dataclass(frozen=True)
-class TimedFault:
-    at_s: float
-    fault: str
-    duration_s: float = 0.0
-    targets: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Nemesis:
-    schedule: str = "none"
-    faults: tuple[str, ...] = ()
-    interval_s: float = 10.0
-    duration_s: float = 5.0
-    timeline: tuple[TimedFault, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,8 +42,8 @@ class Scenario:
     seed: int | None = None
     description: str = ""
     topology: Topology = field(default_factory=Topology)
-    workload: Workload = field(default_factory=Workload)
-    nemesis: Nemesis = field(default_factory=Nemesis)
+    workload: WorkloadSettings = field(default_factory=WorkloadSettings)
+    nemesis: NemesisSettings = field(default_factory=NemesisSettings)
     checkers: Checkers = field(default_factory=Checkers)
     mutants: tuple[str, ...] = ()
     expected: str = "valid"
@@ -123,7 +67,7 @@ def load_scenario(path: Path) -> Scenario:
         topology=reader.table(data, "topology", Topology, {
             "clusters": (tuple, str), "backend": BACKENDS,
             "session_expired_policy": SESSION_POLICIES}),
-        workload=reader.table(data, "workload", Workload, {
+        workload=reader.table(data, "workload", WorkloadSettings, {
             "kind": WORKLOADS, "subscription_mode": SUBSCRIPTION_MODES}),
         nemesis=_nemesis(reader, data),
         checkers=reader.table(data, "checkers", Checkers, {}),
@@ -132,28 +76,29 @@ def load_scenario(path: Path) -> Scenario:
     )
     reader.no_extra(data, "", {"name", "duration_s", "seed", "description", "topology",
                                "workload", "nemesis", "checkers", "mutants", "expected"})
-    if scenario.workload.kind == "geo" and len(scenario.topology.clusters) < 2:
-        raise ScenarioError(f"{path}: topology.clusters: the geo workload needs at least two "
-                            f"clusters, got {list(scenario.topology.clusters)}")
+    problem = cluster_count_problem(scenario.workload.kind, len(scenario.topology.clusters))
+    if problem:
+        raise ScenarioError(f"{path}: topology.clusters: {problem}, got "
+                            f"{list(scenario.topology.clusters)}")
     return scenario
 
 
-def _nemesis(reader: _Reader, data: dict) -> Nemesis:
-    nemesis = reader.table(data, "nemesis", Nemesis, {
-        "schedule": SCHEDULES, "faults": (tuple, FAULTS)}, skip={"timeline"})
+def _nemesis(reader: _Reader, data: dict) -> NemesisSettings:
+    nemesis = reader.table(data, "nemesis", NemesisSettings, {
+        "schedule": SCHEDULES, "faults": (tuple, FAULT_NAMES)}, skip={"timeline"})
     timeline = []
     raw = data.get("nemesis", {})
     for n, item in enumerate(reader.take(raw, "timeline", list, default=[], prefix="nemesis")):
         timeline.append(reader.table({"timeline": item}, "timeline", TimedFault,
-                                     {"fault": FAULTS, "targets": (tuple, str)},
+                                     {"fault": FAULT_NAMES, "targets": (tuple, str)},
                                      prefix=f"nemesis.timeline[{n}]", whole=True))
     if nemesis.schedule == "random" and not nemesis.faults:
         raise ScenarioError(f"{reader.path}: nemesis.faults: a random schedule needs at least "
-                            f"one fault, one of {', '.join(FAULTS)}")
+                            f"one fault, one of {', '.join(FAULT_NAMES)}")
     if nemesis.schedule == "timeline" and not timeline:
         raise ScenarioError(f"{reader.path}: nemesis.timeline: a timeline schedule needs "
                             f"[[nemesis.timeline]] entries")
-    return Nemesis(nemesis.schedule, nemesis.faults, nemesis.interval_s, nemesis.duration_s,
+    return NemesisSettings(nemesis.schedule, nemesis.faults, nemesis.interval_s, nemesis.duration_s,
                    tuple(timeline))
 
 

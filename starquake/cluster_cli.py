@@ -50,7 +50,8 @@ def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
     from harness.images import ImageSource
     from harness.node_specs import NodeSettings
     from harness.signals import sigterm_interrupts
-    from scenarios.format import Topology, load_scenario
+    from harness.topology import Topology
+    from scenarios.format import load_scenario
     from history.errors import BadInput
 
     topology, mutants = Topology(), tuple[str, ...]()

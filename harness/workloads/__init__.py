@@ -9,36 +9,32 @@ more.
 from __future__ import annotations
 
 from harness.workloads.base import Workload, WorkloadContext
-from scenarios.format import Scenario, ScenarioError
 
 ONE_CLUSTER = ("topic", "scalable")
 SEVERAL_CLUSTERS = ("geo", "migration")
 
 
-def check_workload(scenario: Scenario) -> None:
-    """Raise ScenarioError naming the key when the scenario asks for a workload on a
-    topology it cannot use."""
-    kind = scenario.workload.kind
-    if kind in ONE_CLUSTER and len(scenario.topology.clusters) != 1:
-        raise ScenarioError(f"{scenario.path}: topology.clusters: the {kind} workload runs "
-                            f"on one cluster, got {list(scenario.topology.clusters)}")
-    if kind in SEVERAL_CLUSTERS and len(scenario.topology.clusters) < 2:
-        raise ScenarioError(f"{scenario.path}: topology.clusters: the {kind} workload "
-                            f"needs at least two clusters, got "
-                            f"{list(scenario.topology.clusters)}")
+def cluster_count_problem(kind: str, clusters: int) -> str | None:
+    """Why workload `kind` cannot run on `clusters` clusters; None when it can."""
+    if kind in ONE_CLUSTER and clusters != 1:
+        return f"the {kind} workload runs on one cluster"
+    if kind in SEVERAL_CLUSTERS and clusters < 2:
+        return f"the {kind} workload needs at least two clusters"
+    return None
 
 
-def make_workload(scenario: Scenario, context: WorkloadContext) -> Workload:
-    check_workload(scenario)
-    if scenario.workload.kind == "scalable":
+def make_workload(context: WorkloadContext) -> Workload:
+    """The workload `context.settings.kind` names."""
+    kind = context.settings.kind
+    if kind == "scalable":
         from harness.workloads.scalable import ScalableWorkload
 
         return ScalableWorkload(context)
-    if scenario.workload.kind == "geo":
+    if kind == "geo":
         from harness.workloads.geo import GeoWorkload
 
         return GeoWorkload(context)
-    if scenario.workload.kind == "migration":
+    if kind == "migration":
         from harness.workloads.migration import MigrationWorkload
 
         return MigrationWorkload(context)

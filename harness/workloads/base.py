@@ -4,7 +4,7 @@ A workload is opened (clients connected, subscriptions made and recorded before 
 is sent), run until a deadline while the nemesis works, drained after the final heal
 (every consumer reads all it will, recorded as the harness's `drain`), and closed. It
 records every operation itself, through the run's history writer, as the history contract
-says (../shared/spec/history.md).
+says (docs/history.md).
 """
 
 from __future__ import annotations
@@ -15,35 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from history.writer import HistoryWriter
-from scenarios.format import Workload as WorkloadSettings
+from harness.target import LookupEndpoint, TargetCluster
+from harness.workloads.settings import WorkloadSettings
 from history.errors import EnvironmentProblem
+from history.writer import HistoryWriter
 
 
 class WorkloadOpenFailed(EnvironmentProblem):
     """The cluster did not accept the workload's clients in time."""
-
-
-def multi_host_url(urls: Sequence[str]) -> str:
-    """`pulsar://a:1`, `pulsar://b:2` -> `pulsar://a:1,b:2`: the client tries each host, so
-    a lookup still succeeds while one broker is down."""
-    return "pulsar://" + ",".join(url.removeprefix("pulsar://") for url in urls)
-
-
-@dataclass(frozen=True)
-class ClusterAccess:
-    """How clients and the admin driver reach one cluster of the run."""
-
-    name: str
-    service_urls: tuple[str, ...]
-    """Each broker's binary protocol address."""
-    admin_urls: tuple[str, ...]
-    zookeeper: str
-    """The cluster's ZooKeeper ensemble, `host:port,...` without chroot."""
-
-    @property
-    def service_url(self) -> str:
-        return multi_host_url(self.service_urls)
 
 
 @dataclass(frozen=True)
@@ -62,9 +41,11 @@ class WorkloadContext:
     topic: str
     client_log: Path
     """Where the client library's own log goes (kept with the node logs)."""
-    clusters: tuple[ClusterAccess, ...] = ()
+    clusters: tuple[TargetCluster, ...] = ()
     """Every cluster of the topology, in the scenario's order (the geo-replication
     workloads use them all; the others only `cluster`)."""
+    lookup: LookupEndpoint | None = None
+    """The Target's lookup service (the migration workload's clients go through it)."""
 
 
 class Workload(Protocol):

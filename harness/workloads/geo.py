@@ -45,7 +45,8 @@ import pulsar
 
 from harness.admin_api import AdminError, admin_request
 from history.writer import ClientProcess, SequentialIds
-from harness.workloads.base import ClusterAccess, WorkloadContext, WorkloadOpenFailed
+from harness.target import TargetCluster
+from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.geo_link import replicate_namespace
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
 from harness.workloads.official_client import (
@@ -280,7 +281,7 @@ class GeoWorkload:
                 log.warning("closing a client: %s", exc)
 
 
-def _replication_backlogs(cluster: ClusterAccess, topic: str) -> dict[str, int] | None:
+def _replication_backlogs(cluster: TargetCluster, topic: str) -> dict[str, int] | None:
     """Remote cluster -> what this cluster's replicator has not sent yet."""
     path = "/admin/v2/" + topic.replace("://", "/") + "/stats"
     for url in cluster.admin_urls:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.admin_api import AdminError, admin_request
-from harness.workloads.base import ClusterAccess
+from harness.target import TargetCluster
 from history.errors import EnvironmentProblem
 
 LINK_TIMEOUT_S = 60.0
@@ -20,7 +20,7 @@ class LinkFailed(EnvironmentProblem):
     """A cluster refused the replication set-up until the deadline."""
 
 
-def replicate_namespace(clusters: Sequence[ClusterAccess], namespace: str) -> None:
+def replicate_namespace(clusters: Sequence[TargetCluster], namespace: str) -> None:
     """Register every cluster in every cluster's metadata, then make `tenant/ns` in each,
     replicated to all; retried (the requests are idempotent) for `LINK_TIMEOUT_S`."""
     tenant = namespace.split("/")[0]
@@ -35,7 +35,7 @@ def replicate_namespace(clusters: Sequence[ClusterAccess], namespace: str) -> No
         _put(cluster, f"/admin/v2/namespaces/{namespace}", {"replication_clusters": names})
 
 
-def _put(cluster: ClusterAccess, path: str, body: Any) -> None:
+def _put(cluster: TargetCluster, path: str, body: Any) -> None:
     deadline = time.monotonic() + LINK_TIMEOUT_S
     while True:
         try:

@@ -1,9 +1,9 @@
-"""The `migration` workload: document 003's tenant migration (harness/migration.py), run
+"""The `migration` workload: the tenant-migration article's migration (harness/migration.py), run
 once in the middle of the load while the tenant's producers and consumers keep going
 through the lookup service, with the official `pulsar-client`.
 
 The run's first cluster is the source, its second the target. A lookup service process
-(`lookup_process.py`) knows both and sends the tenant `starquake-move` to the source;
+(the Target's, `harness/targets/lookup.py` for ours) knows both and sends the tenant `starquake-move` to the source;
 the tenant and its namespace `starquake-move/moving` exist there only. The clients'
 service URL is the lookup service's. Producers send keyed messages one at a time; the
 subscription `live` (made with `replicate_subscription_state`, which step 3 needs) is
@@ -37,8 +37,8 @@ import pulsar
 from harness.admin_api import AdminError, admin_request
 from history.writer import ClientProcess, SequentialIds
 from harness.migration import ClusterEndpoint, MigrationPlan, MigrationStuck, migrate_tenant
-from harness.workloads.base import ClusterAccess, WorkloadContext
-from harness.workloads.lookup_process import LookupService
+from harness.target import TargetCluster
+from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
 from harness.workloads.official_client import (
     LIVE,
@@ -65,7 +65,7 @@ STEP_TIMEOUT_S = 30.0
 MIGRATE = "migrate"
 
 
-def _endpoint(cluster: ClusterAccess) -> ClusterEndpoint:
+def _endpoint(cluster: TargetCluster) -> ClusterEndpoint:
     return ClusterEndpoint(cluster.name, cluster.admin_urls[0], cluster.service_urls[0])
 
 
@@ -75,8 +75,10 @@ class MigrationWorkload:
         self.topic = f"persistent://{TENANT}/{NAMESPACE}/{context.topic.rsplit('/', 1)[-1]}"
         self.context = context
         self._ids = SequentialIds("p")
-        self._lookup = LookupService(self.source.zookeeper,
-                                     context.client_log.with_name("lookup.log"))
+        if context.lookup is None:
+            raise WorkloadOpenFailed("the migration workload needs a Target with a lookup "
+                                     "service, and this one has none")
+        self._lookup = context.lookup
         self._client: pulsar.Client | None = None
         self._producers: list[pulsar.Producer] = []
         self._serving = self.source.name
@@ -89,7 +91,6 @@ class MigrationWorkload:
 
     def open(self) -> None:
         c = self.context
-        self._lookup.start()
         for cluster in (self.source, self.target):
             admin_request(self._lookup.admin_url, "PUT", f"/lookup/v2/clusters/{cluster.name}",
                           {"brokerServiceUrl": cluster.service_urls[0]})
@@ -206,4 +207,3 @@ class MigrationWorkload:
                 client.close()
             except pulsar.PulsarException as exc:
                 log.warning("closing the client: %s", exc)
-        self._lookup.stop()

@@ -3,9 +3,9 @@ subscription has not acknowledged yet."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections.abc import Sequence
+
+from harness.admin_api import AdminError, admin_request
 
 TIMEOUT = 3.0
 
@@ -16,9 +16,10 @@ def subscription_backlogs(admin_urls: Sequence[str], topic: str) -> dict[str, in
     path = "/admin/v2/" + topic.replace("://", "/") + "/stats"
     for url in admin_urls:
         try:
-            with urllib.request.urlopen(url + path, timeout=TIMEOUT) as response:
-                stats = json.loads(response.read())
-        except (OSError, ValueError):
+            stats = admin_request(url, "GET", path, timeout=TIMEOUT)
+        except (OSError, AdminError):
+            continue
+        if not isinstance(stats, dict):
             continue
         return {name: int(entry.get("msgBacklog", 0))
                 for name, entry in stats.get("subscriptions", {}).items()}

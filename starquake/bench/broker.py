@@ -5,7 +5,7 @@ end-to-end latency percentiles.
 End to end means: from the moment the producer hands a message to the client to the moment
 the consumer receives it, both in this process (one clock). Throughput counts messages that
 were both acknowledged to the producer and received and acknowledged by the consumer. The
-target (issue 4) is 10,000 messages/s on a 2-core machine, stated as a ratio.
+target is 10,000 messages/s on a 2-core machine, stated as a ratio.
 """
 
 from __future__ import annotations

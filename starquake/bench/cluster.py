@@ -1,6 +1,6 @@
 """`starquake bench cluster`: how long a containerised deployment takes to serve.
 
-The target (issue 6) is one ZooKeeper, one bookie and three brokers serving within 20 s of
+The target is one ZooKeeper, one bookie and three brokers serving within 20 s of
 the command, the image already built; the figure is printed as a ratio to that target.
 Every repetition is torn down and checked to have left nothing behind.
 """
@@ -30,7 +30,7 @@ def bench_cluster(clusters: int, zookeepers: str, bookies: int, brokers: int,
     from harness.images import node_image
     from harness.run_resources import run_containers, run_networks
     from harness.signals import sigterm_interrupts
-    from scenarios.format import Topology
+    from harness.topology import Topology
 
     client = connect()
     image = node_image(client)  # built before timing: the target assumes a built image

@@ -1,6 +1,6 @@
 """`starquake bench history`: how many events per second the history writer sustains.
 
-The target (issue 6) is 200,000 events/s. The figure is printed as a ratio to that target
+The target is 200,000 events/s. The figure is printed as a ratio to that target
 so that runs on machines of different speeds read the same way.
 """
 

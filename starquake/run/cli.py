@@ -10,7 +10,8 @@ BACKENDS = ("docker", "local")  # scenarios.format.BACKENDS, kept import-light f
 
 
 @click.command()
-@click.argument("scenario", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+# A file, or a packaged name such as smoke/topic-faults (scenarios/catalogue.py).
+@click.argument("scenario", type=click.Path(path_type=Path))
 @click.option("--seed", type=click.IntRange(min=0), default=None,
               help="Fixes operations, keys and the fault schedule [scenario's, else random; "
                    "recorded either way].")
@@ -30,7 +31,9 @@ def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path) -
     from starquake.run.pipeline import RunOptions
     from starquake.run.pipeline import run as run_scenario
     from starquake.run.summary import print_summary
+    from scenarios.catalogue import resolve_scenario
 
+    scenario = resolve_scenario(str(scenario))
     console = Console()
     outcome = run_scenario(RunOptions(scenario, seed, backend, runs_dir), console)
     print_summary(console, outcome)

@@ -24,16 +24,18 @@ from typing import Any
 from rich.console import Console
 
 from checkers.load import prepare
-from starquake.run.backends import ClusterBackend, make_backend
+from harness.signals import sigterm_interrupts
+from harness.target import Deployment
+from harness.targets import deploy
+from harness.workloads import make_workload
+from harness.workloads.base import Workload, WorkloadContext
+from history.errors import BAD_INPUT, ENVIRONMENT, StarquakeError
+from nemesis.runner import FaultStatus, NemesisRunner
+from nemesis.schedule import Schedule
+from scenarios.format import Scenario, load_scenario
+from scenarios.plan import schedule_for
 from starquake.run.progress import CountingHistory, Progress
 from starquake.run.run_dir import create_run_dir, reproducing_command, update_latest, write_inputs
-from harness.signals import sigterm_interrupts
-from harness.workloads import check_workload, make_workload
-from harness.workloads.base import Workload, WorkloadContext
-from nemesis.runner import FaultStatus, NemesisRunner
-from nemesis.schedule import Schedule, build_schedule
-from scenarios.format import Scenario, load_scenario
-from history.errors import BAD_INPUT, ENVIRONMENT, StarquakeError
 
 INTERRUPTED = 130
 """The shell's code for a run ended by Ctrl-C (128 + SIGINT)."""
@@ -84,8 +86,7 @@ def resolve(options: RunOptions) -> tuple[Scenario, Schedule]:
     topology = dataclasses.replace(scenario.topology,
                                    backend=options.backend or scenario.topology.backend)
     scenario = dataclasses.replace(scenario, seed=seed, topology=topology)
-    check_workload(scenario)
-    return scenario, build_schedule(scenario, seed)
+    return scenario, schedule_for(scenario, seed)
 
 
 def run(options: RunOptions, console: Console) -> RunOutcome:
@@ -124,15 +125,16 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
 def _execute(scenario: Scenario, schedule: Schedule, run_dir: Path, history: CountingHistory,
              faults: FaultStatus, progress: Progress) -> None:
     """Boot, load under faults, heal, drain, tear down: everything that needs the cluster."""
-    backend = make_backend(scenario, run_dir)
-    progress.phase(f"starting the {scenario.topology.backend} cluster: {backend.where}")
+    target = deploy(scenario.topology, scenario.mutants, run_dir,
+                    lookup_service=scenario.workload.kind == "migration")
+    progress.phase(f"starting the {scenario.topology.backend} cluster: {target.where}")
     workload: Workload | None = None
     try:
-        backend.start()
-        workload = make_workload(scenario, _context(scenario, backend, history, run_dir))
+        target.start()
+        workload = make_workload(_context(scenario, target, history, run_dir))
         progress.phase("opening the workload")
         workload.open()
-        _load_under_faults(scenario, schedule, backend, workload, history, faults, progress)
+        _load_under_faults(scenario, schedule, target, workload, history, faults, progress)
         progress.phase("draining")
         drained = workload.drain()
         progress.phase("drained" if drained else "drain timed out: the verdict can be unknown")
@@ -140,24 +142,24 @@ def _execute(scenario: Scenario, schedule: Schedule, run_dir: Path, history: Cou
         progress.phase("stopping the cluster, saving logs")
         if workload is not None:
             workload.close()
-        backend.stop()
+        target.stop()
 
 
-def _context(scenario: Scenario, backend: ClusterBackend, history: CountingHistory,
+def _context(scenario: Scenario, target: Deployment, history: CountingHistory,
              run_dir: Path) -> WorkloadContext:
+    first = target.clusters[0]
     return WorkloadContext(
         history=history, settings=scenario.workload, seed=scenario.seed or 0,
-        cluster=backend.cluster, service_url=backend.service_url,
-        admin_urls=tuple(backend.broker_admin_urls.values()),
+        cluster=first.name, service_url=first.service_url, admin_urls=first.admin_urls,
         topic=workload_topic(scenario), client_log=run_dir / "logs" / "client.log",
-        clusters=backend.clusters)
+        clusters=target.clusters, lookup=target.lookup)
 
 
 def workload_topic(scenario: Scenario) -> str:
     return f"persistent://public/default/{scenario.name}"
 
 
-def _load_under_faults(scenario: Scenario, schedule: Schedule, backend: ClusterBackend,
+def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Deployment,
                        workload: Workload, history: CountingHistory, faults: FaultStatus,
                        progress: Progress) -> None:
     """The workload in a thread until the deadline; the nemesis in this thread (so Ctrl-C
@@ -171,7 +173,7 @@ def _load_under_faults(scenario: Scenario, schedule: Schedule, backend: ClusterB
                    load_started=started)
     load.start()
     try:
-        NemesisRunner(schedule, backend, history, workload_topic(scenario), faults
+        NemesisRunner(schedule, target, history, workload_topic(scenario), faults
                       ).run(started, stop)
     finally:
         stop.set()

@@ -19,7 +19,8 @@ from rich.console import Console
 from starquake.run.pipeline import RunOptions, resolve
 from starquake.run.pipeline import run as run_scenario
 from starquake.run.summary import print_summary
-from history.errors import ENVIRONMENT, INVALID, VALID, BadInput, StarquakeError
+from history.errors import ENVIRONMENT, INVALID, VALID, StarquakeError
+from scenarios.catalogue import resolve_suite
 
 VERDICT_CODES = {"valid": 0, "invalid": 1, "unknown": 2}
 
@@ -37,20 +38,10 @@ class SuiteResult:
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:
-    """Scenario files named directly, and every `*.toml` in the directories named, in
-    name order; a path that is neither is bad input."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(path.glob("*.toml"))
-            if not found:
-                raise BadInput(f"{path}: no scenario files (*.toml) in this directory")
-            files += found
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise BadInput(f"{path}: no such scenario file or directory")
-    return files
+    """Scenario files named directly, every `*.toml` in the directories named (in name
+    order), and packaged suites or scenarios named (`smoke`, `mutants/...`,
+    scenarios/catalogue.py); anything else is bad input."""
+    return [file for path in paths for file in resolve_suite(str(path))]
 
 
 def run_suite(files: list[Path], options: RunOptions, console: Console) -> list[SuiteResult]:
@@ -86,7 +77,8 @@ def run_suite(files: list[Path], options: RunOptions, console: Console) -> list[
                    "[runs/suite-<timestamp>].")
 def suite(paths: tuple[Path, ...], seed: int | None, backend: str | None,
           runs_dir: Path | None) -> int:
-    """Run every scenario in PATHS (files, or directories of *.toml), then write
+    """Run every scenario in PATHS (files, directories of *.toml, or packaged suites
+    and scenarios such as smoke or mutants/..., see `starquake scenario ls`), then write
     index.html and junit.xml beside the runs.
 
     Exits 0 when every run ended with its expected verdict, 1 when one did not, 3 on a bad

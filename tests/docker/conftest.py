@@ -18,7 +18,7 @@ from harness.docker_cluster import DockerDeployment
 from harness.docker_engine import connect
 from harness.images import NodeImage, node_image
 from harness.run_resources import remove_run
-from scenarios.format import Topology
+from harness.topology import Topology
 
 # Run in a node's network namespace: which of the given host:port pairs accept a TCP
 # connection within a second (all tried at once, so a blocked peer costs one second).

@@ -11,8 +11,9 @@ import time
 
 from harness.docker_cluster import DockerDeployment
 from harness.signals import sigterm_interrupts
+from harness.iptables import IptablesNetwork
 from nemesis.partition import Partitioner
-from scenarios.format import Topology
+from harness.topology import Topology
 
 
 def main(argv: list[str]) -> None:
@@ -22,7 +23,7 @@ def main(argv: list[str]) -> None:
             Topology(clusters=("a", "b"), zookeepers=1, bookies=0, brokers=0),
             run_id=run_id, image_source="import", reaper=reaper)
         with deployment:
-            Partitioner(deployment.nodes).cut_wan(["a-zk1"], ["b-zk1"])
+            Partitioner(IptablesNetwork(deployment.nodes)).cut_wan(["a-zk1"], ["b-zk1"])
             print(f"ready {run_id}", flush=True)
             time.sleep(120)  # bounded: the test ends it long before
 

@@ -1,10 +1,18 @@
 """The node image: made without any registry, reused while its content is unchanged, and
-able to run what the nodes need (java for ZooKeeper, the project's Python, iptables)."""
+able to run what the nodes need (java for ZooKeeper, the project's Python, iptables); the
+Dockerfile's build context is the installed packages plus generated install metadata."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import io
+import subprocess
+import sys
 import tarfile
+import tomllib
+import zipfile
+from pathlib import Path
 
 import pytest
 from docker import DockerClient
@@ -32,13 +40,55 @@ def test_root_filesystem_links_into_the_mounted_usr() -> None:
     assert "etc/passwd" in members
 
 
-def test_build_context_holds_the_project_and_no_caches() -> None:
+def _context_file(data: bytes, name: str) -> bytes:
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        member = tar.extractfile(name)
+        assert member is not None
+        return member.read()
+
+
+def test_build_context_holds_the_packages_and_no_caches() -> None:
     names = set(_members(build_context_tar()))
-    assert {"Dockerfile", "pyproject.toml", "README.md", "harness/images.py",
-            "nemesis/partition.py", "starquake/cli.py"} <= names
+    assert {"Dockerfile", "pyproject.toml", "harness/images.py", "harness/docker/Dockerfile",
+            "nemesis/partition.py", "starquake/cli.py", "scenarios/smoke/topic-faults.toml",
+            "history/examples/split-topic/history.jsonl"} <= names
+    assert {n.split("/")[0] for n in names} == {"Dockerfile", "pyproject.toml",
+                                                *images.BUILD_CONTEXT_PACKAGES}
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
-    assert not [n for n in names if n.startswith((".venv", "runs/", "tests/"))]
     assert build_context_tar() == build_context_tar()
+
+
+def test_build_context_pins_the_installed_distributions_dependencies() -> None:
+    """The context's pyproject.toml is generated from the installed metadata (an installed
+    package has no pyproject.toml of its own): the same pins, no extras, the same script."""
+    project = tomllib.loads(_context_file(build_context_tar(), "pyproject.toml").decode())
+    assert project["project"]["name"] == "starquake"
+    assert project["project"]["version"] == importlib.metadata.version("starquake")
+    installed = importlib.metadata.requires("starquake") or []
+    assert project["project"]["dependencies"] == [r for r in installed if "extra" not in r]
+    assert "pyspark==4.3.0" in project["project"]["dependencies"]
+    assert project["project"]["scripts"] == {"starquake": "starquake.cli:main"}
+
+
+def test_build_context_installs_every_package_file(tmp_path: Path) -> None:
+    """What `pip install` makes of the context (as the Dockerfile runs it) holds every file
+    of the context's packages: sources, scenarios, templates, the example history."""
+    context = build_context_tar()
+    source = tmp_path / "src"
+    with tarfile.open(fileobj=io.BytesIO(context)) as tar:
+        tar.extractall(source, filter="data")
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+             "-w", str(tmp_path / "wheel")]
+    if importlib.util.find_spec("setuptools") is not None:
+        build += ["--no-build-isolation", "--no-index"]  # no index needed at all
+    built = subprocess.run([*build, str(source)], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300, check=False)
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = (tmp_path / "wheel").glob("starquake-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        installed = {n for n in archive.namelist() if ".dist-info/" not in n}
+    packaged = {n for n in _members(context) if n not in ("Dockerfile", "pyproject.toml")}
+    assert installed == packaged
 
 
 def test_command_line_offers_every_image_source() -> None:

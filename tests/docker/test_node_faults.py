@@ -13,6 +13,7 @@ from harness.containers import NodeSpec
 from harness.docker_cluster import DockerDeployment
 from harness.waits import LogLine, TcpPort
 from harness.zookeeper import serving_mode
+from harness.iptables import IptablesNetwork
 from nemesis.partition import Partitioner
 from nemesis.process import ProcessFaults
 from tests.docker.conftest import reachable
@@ -109,7 +110,7 @@ def test_a_partition_outlives_a_crash_of_the_nodes_process(
     image = deployment.image
     assert image is not None
     zk1, zk2, _ = deployment.clusters["a"].zookeepers
-    partitioner = Partitioner(deployment.nodes)
+    partitioner = Partitioner(IptablesNetwork(deployment.nodes))
     partitioner.isolate("a-zk1")
     faults = ProcessFaults()
     faults.kill([zk1])

@@ -17,8 +17,9 @@ from harness.waits import TcpPort
 from harness.zookeeper import serving_mode
 from nemesis.events import NemesisEvent
 from nemesis.grudge import Grudge
+from harness.iptables import IptablesNetwork
 from nemesis.partition import Partitioner
-from scenarios.format import Topology
+from harness.topology import Topology
 from tests.docker.conftest import reachable
 
 pytestmark = pytest.mark.docker
@@ -38,7 +39,7 @@ def ensemble(docker_client: DockerClient) -> Iterator[DockerDeployment]:
 
 @pytest.fixture
 def partitioner(ensemble: DockerDeployment) -> Iterator[Partitioner]:
-    partitioner = Partitioner(ensemble.nodes)
+    partitioner = Partitioner(IptablesNetwork(ensemble.nodes))
     yield partitioner
     partitioner.heal()
 
@@ -123,7 +124,7 @@ def test_wan_cut_separates_clusters_and_heal_wan_rejoins_them(
     # Clusters meet only on the WAN: b's own network is out of a's reach.
     assert reachable(image, a, {"b-web1": f"{web.ip}:9000"}) == set()
 
-    partitioner = Partitioner(deployment.nodes)
+    partitioner = Partitioner(IptablesNetwork(deployment.nodes))
     cluster_a = [n.name for n in deployment.clusters["a"].nodes]
     cluster_b = [n.name for n in deployment.clusters["b"].nodes]
     event = partitioner.cut_wan(cluster_a, cluster_b)

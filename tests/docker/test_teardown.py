@@ -23,7 +23,7 @@ from harness.docker_cluster import DockerDeployment
 from harness.docker_engine import new_run_id
 from harness.run_resources import remove_run, run_containers, run_networks
 from harness.waits import NodeNotReady
-from scenarios.format import Topology
+from harness.topology import Topology
 
 pytestmark = pytest.mark.docker
 

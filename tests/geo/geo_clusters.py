@@ -21,7 +21,7 @@ NAMESPACE = f"{TENANT}/replicated"
 
 class GeoCluster(Protocol):
     """What the geo scenes need of a cluster: a `LocalCluster` (tests/geo) or a container
-    deployment's `ClusterAccess` (tests/geo_docker)."""
+    deployment's `TargetCluster` (tests/geo_docker)."""
 
     @property
     def service_urls(self) -> Sequence[str]: ...
@@ -31,7 +31,7 @@ class GeoCluster(Protocol):
 
 
 def cluster_name(cluster: GeoCluster) -> str:
-    """A `LocalCluster` keeps its name in its settings; a `ClusterAccess` holds it."""
+    """A `LocalCluster` keeps its name in its settings; a `TargetCluster` holds it."""
     settings = getattr(cluster, "settings", None)
     return str(settings.name if settings is not None else getattr(cluster, "name"))
 

@@ -14,7 +14,7 @@ import pytest
 from harness.admin_api import AdminError
 from harness.docker_cluster import DockerDeployment
 from harness.node_specs import NodeSettings
-from harness.workloads.base import ClusterAccess
+from harness.target import TargetCluster
 from harness.workloads.geo_link import replicate_namespace
 from tests.docker.conftest import deploy, docker_client  # noqa: F401  (fixtures)
 from tests.geo.failover import SUBSCRIPTION
@@ -24,7 +24,7 @@ from tests.geo.geo_clusters import NAMESPACE, topic_stats
 @dataclass(frozen=True)
 class GeoDeployment:
     deployment: DockerDeployment
-    clusters: list[ClusterAccess]
+    clusters: list[TargetCluster]
     """In the order they were asked for; what the failover scene takes."""
 
 
@@ -42,7 +42,7 @@ def geo_deployment(deploy: Callable[..., DockerDeployment],  # noqa: F811
                                 replication_keepalive_s=replication_keepalive_s)
         deployment = deploy(clusters=tuple(names), zookeepers=1, bookies=1, brokers=1,
                             settings=settings, run_dir=tmp_path)
-        clusters = [ClusterAccess(n.name, tuple(n.service_urls), tuple(n.admin_urls),
+        clusters = [TargetCluster(n.name, tuple(n.service_urls), tuple(n.admin_urls),
                                   n.zk_connect_string)
                     for n in (deployment.clusters[name] for name in names)]
         replicate_namespace(clusters, NAMESPACE)
@@ -51,13 +51,13 @@ def geo_deployment(deploy: Callable[..., DockerDeployment],  # noqa: F811
     return start
 
 
-def completed_snapshots(cluster: ClusterAccess, topic: str) -> int:
+def completed_snapshots(cluster: TargetCluster, topic: str) -> int:
     """How many PIP-33 snapshots `cluster`'s copy of `topic` has completed."""
     stats = topic_stats(cluster, topic).get("replicatedSubscriptionsController")
     return int(stats["completedSnapshots"]) if stats else 0
 
 
-def holds_subscription(cluster: ClusterAccess, topic: str) -> bool:
+def holds_subscription(cluster: TargetCluster, topic: str) -> bool:
     """Whether an update marker (or a consumer) has made the scene's subscription in
     `cluster` yet."""
     try:

@@ -16,6 +16,8 @@ from collections.abc import Callable
 import pulsar
 import pytest
 
+from harness.iptables import IptablesNetwork
+
 from nemesis.partition import Partitioner
 from tests.geo.failover import Outcome, Scene, play, report
 from tests.geo.geo_clusters import replicator_connected, wait_until
@@ -32,7 +34,7 @@ class CutFromB:
     snapshot counts when a's replicator noticed and at the end are kept for the test."""
 
     def __init__(self, geo: GeoDeployment, topic: str) -> None:
-        self._partitioner = Partitioner(geo.deployment.nodes)
+        self._partitioner = Partitioner(IptablesNetwork(geo.deployment.nodes))
         self._sides = [[node.name for node in geo.deployment.clusters[name].nodes]
                        for name in ("a", "b")]
         self._a, _, self._c = geo.clusters

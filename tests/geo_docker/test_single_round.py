@@ -19,6 +19,7 @@ import pulsar
 import pytest
 
 from harness.node_specs import BROKER_PORT
+from harness.iptables import IptablesNetwork
 from nemesis.partition import Partitioner
 from tests.geo.failover import Outcome, Scene, play, report
 from tests.geo.geo_clusters import wait_until
@@ -37,8 +38,8 @@ class AnswerOvertakesMessages:
     is lifted while the other stays: a's requests to b on b's side, c's link to a on a's."""
 
     def __init__(self, geo: GeoDeployment, topic: str) -> None:
-        self._requests = Partitioner(geo.deployment.nodes)
-        self._from_c = Partitioner(geo.deployment.nodes)
+        self._requests = Partitioner(IptablesNetwork(geo.deployment.nodes))
+        self._from_c = Partitioner(IptablesNetwork(geo.deployment.nodes))
         self._a, self._b, _ = geo.clusters
         self._topic = topic
         self.when_released = self.at_end = -1

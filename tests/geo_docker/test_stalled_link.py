@@ -15,7 +15,8 @@ import pytest
 
 from harness.docker_cluster import DockerDeployment
 from harness.node_specs import BROKER_PORT
-from harness.workloads.base import ClusterAccess
+from harness.target import TargetCluster
+from harness.iptables import IptablesNetwork
 from nemesis.partition import Partitioner
 from tests.docker.conftest import reachable
 from tests.geo.failover import Outcome, Scene, play, report
@@ -31,7 +32,7 @@ class StalledLink:
     to a stalls, a's replicator to b does not. Lifted when the traffic is over."""
 
     def __init__(self, deployment: DockerDeployment, partitioner: Partitioner,
-                 a: ClusterAccess, c: ClusterAccess, topic: str) -> None:
+                 a: TargetCluster, c: TargetCluster, topic: str) -> None:
         self._deployment = deployment
         self._partitioner = partitioner
         self._a, self._c = a, c
@@ -73,7 +74,7 @@ def _failover_with_b_to_a_stalled(geo_deployment: Callable[..., GeoDeployment],
                                   mutants: tuple[str, ...]) -> tuple[Outcome, StalledLink]:
     geo = geo_deployment(["a", "b", "c"], mutants=mutants)
     a, b, c = geo.clusters
-    partitioner = Partitioner(geo.deployment.nodes)
+    partitioner = Partitioner(IptablesNetwork(geo.deployment.nodes))
     # 20 s of traffic from a and b. The consumer in a keeps up with what arrives (it
     # passes each snapshot as soon as it is written) and stops after as many messages as
     # a alone publishes, so it never starves. Before the stall a receives 40 messages/s,

@@ -11,7 +11,8 @@ from collections.abc import Callable
 import pulsar
 import pytest
 
-from harness.workloads.base import ClusterAccess
+from harness.target import TargetCluster
+from harness.iptables import IptablesNetwork
 from nemesis.partition import Partitioner
 from tests.geo.failover import Scene, play, report
 from tests.geo.geo_clusters import wait_until
@@ -27,7 +28,7 @@ class WanCut:
     for `CUT_S` seconds, then heal and wait for snapshots to complete again; the counts
     seen on the way are kept for the test to judge."""
 
-    def __init__(self, partitioner: Partitioner, a: ClusterAccess, b_nodes: list[str],
+    def __init__(self, partitioner: Partitioner, a: TargetCluster, b_nodes: list[str],
                  a_nodes: list[str], topic: str) -> None:
         self._partitioner = partitioner
         self._a = a
@@ -64,7 +65,7 @@ def test_wan_cut_stops_snapshots_and_the_failover_after_the_heal_is_bounded(
     geo = geo_deployment(["a", "b"])
     a, b = geo.clusters
     deployment = geo.deployment
-    partitioner = Partitioner(deployment.nodes)
+    partitioner = Partitioner(IptablesNetwork(deployment.nodes))
     # 25 s of traffic; the consumer, 1.5 s behind, acknowledges until 2 s before the end,
     # well after snapshots resumed, so its last acknowledgements pass fresh snapshots.
     scene = Scene(source=a, target=b, producers=[a], messages_per_producer=500, rate=20,

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from nemesis.grudge import ShapeNotApplicable
-from nemesis.partition import CHAIN, Partitioner, PartitionFailed, restore_input
+from harness.iptables import IptablesNetwork, CHAIN, PartitionFailed, restore_input
+from nemesis.partition import Partitioner
 
 
 @dataclass
@@ -46,7 +47,7 @@ def test_restore_input_replaces_our_chain_only() -> None:
 
 def test_a_node_drops_every_address_of_the_nodes_it_holds_a_grudge_against(
         nodes: dict[str, RecordingNode]) -> None:
-    event = Partitioner(nodes.values()).isolate("a-broker1")
+    event = Partitioner(IptablesNetwork(nodes.values())).isolate("a-broker1")
     assert nodes["a-broker1"].drops() == {"10.0.0.2", "10.1.0.2", "10.9.0.4"}
     assert nodes["a-zk1"].drops() == {"10.0.0.3", "10.9.0.3"}
     assert (event.f, event.value, event.targets) == ("partition", "isolate", ("a-broker1",))
@@ -55,7 +56,7 @@ def test_a_node_drops_every_address_of_the_nodes_it_holds_a_grudge_against(
 
 def test_a_new_partition_heals_nodes_it_no_longer_names(nodes: dict[str, RecordingNode]
                                                         ) -> None:
-    partitioner = Partitioner(nodes.values())
+    partitioner = Partitioner(IptablesNetwork(nodes.values()))
     partitioner.isolate("a-zk1")
     partitioner.cut_wan(["a-zk1", "a-broker1"], ["b-broker1"])
     assert nodes["a-zk1"].drops() == {"10.1.0.2", "10.9.0.4"}
@@ -65,7 +66,7 @@ def test_a_new_partition_heals_nodes_it_no_longer_names(nodes: dict[str, Recordi
 
 def test_heal_empties_the_chain_everywhere_a_rule_was_added(nodes: dict[str, RecordingNode]
                                                             ) -> None:
-    partitioner = Partitioner(nodes.values())
+    partitioner = Partitioner(IptablesNetwork(nodes.values()))
     partitioner.cut_wan(["a-zk1", "a-broker1"], ["b-broker1"])
     event = partitioner.heal()
     assert all(node.drops() == set() for node in nodes.values())
@@ -78,9 +79,9 @@ def test_a_failing_iptables_names_the_node_and_its_output(nodes: dict[str, Recor
     nodes["a-zk1"].exit_code = 4
     with pytest.raises(PartitionFailed, match="a-zk1's network namespace exited 4: "
                                               "iptables: Permission denied"):
-        Partitioner(nodes.values()).isolate("a-zk1")
+        Partitioner(IptablesNetwork(nodes.values())).isolate("a-zk1")
 
 
 def test_unknown_nodes_are_named(nodes: dict[str, RecordingNode]) -> None:
     with pytest.raises(ShapeNotApplicable, match=r"unknown nodes \['c-zk1'\]"):
-        Partitioner(nodes.values()).partition({"a-zk1": ["c-zk1"]})
+        Partitioner(IptablesNetwork(nodes.values())).partition({"a-zk1": ["c-zk1"]})

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import orjson
 
+from harness.target import Node as TargetNode
+from harness.target import TargetCluster
 from history.writer import HistoryWriter
-from nemesis.partition import Partitioner
 from nemesis.runner import NemesisRunner
 from nemesis.schedule import FaultStep, Schedule
 
@@ -44,18 +45,24 @@ class Node:
 
 
 class Targets:
-    def __init__(self, nodes: list[Node]) -> None:
+    """A Target of stand-in nodes: broker n serves `pulsar://10.0.0.n:6650`, and its admin
+    API is at `admin_urls[n - 1]` (by default nowhere)."""
+
+    network = None
+    session_timeout_s = 4.0
+
+    def __init__(self, nodes: list[Node], admin_urls: tuple[str, ...] = ()) -> None:
         self._nodes = {n.name: n for n in nodes}
+        brokers = [n.name for n in nodes if "-broker" in n.name]
+        admin_urls = admin_urls or tuple("http://127.0.0.1:9" for _ in brokers)
+        self.clusters = (TargetCluster(
+            "a", tuple(f"pulsar://10.0.0.{n}:6650" for n in range(1, len(brokers) + 1)),
+            admin_urls, None,
+            tuple(TargetNode(n.name, "broker" if "-broker" in n.name else "bookie", "a",
+                             n.name, frozenset({"kill", "pause"})) for n in nodes)),)
 
-    def process_node(self, name: str) -> Node:
+    def control(self, name: str) -> Node:
         return self._nodes[name]
-
-    partitioner: Partitioner | None = None
-    broker_admin_urls: dict[str, str] = {}
-    zookeeper_hosts = ""
-
-    def broker_at(self, url: str) -> str | None:
-        return None
 
 
 def _run(tmp_path: Path, steps: list[FaultStep], heal_at_s: float, nodes: list[Node]
@@ -129,18 +136,14 @@ def test_the_controller_leader_is_the_broker_the_stats_name_when_the_fault_start
     threading.Thread(target=server.serve_forever, daemon=True).start()
     calls: list[str] = []
 
-    class Cluster(Targets):
-        broker_admin_urls = {"a-broker1": f"http://127.0.0.1:{server.server_port}"}
-
-        def broker_at(self, url: str) -> str | None:
-            return "a-broker2" if url == leader_url else None
-
     try:
         with HistoryWriter(tmp_path / "history.jsonl") as history:
             runner = NemesisRunner(
                 Schedule((FaultStep(0.0, "kill-controller-leader", 0.05,
                                     ("controller-leader",), 1),), 0.1),
-                Cluster([Node("a-broker1", calls), Node("a-broker2", calls)]), history,
+                Targets([Node("a-broker1", calls), Node("a-broker2", calls)],
+                        (f"http://127.0.0.1:{server.server_port}", "http://127.0.0.1:9")),
+                history,
                 "persistent://public/default/t")
             runner.run(time.monotonic(), threading.Event())
     finally:

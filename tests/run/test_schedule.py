@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from nemesis.schedule import OWNER, build_schedule, node_names
+from harness.topology import planned_nodes
+from nemesis.faults.base import OWNER
+from scenarios.plan import schedule_for
 from scenarios.format import ScenarioError
 from tests.run.conftest import WriteScenario
 
@@ -26,18 +28,18 @@ duration_s = 4
 
 def test_the_seed_alone_fixes_faults_times_and_targets(write_scenario: WriteScenario) -> None:
     scenario = write_scenario(RANDOM)
-    first, again = build_schedule(scenario, 42), build_schedule(scenario, 42)
+    first, again = schedule_for(scenario, 42), schedule_for(scenario, 42)
     assert first == again
     assert len(first.steps) >= 8
     assert {s.fault for s in first.steps} >= {"kill", "pause", "isolate"}
-    other = build_schedule(scenario, 43)
+    other = schedule_for(scenario, 43)
     assert [(s.at_s, s.fault, s.targets) for s in other.steps] != \
            [(s.at_s, s.fault, s.targets) for s in first.steps]
 
 
 def test_random_faults_follow_one_another_within_the_run(write_scenario: WriteScenario) -> None:
-    schedule = build_schedule(write_scenario(RANDOM), 7)
-    everyone = {n for names in node_names(write_scenario(RANDOM)).values() for n in names}
+    schedule = schedule_for(write_scenario(RANDOM), 7)
+    everyone = {n.name for n in planned_nodes(write_scenario(RANDOM).topology)}
     previous_end = 0.0
     for step in schedule.steps:
         assert previous_end < step.at_s < 120
@@ -72,7 +74,7 @@ targets = ["a-broker2"]
 
 
 def test_a_timeline_runs_as_written_and_ends_healed(write_scenario: WriteScenario) -> None:
-    schedule = build_schedule(write_scenario(TIMELINE), 1)
+    schedule = schedule_for(write_scenario(TIMELINE), 1)
     actions = [(a.at_s, a.kind, a.step.fault if a.step else None) for a in schedule.actions()]
     assert actions == [
         (2.5, "begin", "pause"), (6.5, "end", "pause"),
@@ -84,11 +86,11 @@ def test_a_timeline_runs_as_written_and_ends_healed(write_scenario: WriteScenari
     assert kill.targets == ("a-bookie1", OWNER)
     pause = next(s for s in schedule.steps if s.fault == "pause")
     assert pause.targets[0] in ("a-broker1", "a-broker2", "a-broker3")
-    assert build_schedule(write_scenario(TIMELINE), 1) == schedule
+    assert schedule_for(write_scenario(TIMELINE), 1) == schedule
 
 
 def test_without_faults_the_schedule_is_the_final_heal(write_scenario: WriteScenario) -> None:
-    schedule = build_schedule(write_scenario("duration_s = 5\n"), 3)
+    schedule = schedule_for(write_scenario("duration_s = 5\n"), 3)
     assert schedule.steps == ()
     assert [(a.at_s, a.kind) for a in schedule.actions()] == [(5.0, "heal")]
 
@@ -96,10 +98,10 @@ def test_without_faults_the_schedule_is_the_final_heal(write_scenario: WriteScen
 @pytest.mark.parametrize(("text", "message"), [
     ('[topology]\nbackend = "local"\n[nemesis]\nschedule = "random"\n'
      'faults = ["kill", "isolate"]\n',
-     "nemesis.faults[1]: the local backend cannot inject isolate; it can inject "
-     "expire-session, kill, kill-controller-leader, pause"),
+     "nemesis.faults[1]: the target cannot take isolate: it needs partition, which no "
+     "node offers"),
     ('[nemesis]\nschedule = "timeline"\n[[nemesis.timeline]]\nat_s = 1\nfault = "cut-wan"\n',
-     "nemesis.timeline[0].fault: cut-wan cuts clusters apart; topology.clusters names only"),
+     "nemesis.timeline[0].fault: cut-wan cuts clusters apart; the target has only"),
     ('[nemesis]\nschedule = "timeline"\n[[nemesis.timeline]]\nat_s = 1\nfault = "kill"\n'
      'targets = ["broker-1"]\n',
      "nemesis.timeline[0].targets[0]: expected a node name (one of a-broker1, a-broker2, "
@@ -125,7 +127,7 @@ def test_faults_a_backend_or_cluster_cannot_take_are_named(
         write_scenario: WriteScenario, text: str, message: str) -> None:
     scenario = write_scenario(text)
     with pytest.raises(ScenarioError) as caught:
-        build_schedule(scenario, 1)
+        schedule_for(scenario, 1)
     assert str(caught.value).startswith(f"{scenario.path}: ")
     assert message in str(caught.value)
 
@@ -134,7 +136,7 @@ def test_controller_faults_aim_at_the_leader_found_at_run_time(
         write_scenario: WriteScenario) -> None:
     scenario = write_scenario('[workload]\nkind = "scalable"\n[nemesis]\nschedule = "random"\n'
                               'faults = ["kill-controller-leader", "isolate-controller-leader"]\n')
-    steps = build_schedule(scenario, 3).steps
+    steps = schedule_for(scenario, 3).steps
     assert steps and {s.fault for s in steps} <= {"kill-controller-leader",
                                                    "isolate-controller-leader"}
     assert all(s.targets == ("controller-leader",) for s in steps)

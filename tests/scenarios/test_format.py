@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.format import FAULTS, ScenarioError, load_scenario
+from nemesis.faults import FAULT_NAMES as FAULTS
+from scenarios.format import ScenarioError, load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 

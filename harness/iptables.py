@@ -1,0 +1,71 @@
+"""The network control of nodes in their own network namespaces: iptables rules.
+
+Every rule we add lives in one chain of our own, `STARQUAKE`, which the first drop creates
+in a node's namespace and jumps to from the top of INPUT. A node's drops are replaced
+atomically with one `iptables-restore --noflush` (declaring a chain in a restore flushes
+it), and letting everything through again restores an empty chain: exactly our rules go,
+whatever else the namespace holds (the engine's DNS rules live in the nat table and are
+never touched).
+
+Only INPUT is filtered, as Jepsen does: a node drops what it receives. The host's own
+traffic (the clients the harness runs) is never dropped, since no node name stands for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from history.errors import EnvironmentProblem
+
+CHAIN = "STARQUAKE"
+# $1 is the iptables-restore input; one exec per node per change.
+_APPLY_SCRIPT = (
+    f"iptables -w -N {CHAIN} 2>/dev/null; "
+    f"iptables -w -C INPUT -j {CHAIN} 2>/dev/null || iptables -w -I INPUT 1 -j {CHAIN} || exit 1; "
+    'printf "%s" "$1" | iptables-restore -w --noflush'
+)
+
+
+class PartitionFailed(EnvironmentProblem):
+    """iptables failed in a node's network namespace; the message has its output."""
+
+
+class NetworkNode(Protocol):
+    """What a drop needs of a node (harness.containers.ContainerNode has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def ips(self) -> tuple[str, ...]: ...
+
+    def run_in_netns(self, argv: Sequence[str]) -> tuple[int, str]: ...
+
+
+def restore_input(drop_from: Iterable[str], to_port: int | None = None) -> str:
+    """The iptables-restore text that makes our chain drop packets from `drop_from`: all
+    of them, or with `to_port` only TCP segments addressed to that port."""
+    match = "" if to_port is None else f" -p tcp --dport {to_port}"
+    lines = ["*filter", f":{CHAIN} - [0:0]"]
+    lines += [f"-A {CHAIN} -s {ip}/32{match} -j DROP" for ip in sorted(drop_from)]
+    return "\n".join([*lines, "COMMIT", ""])
+
+
+class IptablesNetwork:
+    """A `NetworkControl` over nodes that each have a network namespace of their own."""
+
+    def __init__(self, nodes: Iterable[NetworkNode]) -> None:
+        self._nodes = {node.name: node for node in nodes}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._nodes)
+
+    def drop(self, node: str, sources: Iterable[str], to_port: int | None = None) -> None:
+        ips = [ip for source in sources for ip in self._nodes[source].ips]
+        code, output = self._nodes[node].run_in_netns(
+            ["sh", "-c", _APPLY_SCRIPT, "sh", restore_input(ips, to_port)])
+        if code != 0:
+            raise PartitionFailed(f"iptables in {node}'s network namespace exited {code}: "
+                                  f"{output.strip()}")

@@ -1,0 +1,181 @@
+"""The system under test, as workloads and the nemesis see it: a `Target`.
+
+A Target is the one thing a system offers to be tested, as Jepsen's `DB` and `Client`
+protocols are to Jepsen: its clusters (each with broker service URLs, admin URLs, an
+optional metadata store and named nodes), and per node the faults it can take. Workloads
+reach it only through public interfaces: the binary protocol through the official client,
+the Pulsar admin REST API, the PIP-468 admin API and commands 70 to 72. The nemesis reaches
+it only through the controls declared here: process control of a node, a network that can
+drop traffic between named nodes, and capabilities such as our brokers' session debug
+endpoint. What a Target does not declare, no fault may use: a fault that needs it is
+refused (or skipped, in conformance runs) with the reason.
+
+Our reference implementation as local processes (`harness.targets.local`) and in
+containers (`harness.targets.docker`) are two Targets; a third party's cluster is another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+Role = Literal["broker", "bookie", "zookeeper"]
+ROLES: tuple[Role, ...] = ("broker", "bookie", "zookeeper")
+
+Capability = Literal["kill", "pause", "partition", "session-debug"]
+"""What the nemesis may do to a node: `kill` (and start again), `pause` (and resume),
+`partition` (drop its traffic from chosen nodes), `session-debug` (a broker publishes its
+metadata session id and password on `/admin/v2/debug/zookeeper-session`, so its session
+can be expired directly; our brokers only)."""
+
+SESSION_DEBUG_PATH = "/admin/v2/debug/zookeeper-session"
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of a cluster, named `<cluster>-<role><n>` by our deployments."""
+
+    name: str
+    role: Role
+    cluster: str
+    address: str
+    """Where the harness reaches it (a host name or IP)."""
+    capabilities: frozenset[Capability] = frozenset()
+
+
+def multi_host_url(urls: Sequence[str]) -> str:
+    """`pulsar://a:1`, `pulsar://b:2` -> `pulsar://a:1,b:2`: the client tries each host, so
+    a lookup still succeeds while one broker is down."""
+    return "pulsar://" + ",".join(url.removeprefix("pulsar://") for url in urls)
+
+
+@dataclass(frozen=True)
+class TargetCluster:
+    """How clients, the admin driver and the nemesis reach one cluster."""
+
+    name: str
+    service_urls: tuple[str, ...]
+    """Each broker's binary protocol address, in the order of the broker nodes."""
+    admin_urls: tuple[str, ...]
+    """Each broker's admin REST address, in the same order."""
+    metadata_store: str | None
+    """The metadata store's `host:port,...` (ZooKeeper, no chroot), where it is offered."""
+    nodes: tuple[Node, ...] = ()
+
+    @property
+    def service_url(self) -> str:
+        return multi_host_url(self.service_urls)
+
+    def of_role(self, role: Role) -> tuple[Node, ...]:
+        return tuple(node for node in self.nodes if node.role == role)
+
+    @property
+    def broker_admin_urls(self) -> dict[str, str]:
+        """Broker node name -> its admin URL."""
+        return {node.name: url for node, url in zip(self.of_role("broker"), self.admin_urls,
+                                                     strict=True)}
+
+    def broker_at(self, url: str) -> str | None:
+        """The broker node whose service or admin URL is `url`."""
+        url = url.rstrip("/")
+        for node, service, admin in zip(self.of_role("broker"), self.service_urls,
+                                        self.admin_urls, strict=True):
+            if url in (service.rstrip("/"), admin.rstrip("/")):
+                return node.name
+        return None
+
+
+@dataclass(frozen=True)
+class LookupEndpoint:
+    """A lookup service that sends each tenant's clients to the cluster serving it (the
+    tenant-migration document's): clients use `service_url`, operators `admin_url`."""
+
+    service_url: str
+    admin_url: str
+
+
+class NodeControl(Protocol):
+    """Process control of one node (capabilities `kill` and `pause`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def kill(self) -> None:
+        """SIGKILL, or whatever crashes the node at once; its data stays."""
+
+    def start(self) -> None:
+        """Start a killed node again; a running one is left alone."""
+
+    def pause(self) -> None:
+        """Freeze every process of the node (a long GC pause): sockets stay open."""
+
+    def resume(self) -> None: ...
+
+
+class NetworkControl(Protocol):
+    """The network between a Target's nodes (capability `partition`)."""
+
+    @property
+    def names(self) -> list[str]:
+        """The nodes whose traffic it can drop."""
+
+    def drop(self, node: str, sources: Iterable[str], to_port: int | None = None) -> None:
+        """From now on `node` drops what it receives from `sources` (node names), all of it
+        or with `to_port` only TCP segments addressed to that port; an empty `sources`
+        lets everything through again. Replaces what was set for `node` before."""
+
+
+class Target(Protocol):
+    """A system under test: what workloads and the nemesis may use."""
+
+    @property
+    def clusters(self) -> tuple[TargetCluster, ...]:
+        """Every cluster, the first the one single-cluster workloads and faults act on."""
+
+    @property
+    def session_timeout_s(self) -> float:
+        """The brokers' metadata-store session timeout: how long a broker cut from the
+        store, or paused, keeps its session."""
+
+    def control(self, node: str) -> NodeControl:
+        """Process control of `node`; only for nodes with `kill` or `pause`."""
+
+    @property
+    def network(self) -> NetworkControl | None:
+        """None where no node can be partitioned."""
+
+    @property
+    def lookup(self) -> LookupEndpoint | None:
+        """The Target's lookup service; None where it has none."""
+
+
+class Deployment(Target, Protocol):
+    """A Target that starquake starts and stops itself (our reference implementation)."""
+
+    where: str
+    """Where its nodes live, for people: a directory, or the containers' label."""
+
+    def start(self) -> None:
+        """Start every node; return once every broker serves."""
+
+    def stop(self) -> None:
+        """Stop and remove everything, saving each node's log into the run directory's
+        `logs/`. Safe after a failed or partial start, and more than once."""
+
+
+def nodes_of(target: Target) -> tuple[Node, ...]:
+    """Every node of every cluster."""
+    return tuple(node for cluster in target.clusters for node in cluster.nodes)
+
+
+def broker_admin_urls(target: Target) -> dict[str, str]:
+    """Broker node name -> admin URL, over every cluster."""
+    return {name: url for cluster in target.clusters
+            for name, url in cluster.broker_admin_urls.items()}
+
+
+def broker_at(target: Target, url: str) -> str | None:
+    """The broker node (of any cluster) whose service or admin URL is `url`."""
+    return next((name for cluster in target.clusters
+                 if (name := cluster.broker_at(url)) is not None), None)

@@ -1,0 +1,23 @@
+"""Targets starquake can start itself: the reference implementation as local processes
+(`local.py`) or in containers (`docker.py`), chosen by a scenario's `topology.backend`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.target import Deployment
+from harness.topology import Topology
+
+
+def deploy(topology: Topology, mutants: tuple[str, ...], run_dir: Path,
+           lookup_service: bool = False) -> Deployment:
+    """The Target `topology.backend` names, not yet started; with `lookup_service` it
+    starts our lookup service too, over its first cluster."""
+    if topology.backend == "local":
+        from harness.targets.local import LocalTarget
+
+        return LocalTarget(topology, mutants, run_dir, lookup_service)
+    from harness.targets.docker import DockerTarget  # imports the docker SDK
+
+    return DockerTarget(topology, mutants, run_dir, lookup_service)
+

@@ -1,0 +1,71 @@
+"""Our reference implementation in containers (harness/docker_cluster.py): every node can
+be killed, paused and partitioned (iptables in its network namespace), and our brokers'
+sessions expired through their debug endpoint. Teardown removes containers, networks and
+with them every rule, and the deployment's reaper covers a harness killed outright."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.docker_cluster import ClusterNodes, DockerDeployment
+from harness.iptables import IptablesNetwork
+from harness.node_specs import NodeSettings
+from harness.target import LookupEndpoint, Node, NodeControl, NetworkControl, Role, TargetCluster
+from harness.targets.lookup import DeployedLookup
+from harness.topology import BACKEND_CAPABILITIES, Topology
+
+CAPABILITIES = BACKEND_CAPABILITIES["docker"]
+
+
+class DockerTarget:
+    """A `Deployment` of containers."""
+
+    def __init__(self, topology: Topology, mutants: tuple[str, ...], run_dir: Path,
+                 lookup_service: bool = False) -> None:
+        self._topology = topology
+        self._lookup = DeployedLookup(lookup_service, run_dir)
+        # Connecting here raises EngineUnavailable (exit 4) before anything starts.
+        self._deployment = DockerDeployment(
+            topology, settings=NodeSettings(session_timeout_ms=topology.session_timeout_ms,
+                                            mutants=mutants), run_dir=run_dir)
+        self._network: IptablesNetwork | None = None
+        self.where = f"containers labelled starquake={self._deployment.run_id}"
+
+    def start(self) -> None:
+        self._deployment.up()
+        self._network = IptablesNetwork(self._deployment.nodes)
+        self._lookup.start(self.clusters[0].metadata_store)
+
+    def stop(self) -> None:
+        try:
+            self._lookup.stop()
+        finally:
+            self._deployment.down()
+
+    @property
+    def clusters(self) -> tuple[TargetCluster, ...]:
+        return tuple(_cluster(nodes) for nodes in self._deployment.clusters.values())
+
+    @property
+    def session_timeout_s(self) -> float:
+        return self._topology.session_timeout_ms / 1000
+
+    def control(self, node: str) -> NodeControl:
+        return self._deployment.node(node)
+
+    @property
+    def lookup(self) -> LookupEndpoint | None:
+        return self._lookup.endpoint
+
+    @property
+    def network(self) -> NetworkControl | None:
+        return self._network
+
+
+def _cluster(nodes: ClusterNodes) -> TargetCluster:
+    roles: tuple[tuple[Role, list], ...] = (
+        ("zookeeper", nodes.zookeepers), ("bookie", nodes.bookies), ("broker", nodes.brokers))
+    return TargetCluster(nodes.name, tuple(nodes.service_urls), tuple(nodes.admin_urls),
+                         nodes.zk_connect_string,
+                         tuple(Node(node.name, role, nodes.name, node.ip, CAPABILITIES)
+                               for role, members in roles for node in members))

@@ -1,0 +1,116 @@
+"""Our reference implementation as local processes on loopback: one `LocalCluster` per
+cluster of the topology, started side by side. Data lives in a temporary directory removed
+on stop; the logs are copied into the run directory. Nodes can be killed and paused (and
+their sessions expired through our brokers' debug endpoint), not partitioned: they share
+the loopback interface."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from harness.local_cluster import ClusterSettings, LocalCluster, Node as ProcessNode
+from harness.target import LookupEndpoint, Node, NodeControl, NetworkControl, TargetCluster
+from harness.targets.lookup import DeployedLookup
+from harness.topology import BACKEND_CAPABILITIES, Topology
+
+CAPABILITIES = BACKEND_CAPABILITIES["local"]
+
+
+class _NamedNode:
+    """A local process under its topology name (its own name is the process's)."""
+
+    def __init__(self, name: str, node: ProcessNode) -> None:
+        self.name = name
+        self._node = node
+
+    def kill(self) -> None:
+        self._node.kill()
+
+    def start(self) -> None:
+        self._node.start()
+
+    def pause(self) -> None:
+        self._node.pause()
+
+    def resume(self) -> None:
+        self._node.resume()
+
+
+class LocalTarget:
+    """A `Deployment` of local processes."""
+
+    def __init__(self, topology: Topology, mutants: tuple[str, ...], run_dir: Path,
+                 lookup_service: bool = False) -> None:
+        self._topology = topology
+        self._lookup = DeployedLookup(lookup_service, run_dir)
+        self._run_dir = run_dir
+        self._base = Path(tempfile.mkdtemp(prefix="starquake-run-"))
+        self.where = f"processes with data in {self._base}"
+        self._locals = {
+            name: LocalCluster(self._base / name, ClusterSettings(
+                name=name, brokers=topology.brokers, bookies=topology.bookies,
+                zookeepers=topology.zookeepers, session_timeout_ms=topology.session_timeout_ms,
+                session_expired_policy=topology.session_expired_policy, mutants=mutants))
+            for name in topology.clusters}
+        self._controls: dict[str, NodeControl] = {}
+        self._logs: dict[str, Path] = {}
+        for cluster, local in self._locals.items():
+            for name, zk in zip(topology.node_names(cluster, "zookeeper"), local.zookeeper.nodes,
+                                strict=True):
+                self._controls[name], self._logs[name] = _NamedNode(name, zk), zk.log_path
+            for role, nodes in (("bookie", local.bookies), ("broker", local.brokers)):
+                for name, node in zip(topology.node_names(cluster, role),  # type: ignore[arg-type]
+                                      nodes, strict=True):
+                    self._controls[name] = _NamedNode(name, node)
+                    self._logs[name] = node.process.log_path
+        self._stopped = False
+
+    @property
+    def clusters(self) -> tuple[TargetCluster, ...]:
+        return tuple(
+            TargetCluster(name, tuple(local.service_urls), tuple(local.admin_urls),
+                          local.zookeeper.connect_string,
+                          tuple(Node(node, role, name, "127.0.0.1", CAPABILITIES)
+                                for role in ("zookeeper", "bookie", "broker")
+                                for node in self._topology.node_names(name, role)))
+            for name, local in self._locals.items())
+
+    @property
+    def session_timeout_s(self) -> float:
+        return self._topology.session_timeout_ms / 1000
+
+    def control(self, node: str) -> NodeControl:
+        return self._controls[node]
+
+    @property
+    def lookup(self) -> LookupEndpoint | None:
+        return self._lookup.endpoint
+
+    @property
+    def network(self) -> NetworkControl | None:
+        return None
+
+    def start(self) -> None:
+        with ThreadPoolExecutor(len(self._locals)) as pool:
+            for started in [pool.submit(local.start) for local in self._locals.values()]:
+                started.result()
+        self._lookup.start(self.clusters[0].metadata_store)
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            self._lookup.stop()
+            for local in self._locals.values():
+                local.stop()
+        finally:
+            logs = self._run_dir / "logs"
+            logs.mkdir(parents=True, exist_ok=True)
+            for name, path in self._logs.items():
+                if path.is_file():
+                    shutil.copyfile(path, logs / f"{name}.log")
+            shutil.rmtree(self._base, ignore_errors=True)

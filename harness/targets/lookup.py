@@ -1,0 +1,75 @@
+"""Our lookup service (`python -m impl.lookup`) as part of a deployment: the migration
+workload's clients use it as their service URL. It runs on this machine (on loopback),
+keeps its records under a chroot of the first cluster's ZooKeeper, and sends clients on to
+the clusters' brokers, which it reaches as the harness does."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.ports import free_ports
+from harness.processes import LocalProcess, wait_serving
+from harness.target import LookupEndpoint
+from harness.waits import http_answers
+from history.errors import EnvironmentProblem
+
+HOST = "127.0.0.1"
+START_TIMEOUT_S = 30.0
+CHROOT = "/lookup-service"
+
+
+class LookupServiceFailed(EnvironmentProblem):
+    """The lookup service did not come up; the message has the end of its log."""
+
+
+class LookupService:
+    def __init__(self, zookeeper: str, log_path: Path) -> None:
+        port, admin_port = free_ports(2, HOST)
+        self.service_url = f"pulsar://{HOST}:{port}"
+        self.admin_url = f"http://{HOST}:{admin_port}"
+        self._process = LocalProcess("lookup", [
+            sys.executable, "-m", "impl.lookup", "--port", str(port),
+            "--admin-port", str(admin_port), "--zk", zookeeper + CHROOT], log_path)
+
+    def start(self) -> None:
+        self._process.start()
+        wait_serving(self._process, self._healthy, START_TIMEOUT_S, LookupServiceFailed)
+
+    def _healthy(self) -> bool:
+        return http_answers(f"{self.admin_url}/lookup/v2/health")
+
+    def stop(self) -> None:
+        self._process.stop()
+
+    @property
+    def endpoint(self) -> LookupEndpoint:
+        return LookupEndpoint(self.service_url, self.admin_url)
+
+
+class DeployedLookup:
+    """The lookup service a deployment may run beside its clusters: started after them,
+    stopped before them, its log in the run directory's `logs/lookup.log`."""
+
+    def __init__(self, wanted: bool, run_dir: Path) -> None:
+        self._wanted = wanted
+        self._log = run_dir / "logs" / "lookup.log"
+        self._service: LookupService | None = None
+
+    def start(self, metadata_store: str | None) -> None:
+        if not self._wanted:
+            return
+        if metadata_store is None:
+            raise EnvironmentProblem("the lookup service needs the first cluster's "
+                                     "metadata store, and the deployment offers none")
+        self._log.parent.mkdir(parents=True, exist_ok=True)
+        self._service = LookupService(metadata_store, self._log)
+        self._service.start()
+
+    def stop(self) -> None:
+        if self._service is not None:
+            self._service.stop()
+
+    @property
+    def endpoint(self) -> LookupEndpoint | None:
+        return self._service.endpoint if self._service is not None else None

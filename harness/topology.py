@@ -1,0 +1,61 @@
+"""What our reference implementation's deployments start, and what they name each node.
+
+Both deployments (local processes and containers) name nodes alike,
+`<cluster>-zk<n>`, `<cluster>-bookie<n>`, `<cluster>-broker<n>` from 1, so a scenario's
+fault targets and a seed's schedule mean the same nodes on either. This module is the one
+place those names are made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.target import ROLES, Capability, Node, Role
+
+NAME_INFIX: dict[Role, str] = {"broker": "broker", "bookie": "bookie", "zookeeper": "zk"}
+
+
+@dataclass(frozen=True)
+class Topology:
+    clusters: tuple[str, ...] = ("a",)
+    zookeepers: int = 1
+    bookies: int = 1
+    brokers: int = 3
+    backend: str = "docker"
+    session_expired_policy: str = "reconnect"
+    """PIP-57's policy; Pulsar's default changed between versions, so it is always explicit."""
+    session_timeout_ms: int = 4000
+    """The brokers' ZooKeeper session timeout: short, so a pause or partition past it
+    expires the session within a run."""
+
+    def count(self, role: Role) -> int:
+        return {"broker": self.brokers, "bookie": self.bookies,
+                "zookeeper": self.zookeepers}[role]
+
+    def node_names(self, cluster: str, role: Role) -> list[str]:
+        """The names of `cluster`'s nodes of `role`, in start order."""
+        return [node_name(cluster, role, n) for n in range(1, self.count(role) + 1)]
+
+
+def node_name(cluster: str, role: Role, n: int) -> str:
+    return f"{cluster}-{NAME_INFIX[role]}{n}"
+
+
+BACKEND_CAPABILITIES: dict[str, frozenset[Capability]] = {
+    "docker": frozenset({"kill", "pause", "partition", "session-debug"}),
+    "local": frozenset({"kill", "pause", "session-debug"}),
+}
+"""What each deployment lets the nemesis do to every node. Local processes share the
+loopback interface, so they cannot be partitioned from each other."""
+
+
+def planned_nodes(topology: Topology, backend: str | None = None) -> tuple[Node, ...]:
+    """Every node the topology starts, with the capabilities of `backend` (by default the
+    topology's), before anything runs: what a schedule is drawn over. The address is the
+    node's name (containers) or loopback (processes) until the deployment says more."""
+    backend = backend or topology.backend
+    capabilities = BACKEND_CAPABILITIES[backend]
+    return tuple(Node(name, role, cluster, name if backend == "docker" else "127.0.0.1",
+                      capabilities)
+                 for cluster in topology.clusters for role in ROLES
+                 for name in topology.node_names(cluster, role))

@@ -1,0 +1,33 @@
+"""A workload's settings, as the scenario's `[workload]` table gives them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+WORKLOADS = ("topic", "scalable", "geo", "migration")
+SUBSCRIPTION_MODES = ("exclusive", "failover", "shared", "key_shared")
+
+
+@dataclass(frozen=True)
+class WorkloadSettings:
+    """The scenario's `[workload]` table: what drives the clients, and how hard."""
+
+    kind: str = "scalable"
+    rate: int = 100
+    """Operations per second across all clients: every load loop is bounded."""
+    keys: int = 16
+    producers: int = 2
+    consumers: int = 2
+    subscription_mode: str = "failover"
+    """How the consumers share their one subscription (`topic` workload)."""
+    drain_quiet_s: float = 3.0
+    """The final drain ends once no consumer has received anything for this long."""
+    drain_timeout_s: float = 60.0
+    """...or, still receiving (or with a backlog left), gives up after this long: `info`."""
+    initial_segments: int = 2
+    """Segments a scalable topic is created with (`scalable` workload)."""
+    layout_interval_s: float = 4.0
+    """Mean time between the admin driver's splits and merges (`scalable` workload)."""
+    send_timeout_s: float = 10.0
+    """How long a send may wait before it is given up as `info` (`scalable` workload)."""
+

@@ -1,0 +1,93 @@
+"""Partitions of one Target's nodes, each a grudge shape (nemesis/grudge.py) applied
+through the Target's network control; each records `partition` and ends with `heal`."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from nemesis.events import NemesisEvent
+from nemesis.faults.base import OWNER, Fault, FaultContext, FaultPlanError, Surface
+from nemesis.partition import Partitioner
+
+
+class _Partition(Fault):
+    op = "partition"
+    end_op = "heal"
+    needs = frozenset({"partition"})
+
+    def inject(self, ctx: FaultContext, targets: tuple[str, ...],
+               rng: random.Random) -> NemesisEvent:
+        assert ctx.partitioner is not None, "the schedule refuses partitions without a network"
+        return self.apply(ctx.partitioner, ctx, targets, rng)
+
+    def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
+              rng: random.Random) -> NemesisEvent:
+        raise NotImplementedError
+
+    def end(self, ctx: FaultContext, targets: tuple[str, ...]) -> NemesisEvent | None:
+        return ctx.partitioner.heal() if ctx.partitioner is not None else None
+
+
+class Isolate(_Partition):
+    """One node hears nobody and nobody hears it."""
+
+    name = "isolate"
+    defaults = (OWNER, "broker", "bookie", "zookeeper")
+
+    def check_targets(self, surface: Surface, key: str, targets: Sequence[str]) -> None:
+        if len(targets) != 1:
+            raise FaultPlanError(f"{key}: {self.name} cuts one node off, got {list(targets)}")
+
+    def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
+              rng: random.Random) -> NemesisEvent:
+        return partitioner.isolate(targets[0])
+
+
+class RandomHalves(_Partition):
+    """A minority and a majority, shuffled from the seed."""
+
+    name = "random-halves"
+
+    def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
+              rng: random.Random) -> NemesisEvent:
+        return partitioner.random_halves(rng)
+
+
+class Bridge(_Partition):
+    """Two halves that cannot hear each other, and one node that both hear."""
+
+    name = "bridge"
+
+    def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
+              rng: random.Random) -> NemesisEvent:
+        return partitioner.bridge(rng)
+
+
+class MajoritiesRing(_Partition):
+    """Every node sees a majority, no two the same one."""
+
+    name = "majorities-ring"
+
+    def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
+              rng: random.Random) -> NemesisEvent:
+        return partitioner.majorities_ring(rng)
+
+
+class BrokersFromZooKeeper(_Partition):
+    """The brokers cannot reach their metadata store; everything else is intact."""
+
+    name = "brokers-from-zookeeper"
+
+    def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
+              rng: random.Random) -> NemesisEvent:
+        nodes = [n for cluster in ctx.target.clusters for n in cluster.nodes]
+        return partitioner.brokers_from_zookeeper(
+            [n.name for n in nodes if n.role == "broker"],
+            [n.name for n in nodes if n.role == "zookeeper"])
+
+    def check(self, surface: Surface, key: str) -> None:
+        if not surface.of_role("zookeeper"):
+            raise FaultPlanError(f"{key}: {self.name} needs the metadata store's nodes, and "
+                                 f"the target names none")
+

@@ -1,0 +1,42 @@
+"""Process faults: `kill` (SIGKILL, then start again) and `pause` (freeze, then resume)."""
+
+from __future__ import annotations
+
+import random
+
+from nemesis.events import NemesisEvent
+from nemesis.faults.base import OWNER, Fault, FaultContext
+
+
+class Kill(Fault):
+    """A crash: the node's processes die at once; its data stays for the restart."""
+
+    name = "kill"
+    op = "kill"
+    end_op = "start"
+    needs = frozenset({"kill"})
+    defaults = (OWNER, "broker")
+
+    def inject(self, ctx: FaultContext, targets: tuple[str, ...],
+               rng: random.Random) -> NemesisEvent:
+        return ctx.processes.kill(ctx.nodes(targets))
+
+    def end(self, ctx: FaultContext, targets: tuple[str, ...]) -> NemesisEvent:
+        return ctx.processes.start(ctx.nodes(targets))
+
+
+class Pause(Fault):
+    """A long GC pause (PIP-57): sockets open, nothing answering."""
+
+    name = "pause"
+    op = "pause"
+    end_op = "resume"
+    needs = frozenset({"pause"})
+    defaults = (OWNER, "broker")
+
+    def inject(self, ctx: FaultContext, targets: tuple[str, ...],
+               rng: random.Random) -> NemesisEvent:
+        return ctx.processes.pause(ctx.nodes(targets))
+
+    def end(self, ctx: FaultContext, targets: tuple[str, ...]) -> NemesisEvent:
+        return ctx.processes.resume(ctx.nodes(targets))

@@ -1,0 +1,122 @@
+"""Fault kinds as units: the registry agrees with the history's catalogue of nemesis
+operations, a fault a Target cannot take is refused by name, and `expire-session` uses
+what a Target offers when it lacks our brokers' session debug endpoint."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterable
+
+import pytest
+
+from harness.target import Capability, Node, TargetCluster
+from history.faults import HEAL_OPS, NEMESIS_OPS
+from nemesis.faults import FAULTS
+from nemesis.faults.base import FaultContext, FaultPlanError, Surface
+from nemesis.partition import Partitioner
+from nemesis.process import ProcessFaults
+from nemesis.schedule import NemesisSettings, TimedFault, build_schedule
+
+
+def test_every_fault_records_an_operation_the_readers_know() -> None:
+    for fault in FAULTS.values():
+        assert fault.op in NEMESIS_OPS, fault.name
+        assert fault.end_op is None or fault.end_op in HEAL_OPS, fault.name
+
+
+class Control:
+    def __init__(self, name: str, calls: list[str]) -> None:
+        self.name, self._calls = name, calls
+
+    def kill(self) -> None:
+        self._calls.append(f"kill {self.name}")
+
+    def start(self) -> None:
+        self._calls.append(f"start {self.name}")
+
+    def pause(self) -> None:
+        self._calls.append(f"pause {self.name}")
+
+    def resume(self) -> None:
+        self._calls.append(f"resume {self.name}")
+
+
+class Network:
+    def __init__(self, names: list[str], calls: list[str]) -> None:
+        self.names, self._calls = names, calls
+
+    def drop(self, node: str, sources: Iterable[str], to_port: int | None = None) -> None:
+        self._calls.append(f"{node} drops {','.join(sorted(sources)) or 'nothing'}")
+
+
+class ThirdParty:
+    """A Target with no session debug endpoint: a broker and a metadata-store node."""
+
+    session_timeout_s = 0.05
+
+    def __init__(self, capabilities: frozenset[Capability], calls: list[str]) -> None:
+        nodes = (Node("x-broker1", "broker", "x", "10.0.0.1", capabilities),
+                 Node("x-zk1", "zookeeper", "x", "10.0.0.2", capabilities))
+        self.clusters = (TargetCluster("x", ("pulsar://10.0.0.1:6650",),
+                                       ("http://10.0.0.1:8080",), "10.0.0.2:2181", nodes),)
+        self._calls = calls
+        self.network = (Network([n.name for n in nodes], calls)
+                        if "partition" in capabilities else None)
+
+    def control(self, node: str) -> Control:
+        return Control(node, self._calls)
+
+
+def _expire(capabilities: frozenset[Capability]) -> tuple[list[str], dict[str, str]]:
+    calls: list[str] = []
+    target = ThirdParty(capabilities, calls)
+    network = target.network
+    ctx = FaultContext(target, ProcessFaults(),
+                       Partitioner(network) if network is not None else None)
+    started = time.monotonic()
+    event = FAULTS["expire-session"].inject(ctx, ("x-broker1",), random.Random(1))
+    assert time.monotonic() - started >= 1.5 * target.session_timeout_s
+    return calls, dict(event.detail["sessions"])
+
+
+def test_a_session_is_expired_by_a_cut_from_the_metadata_store() -> None:
+    calls, how = _expire(frozenset({"partition", "pause"}))
+    # each step drops on both nodes at once, in either order
+    assert sorted(calls[:2]) == ["x-broker1 drops x-zk1", "x-zk1 drops x-broker1"]
+    assert sorted(calls[2:]) == ["x-broker1 drops nothing", "x-zk1 drops nothing"]
+    assert how["x-broker1"].startswith("cut from the metadata store")
+
+
+def test_a_session_is_expired_by_a_pause_where_nothing_can_be_cut() -> None:
+    calls, how = _expire(frozenset({"pause"}))
+    assert calls == ["pause x-broker1", "resume x-broker1"]
+    assert how["x-broker1"].startswith("paused for")
+
+
+def _surface(capabilities: frozenset[Capability]) -> Surface:
+    return Surface((Node("x-broker1", "broker", "x", "h", capabilities),
+                    Node("x-zk1", "zookeeper", "x", "h", capabilities)))
+
+
+def _timeline(fault: str) -> NemesisSettings:
+    return NemesisSettings("timeline", timeline=(TimedFault(1.0, fault, 1.0),))
+
+
+@pytest.mark.parametrize(("fault", "capabilities", "message"), [
+    ("isolate", frozenset({"kill", "pause"}), "the target cannot take isolate: it needs "
+                                              "partition, which no node offers"),
+    ("kill", frozenset({"pause"}), "the target cannot take kill: it needs kill"),
+    ("expire-session", frozenset(), "expire-session needs brokers whose session can be"),
+])
+def test_a_fault_the_target_cannot_take_is_refused_by_name(
+        fault: str, capabilities: frozenset[Capability], message: str) -> None:
+    with pytest.raises(FaultPlanError, match=f"^t.toml: nemesis.timeline.0..fault: {message}"):
+        build_schedule(_timeline(fault), _surface(capabilities), 1, 10.0, "t.toml")
+
+
+def test_the_same_fault_is_planned_where_the_target_can_take_it() -> None:
+    schedule = build_schedule(_timeline("expire-session"), _surface(frozenset({"pause"})), 1,
+                              10.0, "t.toml")
+    assert [(s.fault, s.targets) for s in schedule.steps] in (
+        [("expire-session", ("owner",))], [("expire-session", ("x-broker1",))])
