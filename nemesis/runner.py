@@ -113,11 +113,12 @@ class NemesisRunner:
         self._record("heal", (), partitioner.heal if partitioner is not None
                      else lambda: NemesisEvent("heal", "heal", ()))
         processes = self._context.processes
-        for op, names, control in (("resume", processes.paused, processes.resume),
-                                   ("start", processes.killed, processes.start)):
-            if names:
-                self._record(op, names,
-                             lambda c=control, n=names: c(self._context.nodes(n)))
+        paused, killed = processes.paused, processes.killed
+        if paused:
+            self._record("resume", paused,
+                         lambda: processes.resume(self._context.nodes(paused)))
+        if killed:
+            self._record("start", killed, lambda: processes.start(self._context.nodes(killed)))
 
     def _record(self, f: str, targets: Sequence[str],
                 act: Callable[[], NemesisEvent | None]) -> None:
@@ -138,6 +139,7 @@ class NemesisRunner:
         leading the scalable topic's controller now; each asked of any broker that
         answers. When none does, a broker drawn from the step's seed."""
         name = self._topic.split("://", 1)[-1]
+        keys: tuple[str, ...]
         if target == OWNER:
             path, keys = f"/lookup/v2/topic/persistent/{name}", ("nativeUrl", "brokerUrl")
         elif target == CONTROLLER_LEADER:

@@ -19,9 +19,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 
-from harness.target import ROLES, Role
+from harness.target import ROLES
 from nemesis.faults import FAULTS
 from nemesis.faults.base import RUNTIME_TARGETS, Fault, FaultPlanError, Surface
 
@@ -170,7 +169,7 @@ def _targets(surface: Surface, key: str, fault: Fault, given: Sequence[str],
     resolved = []
     for n, target in enumerate(given):
         if target in ROLES:
-            resolved.append(rng.choice(surface.of_role(cast(Role, target))))
+            resolved.append(rng.choice(surface.of_role(target)))
         elif target in RUNTIME_TARGETS or target in everyone:
             resolved.append(target)
         else:

@@ -7,8 +7,10 @@ expected, so a typo never becomes a silently different run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tomllib
+from collections.abc import Collection
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +85,7 @@ def load_scenario(path: Path) -> Scenario:
     return scenario
 
 
-def _nemesis(reader: _Reader, data: dict) -> NemesisSettings:
+def _nemesis(reader: _Reader, data: dict[str, Any]) -> NemesisSettings:
     nemesis = reader.table(data, "nemesis", NemesisSettings, {
         "schedule": SCHEDULES, "faults": (tuple, FAULT_NAMES)}, skip={"timeline"})
     timeline = []
@@ -111,7 +113,7 @@ class _Reader:
     def fail(self, key: str, expected: str, got: Any) -> ScenarioError:
         return ScenarioError(f"{self.path}: {key}: expected {expected}, got {got!r}")
 
-    def take(self, table: dict, key: str, kind: Any, *, default: Any, prefix: str = "",
+    def take(self, table: dict[str, Any], key: str, kind: Any, *, default: Any, prefix: str = "",
              minimum: float = 0) -> Any:
         name = f"{prefix}.{key}" if prefix else key
         if key not in table:
@@ -136,13 +138,13 @@ class _Reader:
             raise self.fail(name, f"a number of at least {minimum:g}", value)
         return value
 
-    def table(self, data: dict, key: str, cls: type, choices: dict, *, prefix: str = "",
-              skip: frozenset | set = frozenset(), whole: bool = False) -> Any:
+    def table(self, data: dict[str, Any], key: str, cls: type[Any], choices: dict[str, Any], *,
+              prefix: str = "", skip: Collection[str] = frozenset(), whole: bool = False) -> Any:
         name = prefix or key
         raw = data.get(key, {})
         if not isinstance(raw, dict):
             raise self.fail(name, "a table", raw)
-        fields = cls.__dataclass_fields__
+        fields = {spec.name: spec for spec in dataclasses.fields(cls)}
         values = {}
         for field_name, spec in fields.items():
             if field_name in skip:
@@ -151,14 +153,14 @@ class _Reader:
                 if whole and spec.default is MISSING and spec.default_factory is MISSING:
                     raise ScenarioError(f"{self.path}: {name}.{field_name}: required")
                 continue
-            kind = choices.get(field_name, _python_type(spec.type))
+            kind = choices.get(field_name, _python_type(str(spec.type)))
             # Counts (brokers, rate, keys...) need at least one; times may be zero.
             values[field_name] = self.check(f"{name}.{field_name}", raw[field_name], kind,
                                             minimum=1 if kind is int else 0)
         self.no_extra(raw, name, set(fields) | set(skip))
         return cls(**values)
 
-    def no_extra(self, table: dict, name: str, known: set) -> None:
+    def no_extra(self, table: dict[str, Any], name: str, known: set[str]) -> None:
         for key in table:
             if key not in known:
                 where = f"{name}.{key}" if name else key

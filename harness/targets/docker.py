@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.containers import ContainerNode
 from harness.docker_cluster import ClusterNodes, DockerDeployment
 from harness.iptables import IptablesNetwork
 from harness.node_specs import NodeSettings
@@ -63,7 +64,7 @@ class DockerTarget:
 
 
 def _cluster(nodes: ClusterNodes) -> TargetCluster:
-    roles: tuple[tuple[Role, list], ...] = (
+    roles: tuple[tuple[Role, list[ContainerNode]], ...] = (
         ("zookeeper", nodes.zookeepers), ("bookie", nodes.bookies), ("broker", nodes.brokers))
     return TargetCluster(nodes.name, tuple(nodes.service_urls), tuple(nodes.admin_urls),
                          nodes.zk_connect_string,

@@ -10,19 +10,31 @@ import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Protocol
 
-from harness.local_cluster import ClusterSettings, LocalCluster, Node as ProcessNode
-from harness.target import LookupEndpoint, Node, NodeControl, NetworkControl, TargetCluster
+from harness.local_cluster import BookieNode, BrokerNode, ClusterSettings, LocalCluster
+from harness.target import (ROLES, LookupEndpoint, NetworkControl, Node, NodeControl, Role,
+                            TargetCluster)
 from harness.targets.lookup import DeployedLookup
 from harness.topology import BACKEND_CAPABILITIES, Topology
 
 CAPABILITIES = BACKEND_CAPABILITIES["local"]
 
 
+class _Controls(Protocol):
+    def kill(self) -> None: ...
+
+    def start(self) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
 class _NamedNode:
     """A local process under its topology name (its own name is the process's)."""
 
-    def __init__(self, name: str, node: ProcessNode) -> None:
+    def __init__(self, name: str, node: _Controls) -> None:
         self.name = name
         self._node = node
 
@@ -61,9 +73,10 @@ class LocalTarget:
             for name, zk in zip(topology.node_names(cluster, "zookeeper"), local.zookeeper.nodes,
                                 strict=True):
                 self._controls[name], self._logs[name] = _NamedNode(name, zk), zk.log_path
-            for role, nodes in (("bookie", local.bookies), ("broker", local.brokers)):
-                for name, node in zip(topology.node_names(cluster, role),  # type: ignore[arg-type]
-                                      nodes, strict=True):
+            processes: tuple[tuple[Role, list[BookieNode] | list[BrokerNode]], ...] = (
+                ("bookie", local.bookies), ("broker", local.brokers))
+            for role, nodes in processes:
+                for name, node in zip(topology.node_names(cluster, role), nodes, strict=True):
                     self._controls[name] = _NamedNode(name, node)
                     self._logs[name] = node.process.log_path
         self._stopped = False
@@ -74,7 +87,7 @@ class LocalTarget:
             TargetCluster(name, tuple(local.service_urls), tuple(local.admin_urls),
                           local.zookeeper.connect_string,
                           tuple(Node(node, role, name, "127.0.0.1", CAPABILITIES)
-                                for role in ("zookeeper", "bookie", "broker")
+                                for role in ROLES
                                 for node in self._topology.node_names(name, role)))
             for name, local in self._locals.items())
 

@@ -34,6 +34,7 @@ and no replicator has anything left to send.
 
 from __future__ import annotations
 
+import functools
 import dataclasses
 import logging
 import threading
@@ -128,7 +129,7 @@ class GeoWorkload:
         for name in self._clusters:  # each comes back in the drain
             self._subscribe(name, f"late-{name}", f"late-{name}", "exclusive", deadline,
                             replicated=False).consumer.close()
-        self._producers = [retry_until(lambda n=n: self._new_producer(n), deadline,
+        self._producers = [retry_until(functools.partial(self._new_producer, n), deadline,
                                        f"create producer {n} on {self.topic}")
                            for n in range(c.settings.producers)]
         for reader in live:

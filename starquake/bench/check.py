@@ -13,11 +13,15 @@ import resource
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 import pyarrow.parquet as pq
 
 from checkers.synthetic import INJECTABLE, SyntheticSpec, write_parquet
+
+if TYPE_CHECKING:  # pyspark is imported by the command's body, so --help stays fast
+    from pyspark.sql import SparkSession
 
 _EVENTS_PER_MESSAGE = 5
 INJECTED_EACH = 10
@@ -56,16 +60,28 @@ def duckdb_lost_and_duplicate(path: Path) -> tuple[int, int, float]:
     start = time.perf_counter()
     with duckdb.connect() as db:
         db.execute(_DUCKDB_OPS.format(path=path))
-        lost = db.execute(_DUCKDB_LOST).fetchone()[0]
-        duplicate = db.execute(_DUCKDB_DUPLICATE).fetchone()[0]
+        lost, duplicate = (_one_number(db.execute(query).fetchone())
+                           for query in (_DUCKDB_LOST, _DUCKDB_DUPLICATE))
     return lost, duplicate, time.perf_counter() - start
 
 
-def _jvm_cpu_s(spark) -> float:
+def _one_number(row: tuple[Any, ...] | None) -> int:
+    assert row is not None, "an aggregate query answers one row"
+    return int(row[0])
+
+
+def _process_handle(spark: SparkSession) -> Any:
+    """The driver JVM's `java.lang.ProcessHandle`, through py4j."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "a live SparkContext has its JVM"
+    return jvm.java.lang.ProcessHandle.current()
+
+
+def _jvm_cpu_s(spark: SparkSession) -> float:
     """CPU seconds the driver JVM (local mode: every executor thread too) has used: steadier
     than wall time on a shared machine."""
-    info = spark.sparkContext._jvm.java.lang.ProcessHandle.current().info()
-    return info.totalCpuDuration().get().toNanos() / 1e9
+    info = _process_handle(spark).info()
+    return float(info.totalCpuDuration().get().toNanos()) / 1e9
 
 
 def _peak_rss_mib(pid: int) -> float | None:
@@ -79,14 +95,14 @@ def _peak_rss_mib(pid: int) -> float | None:
     return None
 
 
-def _jvm_pid(spark) -> int:
-    return spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+def _jvm_pid(spark: SparkSession) -> int:
+    return int(_process_handle(spark).pid())
 
 
-def _python_workers_peak_mib(spark) -> float:
+def _python_workers_peak_mib(spark: SparkSession) -> float:
     """The summed peaks of the JVM's Python workers (the checkers' per-partition passes
     run there, outside the driver), read while they still live."""
-    handles = spark.sparkContext._jvm.java.lang.ProcessHandle.current().descendants()
+    handles = _process_handle(spark).descendants()
     return sum(_peak_rss_mib(pid) or 0.0 for pid in
                [handle.pid() for handle in handles.toArray()])
 

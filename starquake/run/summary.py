@@ -6,7 +6,7 @@ from rich.console import Console
 
 from starquake.run.pipeline import RunOutcome
 
-VERDICTS = {True: "[green]valid[/green]", False: "[red]INVALID[/red]"}
+VERDICTS: dict[object, str] = {True: "[green]valid[/green]", False: "[red]INVALID[/red]"}
 
 
 def print_summary(console: Console, outcome: RunOutcome) -> None:
