@@ -3,7 +3,7 @@
 Python turns SIGINT into KeyboardInterrupt, which unwinds the stack and runs every
 `finally` and `__exit__` (our teardowns); SIGTERM's default is to die on the spot. While
 this context is active SIGTERM raises KeyboardInterrupt too. SIGKILL cannot be caught:
-the reaper (harness/reaper.py) and `starquake cluster down` cover it.
+the reaper (harness/targets/docker/reaper.py) and `starquake cluster down` cover it.
 """
 
 from __future__ import annotations

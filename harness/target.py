@@ -10,8 +10,8 @@ drop traffic between named nodes, and capabilities such as our brokers' session 
 endpoint. What a Target does not declare, no fault may use: a fault that needs it is
 refused (or skipped, in conformance runs) with the reason.
 
-Our reference implementation as local processes (`harness.targets.local`) and in
-containers (`harness.targets.docker`) are two Targets; a third party's cluster is another.
+Our reference implementation as local processes (`harness.targets.local.target`) and in
+containers (`harness.targets.docker.target`) are two Targets; a third party's cluster is another.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.zookeeper import serving_mode
+from harness.targets.local.zookeeper import serving_mode
 from history.errors import EnvironmentProblem
 
 

@@ -1,8 +1,9 @@
 """Process faults: kill and start (SIGKILL, a crash), pause and resume (a long GC pause).
 
-A node is anything with the controls below: a container node (harness/containers.py) or a
-local process (harness/local_cluster.py). In containers, kill sends SIGKILL to the node's
-init and so to every process of it; pause uses the cgroup freezer, which stops the
+A node is whatever a Target's `control()` gives: a container node
+(harness/targets/docker/containers.py) or a local process
+(harness/targets/local/cluster.py). In containers, kill sends SIGKILL to the node's init and
+so to every process of it; pause uses the cgroup freezer, which stops the
 processes as SIGSTOP would (sockets open, the kernel still acknowledging TCP, nothing
 answering) without a signal any process could notice: PIP-57's long-GC case.
 

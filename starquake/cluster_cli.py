@@ -15,8 +15,8 @@ from typing import Any, cast
 
 import click
 
-# harness.images.IMAGE_SOURCES, spelled out so that `starquake --help` does not import the
-# docker SDK (a unit test keeps the two equal).
+# harness.targets.docker.images.IMAGE_SOURCES, spelled out so that `starquake --help` does
+# not import the docker SDK (a unit test keeps the two equal).
 IMAGE_SOURCES = ("auto", "import", "dockerfile")
 
 
@@ -46,9 +46,9 @@ def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
        image_source: str, run_id: str | None) -> None:
     """Start the clusters of SCENARIO's [topology] (or of the options), print every
     node's addresses, and leave them running."""
-    from harness.docker_cluster import DockerDeployment
-    from harness.images import ImageSource
-    from harness.node_specs import NodeSettings
+    from harness.targets.docker.deployment import DockerDeployment
+    from harness.targets.docker.images import ImageSource
+    from harness.targets.docker.node_specs import NodeSettings
     from harness.signals import sigterm_interrupts
     from harness.topology import Topology
     from scenarios.format import load_scenario
@@ -98,8 +98,8 @@ def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
               default=None, help="First save each node's log to DIR/logs/<node>.log.")
 def down(run_id: str | None, everything: bool, logs_dir: Path | None) -> None:
     """Remove RUN_ID's containers and networks (their iptables rules go with them)."""
-    from harness.docker_engine import connect
-    from harness.run_resources import remove_run, save_logs
+    from harness.targets.docker.engine import connect
+    from harness.targets.docker.resources import remove_run, save_logs
 
     if (run_id is None) == (not everything):
         raise click.UsageError("give either a RUN_ID or --all")
@@ -120,8 +120,8 @@ def down(run_id: str | None, everything: bool, logs_dir: Path | None) -> None:
 @cluster.command(name="ls")
 def list_runs() -> None:
     """List the runs that have containers or networks on this engine."""
-    from harness.docker_engine import connect
-    from harness.run_resources import list_runs as runs_on
+    from harness.targets.docker.engine import connect
+    from harness.targets.docker.resources import list_runs as runs_on
 
     runs = runs_on(connect())
     if not runs:
@@ -137,8 +137,8 @@ def list_runs() -> None:
               show_default=True)
 def image(image_source: str) -> None:
     """Build the node image now (runs reuse it while its content is unchanged)."""
-    from harness.docker_engine import connect
-    from harness.images import ImageSource, node_image
+    from harness.targets.docker.engine import connect
+    from harness.targets.docker.images import ImageSource, node_image
 
     built = node_image(connect(), cast(ImageSource, image_source))
     click.echo(f"{built.tag} ({built.source})")

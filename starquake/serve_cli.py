@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from harness.foreground import stop_on_signal, wait_until
-from harness.local_cluster import ClusterSettings, LocalCluster
+from harness.targets.local.cluster import ClusterSettings, LocalCluster
 
 
 @click.command()

@@ -15,7 +15,7 @@ from types import FrameType
 
 import click
 
-from harness.zookeeper import ZooKeeperEnsemble
+from harness.targets.local.zookeeper import ZooKeeperEnsemble
 
 
 @click.group()

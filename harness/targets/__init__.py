@@ -14,10 +14,10 @@ def deploy(topology: Topology, mutants: tuple[str, ...], run_dir: Path,
     """The Target `topology.backend` names, not yet started; with `lookup_service` it
     starts our lookup service too, over its first cluster."""
     if topology.backend == "local":
-        from harness.targets.local import LocalTarget
+        from harness.targets.local.target import LocalTarget
 
         return LocalTarget(topology, mutants, run_dir, lookup_service)
-    from harness.targets.docker import DockerTarget  # imports the docker SDK
+    from harness.targets.docker.target import DockerTarget  # imports the docker SDK
 
     return DockerTarget(topology, mutants, run_dir, lookup_service)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from harness.local_cluster import ClusterSettings, LocalCluster
+from harness.targets.local.cluster import ClusterSettings, LocalCluster
 
 TARGET_MESSAGES_PER_SECOND = 10_000
 _STAMP = struct.Struct(">Qd")  # sequence number, send time (perf_counter)

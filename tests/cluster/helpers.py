@@ -10,7 +10,7 @@ from typing import Any
 
 import pulsar
 
-from harness.local_cluster import BrokerNode, LocalCluster
+from harness.targets.local.cluster import BrokerNode, LocalCluster
 
 
 def admin_get(admin_url: str, path: str, timeout: float = 15.0) -> Any:

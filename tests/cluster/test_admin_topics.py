@@ -16,7 +16,7 @@ from typing import Any
 import pulsar
 import pytest
 
-from harness.local_cluster import LocalCluster
+from harness.targets.local.cluster import LocalCluster
 from tests.cluster.helpers import admin_get, drain, owner_of
 
 pytestmark = pytest.mark.cluster

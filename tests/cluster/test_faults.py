@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pulsar
 import pytest
 
-from harness.local_cluster import BrokerNode, LocalCluster
+from harness.targets.local.cluster import BrokerNode, LocalCluster
 from impl.protocol.pulsar_api_pb2 import BaseCommand
 from nemesis.session_expiry import expire_session
 from tests.cluster.helpers import admin_get, drain, lookup_through, owner_of

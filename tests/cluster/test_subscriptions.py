@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pulsar
 import pytest
 
-from harness.local_cluster import LocalCluster
+from harness.targets.local.cluster import LocalCluster
 from tests.cluster.helpers import backlog, drain
 
 pytestmark = pytest.mark.cluster

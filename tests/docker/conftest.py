@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from docker import DockerClient
 
-from harness.containers import ContainerNode
-from harness.docker_cluster import DockerDeployment
-from harness.docker_engine import connect
-from harness.images import NodeImage, node_image
-from harness.run_resources import remove_run
+from harness.targets.docker.containers import ContainerNode
+from harness.targets.docker.deployment import DockerDeployment
+from harness.targets.docker.engine import connect
+from harness.targets.docker.images import NodeImage, node_image
+from harness.targets.docker.resources import remove_run
 from harness.topology import Topology
 
 # Run in a node's network namespace: which of the given host:port pairs accept a TCP

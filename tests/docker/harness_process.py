@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 import time
 
-from harness.docker_cluster import DockerDeployment
+from harness.targets.docker.deployment import DockerDeployment
 from harness.signals import sigterm_interrupts
-from harness.iptables import IptablesNetwork
+from harness.targets.docker.iptables import IptablesNetwork
 from nemesis.partition import Partitioner
 from harness.topology import Topology
 

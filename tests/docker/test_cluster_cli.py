@@ -12,8 +12,8 @@ import pytest
 from docker import DockerClient
 from kazoo.client import KazooClient
 
-from harness.docker_engine import new_run_id
-from harness.run_resources import remove_run, run_containers
+from harness.targets.docker.engine import new_run_id
+from harness.targets.docker.resources import remove_run, run_containers
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 from docker import DockerClient
 
-from harness import images
+from harness.targets.docker import images
 from starquake import cluster_cli
-from harness.images import NodeImage, build_context_tar, node_image, root_filesystem_tar
+from harness.targets.docker.images import (NodeImage, build_context_tar, node_image,
+                                           root_filesystem_tar)
 
 
 def _members(data: bytes) -> dict[str, tarfile.TarInfo]:
@@ -49,7 +50,8 @@ def _context_file(data: bytes, name: str) -> bytes:
 
 def test_build_context_holds_the_packages_and_no_caches() -> None:
     names = set(_members(build_context_tar()))
-    assert {"Dockerfile", "pyproject.toml", "harness/images.py", "harness/docker/Dockerfile",
+    assert {"Dockerfile", "pyproject.toml", "harness/targets/docker/images.py",
+            "harness/targets/docker/Dockerfile",
             "nemesis/partition.py", "starquake/cli.py", "scenarios/smoke/topic-faults.toml",
             "history/examples/split-topic/history.jsonl"} <= names
     assert {n.split("/")[0] for n in names} == {"Dockerfile", "pyproject.toml",

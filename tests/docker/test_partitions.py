@@ -10,14 +10,14 @@ from collections.abc import Callable, Iterator
 import pytest
 from docker import DockerClient
 
-from harness.containers import ContainerNode, NodeSpec
-from harness.docker_cluster import DockerDeployment
-from harness.images import NodeImage
+from harness.targets.docker.containers import ContainerNode, NodeSpec
+from harness.targets.docker.deployment import DockerDeployment
+from harness.targets.docker.images import NodeImage
 from harness.waits import TcpPort
-from harness.zookeeper import serving_mode
+from harness.targets.local.zookeeper import serving_mode
 from nemesis.events import NemesisEvent
 from nemesis.grudge import Grudge
-from harness.iptables import IptablesNetwork
+from harness.targets.docker.iptables import IptablesNetwork
 from nemesis.partition import Partitioner
 from harness.topology import Topology
 from tests.docker.conftest import reachable

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from docker import DockerClient
 
-from harness.docker_cluster import DockerDeployment
-from harness.docker_engine import new_run_id
-from harness.run_resources import remove_run, run_containers, run_networks
+from harness.targets.docker.deployment import DockerDeployment
+from harness.targets.docker.engine import new_run_id
+from harness.targets.docker.resources import remove_run, run_containers, run_networks
 from harness.waits import NodeNotReady
 from harness.topology import Topology
 

@@ -10,10 +10,10 @@ import pytest
 from docker import DockerClient
 from kazoo.client import KazooClient
 
-from harness.docker_cluster import DockerDeployment
-from harness.docker_engine import NODE_LABEL, RUN_LABEL
-from harness.run_resources import run_containers, run_networks
-from harness.zookeeper import serving_mode
+from harness.targets.docker.deployment import DockerDeployment
+from harness.targets.docker.engine import NODE_LABEL, RUN_LABEL
+from harness.targets.docker.resources import run_containers, run_networks
+from harness.targets.local.zookeeper import serving_mode
 
 pytestmark = pytest.mark.docker
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from harness.local_cluster import HOST, ClusterSettings, LocalCluster, NodeStartFailed
+from harness.targets.local.cluster import HOST, ClusterSettings, LocalCluster, NodeStartFailed
 from harness.ports import free_ports
-from harness.processes import LocalProcess, wait_serving
+from harness.targets.local.processes import LocalProcess, wait_serving
 from tests.fixtures.cluster import pulsar_client  # noqa: F401  (a fixture)
 from tests.geo.geo_clusters import link
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from harness.admin_api import admin_request
-from harness.local_cluster import LocalCluster
+from harness.targets.local.cluster import LocalCluster
 
 TENANT = "geo"
 NAMESPACE = f"{TENANT}/replicated"

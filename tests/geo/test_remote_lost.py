@@ -14,7 +14,7 @@ from typing import Any
 import pulsar
 import pytest
 
-from harness.local_cluster import LocalCluster
+from harness.targets.local.cluster import LocalCluster
 from tests.geo.geo_clusters import (
     NAMESPACE,
     admin,

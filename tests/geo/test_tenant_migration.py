@@ -12,7 +12,7 @@ import pulsar
 import pytest
 
 from harness.admin_api import admin_request
-from harness.local_cluster import LocalCluster
+from harness.targets.local.cluster import LocalCluster
 from harness.migration import ClusterEndpoint, MigrationPlan, migrate_tenant
 from tests.geo.conftest import LookupService
 from tests.geo.geo_clusters import NAMESPACE, TENANT, admin, topic_stats, wait_until

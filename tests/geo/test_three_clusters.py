@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pulsar
 import pytest
 
-from harness.local_cluster import LocalCluster
+from harness.targets.local.cluster import LocalCluster
 from tests.geo.failover import Scene, play, report
 from tests.geo.geo_clusters import topic_stats
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import pulsar
 import pytest
 
-from harness.iptables import IptablesNetwork
+from harness.targets.docker.iptables import IptablesNetwork
 
 from nemesis.partition import Partitioner
 from tests.geo.failover import Outcome, Scene, play, report

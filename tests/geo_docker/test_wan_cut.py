@@ -12,7 +12,7 @@ import pulsar
 import pytest
 
 from harness.target import TargetCluster
-from harness.iptables import IptablesNetwork
+from harness.targets.docker.iptables import IptablesNetwork
 from nemesis.partition import Partitioner
 from tests.geo.failover import Scene, play, report
 from tests.geo.geo_clusters import wait_until

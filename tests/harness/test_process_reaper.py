@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.process_reaper import start_time
+from harness.targets.local.process_reaper import start_time
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 _HARNESS = """
 import sys, time
 from pathlib import Path
-from harness.processes import LocalProcess
+from harness.targets.local.processes import LocalProcess
 log = Path(sys.argv[1])
 nodes = [LocalProcess(f"node-{n}", [sys.executable, "-c", "import time; time.sleep(120)"],
                       log / f"node-{n}.log") for n in range(2)]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.zookeeper import ZooKeeperEnsemble, ZooKeeperNode
-from harness.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
+from harness.targets.local.zookeeper import ZooKeeperEnsemble, ZooKeeperNode
+from harness.targets.local.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
 from impl.metadata.errors import AlreadyExists, Unavailable
 from impl.metadata.store import MetadataStore
 

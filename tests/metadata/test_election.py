@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.zookeeper import ZooKeeperEnsemble
+from harness.targets.local.zookeeper import ZooKeeperEnsemble
 from impl.metadata import paths
 from impl.metadata.election import (
     LeaderElection,

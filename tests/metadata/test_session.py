@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from kazoo.client import KazooClient
 
-from harness.zookeeper import ZooKeeperEnsemble
+from harness.targets.local.zookeeper import ZooKeeperEnsemble
 from impl.metadata.session import SessionEvent
 from impl.metadata.store import MetadataStore
 from nemesis.session_expiry import expire_session, expire_session_of

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from harness.ports import free_ports
-from harness.zookeeper import ZooKeeperEnsemble
+from harness.targets.local.zookeeper import ZooKeeperEnsemble
 from impl.metadata import paths
 from impl.metadata.errors import AlreadyExists, NotEmpty, NotFound, Unavailable, VersionConflict
 from impl.metadata.ids import allocate_id

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from nemesis.grudge import ShapeNotApplicable
-from harness.iptables import IptablesNetwork, CHAIN, PartitionFailed, restore_input
+from harness.targets.docker.iptables import IptablesNetwork, CHAIN, PartitionFailed, restore_input
 from nemesis.partition import Partitioner
 
 

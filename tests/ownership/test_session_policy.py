@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.zookeeper import ZooKeeperEnsemble
+from harness.targets.local.zookeeper import ZooKeeperEnsemble
 from impl.metadata.store import MetadataStore
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry
 from impl.ownership.bundles import NamespaceBundle, NamespaceBundles

@@ -136,7 +136,7 @@ def test_check_judges_the_packaged_example_history(installed: Installed) -> None
 
 def test_the_node_image_context_is_built_from_site_packages(installed: Installed) -> None:
     out = installed.work / "context.tar"
-    installed.python("import pathlib; from harness.images import build_context_tar; "
+    installed.python("import pathlib; from harness.targets.docker.images import build_context_tar; "
                      f"pathlib.Path({str(out)!r}).write_bytes(build_context_tar())")
     context = installed.work / "context"
     shutil.unpack_archive(out, context)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 import requests
 
-from harness.local_cluster import LocalCluster
+from harness.targets.local.cluster import LocalCluster
 from impl.client.stream_consumer import StreamConsumer
 from tests.scalable_cluster.workload import Received, ScalableAdmin, wait_until
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from harness.local_cluster import BrokerNode, LocalCluster
+from harness.targets.local.cluster import BrokerNode, LocalCluster
 from impl.client.producer import ScalableProducer
 from impl.client.stream_consumer import StreamConsumer
 from impl.metadata import paths

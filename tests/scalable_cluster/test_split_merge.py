@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.local_cluster import LocalCluster
+from harness.targets.local.cluster import LocalCluster
 from impl.client.connection import ConnectionPool
 from impl.client.errors import SegmentTerminated
 from impl.client.producer import ScalableProducer, SendResult

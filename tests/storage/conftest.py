@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from harness.local_cluster import HOST, BookieNode
+from harness.targets.local.cluster import HOST, BookieNode
 from harness.ports import free_ports
-from harness.processes import LocalProcess
+from harness.targets.local.processes import LocalProcess
 from impl.metadata import paths
 from impl.metadata.store import MetadataStore
 from impl.mutants import Mutants

@@ -32,7 +32,7 @@ class PartitionFailed(EnvironmentProblem):
 
 
 class NetworkNode(Protocol):
-    """What a drop needs of a node (harness.containers.ContainerNode has it)."""
+    """What a drop needs of a node (harness.targets.docker.containers.ContainerNode has it)."""
 
     @property
     def name(self) -> str: ...

@@ -9,7 +9,7 @@ process on a real machine would: a partition and a crash are independent faults.
 
 What runs in the process container is a `NodeSpec`: command, files, environment and how to
 tell that it serves. ZooKeeper, bookies and brokers are just different specs
-(harness/node_specs.py), and so would be a third party's nodes.
+(harness/targets/docker/node_specs.py), and so would be a third party's nodes.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from docker import DockerClient
 from docker.models.containers import Container
 from docker.models.networks import Network
 
-from harness.docker_engine import NETNS_ROLE, run_labels
-from harness.images import NodeImage
+from harness.targets.docker.engine import NETNS_ROLE, run_labels
+from harness.targets.docker.images import NodeImage
 from harness.waits import WaitStrategy, wait_ready
 from history.errors import EnvironmentProblem
 

@@ -22,7 +22,7 @@ CLUSTER_LABEL = "starquake.cluster"
 ROLE_LABEL = "starquake.role"
 """`zookeeper`, `bookie`, `broker`, or NETNS_ROLE."""
 NETNS_ROLE = "netns"
-"""Role of the container that holds a node's network namespace (harness/containers.py)."""
+"""Role of the container that holds a node's network namespace (`containers.py`)."""
 NODE_LABEL = "starquake.node"
 
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.ports import free_ports
-from harness.processes import LocalProcess, wait_serving
+from harness.targets.local.processes import LocalProcess, wait_serving
 from harness.waits import http_answers
-from harness.zookeeper import ZooKeeperEnsemble
-from harness.zookeeper_config import ZooKeeperSettings
+from harness.targets.local.zookeeper import ZooKeeperEnsemble
+from harness.targets.local.zookeeper_config import ZooKeeperSettings
 from history.errors import EnvironmentProblem
 
 log = logging.getLogger(__name__)

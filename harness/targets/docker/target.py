@@ -1,4 +1,4 @@
-"""Our reference implementation in containers (harness/docker_cluster.py): every node can
+"""Our reference implementation in containers (harness/targets/docker/deployment.py): every node can
 be killed, paused and partitioned (iptables in its network namespace), and our brokers'
 sessions expired through their debug endpoint. Teardown removes containers, networks and
 with them every rule, and the deployment's reaper covers a harness killed outright."""
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.containers import ContainerNode
-from harness.docker_cluster import ClusterNodes, DockerDeployment
-from harness.iptables import IptablesNetwork
-from harness.node_specs import NodeSettings
+from harness.targets.docker.containers import ContainerNode
+from harness.targets.docker.deployment import ClusterNodes, DockerDeployment
+from harness.targets.docker.iptables import IptablesNetwork
+from harness.targets.docker.node_specs import NodeSettings
 from harness.target import LookupEndpoint, Node, NodeControl, NetworkControl, Role, TargetCluster
 from harness.targets.lookup import DeployedLookup
 from harness.topology import BACKEND_CAPABILITIES, Topology

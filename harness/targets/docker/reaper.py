@@ -1,7 +1,7 @@
 """A watchdog process that removes a run's containers and networks if the harness dies.
 
-The harness starts `python -m harness.reaper RUN_ID` with a pipe on its stdin and never
-writes to it. However the harness ends (return, exception, Ctrl-C, SIGKILL, the machine's
+The harness starts `python -m harness.targets.docker.reaper RUN_ID` with a pipe on its
+stdin and never writes to it. However the harness ends (return, exception, Ctrl-C, SIGKILL, the machine's
 OOM killer), the kernel closes its end of the pipe; the reaper then reads end-of-file and
 removes everything labelled `starquake=RUN_ID`. When the harness tore down itself that
 finds nothing. This is testcontainers' Ryuk, without a container: the reaper runs on the
@@ -15,8 +15,8 @@ import subprocess
 import sys
 import time
 
-from harness.docker_engine import connect
-from harness.run_resources import TeardownIncomplete, remove_run
+from harness.targets.docker.engine import connect
+from harness.targets.docker.resources import TeardownIncomplete, remove_run
 
 # A create call in flight when the harness died may complete after the first sweep.
 SECOND_SWEEP_AFTER_S = 2.0
@@ -28,7 +28,7 @@ class Reaper:
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "harness.reaper", run_id],
+            [sys.executable, "-m", "harness.targets.docker.reaper", run_id],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
 
     def release(self, timeout: float = 30.0) -> None:

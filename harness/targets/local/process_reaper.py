@@ -3,8 +3,8 @@
 Local nodes run in sessions of their own (so that a Ctrl-C reaches only the harness, which
 stops them in order); the flip side is that a harness killed outright (SIGKILL, the OOM
 killer, a crashed interpreter) would leave brokers, bookies and ZooKeeper servers running.
-The first `LocalProcess` a harness starts also starts `python -m harness.process_reaper`
-with a pipe on its stdin, and tells it each process it starts (`+PID`) and each it has
+The first `LocalProcess` a harness starts also starts
+`python -m harness.targets.local.process_reaper` with a pipe on its stdin, and tells it each process it starts (`+PID`) and each it has
 reaped itself (`-PID`). When the pipe reaches end-of-file (the harness is gone, however it
 ended) the reaper kills the process group of every pid still listed, but only if that pid
 still names the process the harness started: its start time in /proc must match the one
@@ -48,8 +48,8 @@ class _Lifeline:
             if self._pipe is None or self._owner != os.getpid():
                 # A forked child must not write into its parent's reaper: it gets its own.
                 reaper = subprocess.Popen(
-                    [sys.executable, "-m", "harness.process_reaper"], stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL, start_new_session=True)
+                    [sys.executable, "-m", "harness.targets.local.process_reaper"],
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
                 self._pipe, self._owner = reaper.stdin, os.getpid()
                 atexit.register(self._close)
             assert self._pipe is not None

@@ -15,7 +15,7 @@ import docker.errors
 from docker import DockerClient
 from docker.models.networks import Network
 
-from harness.docker_engine import run_labels
+from harness.targets.docker.engine import run_labels
 from history.errors import BadInput, EnvironmentProblem
 
 WAN = "wan"

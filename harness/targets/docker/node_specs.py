@@ -1,7 +1,7 @@
 """The specs of ZooKeeper, bookie and broker containers: command lines, files, health.
 
 Every node has an address of its own, so every node listens on its role's usual port; the
-command lines are those of `harness/local_cluster.py`, with container addresses.
+command lines are those of `harness/targets/local/cluster.py`, with container addresses.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from harness.containers import NodeSpec
-from harness.images import NodeImage
+from harness.targets.docker.containers import NodeSpec
+from harness.targets.docker.images import NodeImage
 from harness.waits import HttpStatus, TcpPort, ZooKeeperServing
-from harness.zookeeper import CLASSPATH, JVM_FLAGS, MAIN_CLASS
-from harness.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
+from harness.targets.local.zookeeper import CLASSPATH, JVM_FLAGS, MAIN_CLASS
+from harness.targets.local.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
 
 ZOOKEEPER_CLIENT_PORT = 2181
 ZOOKEEPER_PEER_PORT = 2888

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from harness.ports import free_ports
-from harness.processes import LocalProcess, wait_serving
-from harness.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
+from harness.targets.local.processes import LocalProcess, wait_serving
+from harness.targets.local.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
 from history.errors import EnvironmentProblem
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness.process_reaper import LIFELINE
+from harness.targets.local.process_reaper import LIFELINE
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,8 @@ gives every node its addresses, then starts ZooKeeper, the bookies and the broke
 order, each tier in parallel and waited for before the next. `down()` saves every node's
 log into the run directory (when there is one) and removes everything labelled with the run
 id. Used as a context manager it always tears down, also when starting fails half-way or a
-Ctrl-C arrives; a reaper process (harness/reaper.py) covers a harness killed outright.
+Ctrl-C arrives; a reaper process (`reaper.py` beside this module) covers a harness killed
+outright.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from typing import TypeVar
 
 from docker import DockerClient
 
-from harness.containers import ContainerNode, NodeSpec
-from harness.docker_engine import connect, new_run_id
-from harness.images import ImageSource, NodeImage, node_image
-from harness.networks import DeploymentNetworks, create_networks
-from harness.node_specs import (
+from harness.targets.docker.containers import ContainerNode, NodeSpec
+from harness.targets.docker.engine import connect, new_run_id
+from harness.targets.docker.images import ImageSource, NodeImage, node_image
+from harness.targets.docker.networks import DeploymentNetworks, create_networks
+from harness.targets.docker.node_specs import (
     BROKER_ADMIN_PORT,
     BROKER_PORT,
     ZOOKEEPER_CLIENT_PORT,
@@ -33,8 +34,8 @@ from harness.node_specs import (
     zookeeper_servers,
     zookeeper_spec,
 )
-from harness.reaper import Reaper
-from harness.run_resources import Removed, remove_run, save_logs
+from harness.targets.docker.reaper import Reaper
+from harness.targets.docker.resources import Removed, remove_run, save_logs
 from harness.topology import Topology
 
 log = logging.getLogger(__name__)
