@@ -16,14 +16,16 @@ the group: the 1/1000 accuracy the history spec documents, and exact for small g
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from checkers.frames import HistoryFrames
 from checkers.partitions import Scan, columns, decide, gather, rows, scatter_scans
-from history.schema import OBSERVATIONS
 from checkers.views import OBSERVATIONS_FILE
+from history.schema import OBSERVATIONS
 
 NOT_CLIENTS = ("nemesis", "admin", "observer", "harness")
 SUMMARY_SIZE = 1000
@@ -47,11 +49,12 @@ unless it is a delivered event, so only its `end` counts), `throughput` and `lat
 _LATENCY_GROUP = ["run", "f", "second"]
 
 
-def aggregates(frames: HistoryFrames) -> list[dict]:
+def aggregates(frames: HistoryFrames) -> list[dict[str, Any]]:
     """Every run's figures (`FIGURES`), as the driver's rows."""
     parts = scatter_scans(frames.spark, frames.scans(), _partial, "second", frames.partitions)
     merged = decide(gather([parts], frames.partitions), _merge, FIGURES)
-    return merged.toArrow().to_pylist()
+    result: list[dict[str, Any]] = merged.toArrow().to_pylist()
+    return result
 
 
 def _partial(scan: Scan) -> pa.Table:

@@ -57,7 +57,8 @@ class RunResult:
 
     @property
     def valid(self) -> Verdict:
-        return self.results["valid"]
+        verdict: Verdict = self.results["valid"]
+        return verdict
 
 
 def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
@@ -83,25 +84,25 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
             raise
         stats = stats_job.result()
     counts: dict[tuple[str, str], int] = {}
-    examples: dict[tuple[str, str], list] = defaultdict(list)
+    examples: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for row in sorted(first, key=lambda r: r["rank"]):
         counts[(row["checker"], row["run"])] = row["count"]
         examples[(row["checker"], row["run"])].append(json.loads(row["example"]))
     results = []
     for run, history in histories.items():
-        checkers = {}
+        checkers: dict[str, dict[str, Any]] = {}
         for checker in CHECKERS:
             count = counts.get((checker.name, run), 0)
-            found = examples.get((checker.name, run), [])
+            shown = examples.get((checker.name, run), [])
             if checker.needs_drain and run not in frames.drained:
                 # The definition requires a completed drain: nothing is lost yet, but
                 # nothing is proven delivered either. Keep what is still missing visible.
                 checkers[checker.name] = {
                     "valid": "unknown", "count": 0, "examples": [], "undecided": count,
-                    "undecided_examples": found,
+                    "undecided_examples": shown,
                     "reason": "the history has no completed drain"}
                 continue
-            checkers[checker.name] = {"valid": count == 0, "count": count, "examples": found}
+            checkers[checker.name] = {"valid": count == 0, "count": count, "examples": shown}
         meta = frames.meta.get(run, {})
         results.append(RunResult(run, history, {
             "valid": combine([c["valid"] for c in checkers.values()]),

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import click
 
 from checkers.anomaly import CheckSettings
 from checkers.load import prepare
-from history.reader import HistoryError, discover_runs
 from history.errors import INVALID, UNKNOWN, VALID
+from history.reader import discover_runs
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def check(path: Path, out: Path | None, spark_master: str | None,
         written = write_results(results[0], out)
         _print_run(results[0].results, written)
         return exit_code(results[0].valid)
-    summary = {"valid": combine([r.valid for r in results]), "runs": {}}
+    summary: dict[str, Any] = {"valid": combine([r.valid for r in results]), "runs": {}}
     for result in results:
         written = write_results(result)
         summary["runs"][result.run] = {
@@ -60,11 +61,14 @@ def check(path: Path, out: Path | None, spark_master: str | None,
     return exit_code(summary["valid"])
 
 
+_VERDICT_TEXT: dict[bool | str, str] = {True: "valid", False: "INVALID"}
+
+
 def _verdict_text(valid: bool | str) -> str:
-    return {True: "valid", False: "INVALID"}.get(valid, "unknown")  # type: ignore[arg-type]
+    return _VERDICT_TEXT.get(valid, "unknown")
 
 
-def _print_run(results: dict, written: Path) -> None:
+def _print_run(results: dict[str, Any], written: Path) -> None:
     click.echo(f"{results['history']}: {results['events']} events")
     if results.get("truncated_tail"):
         click.echo("  warning: the last line was incomplete and was dropped (run cut short)")
@@ -78,7 +82,7 @@ def _print_run(results: dict, written: Path) -> None:
     click.echo(f"verdict: {_verdict_text(results['valid'])}   results: {written}")
 
 
-def _print_summary(summary: dict, written: Path) -> None:
+def _print_summary(summary: dict[str, Any], written: Path) -> None:
     for run, entry in summary["runs"].items():
         anomalies = ", ".join(f"{k}={v}" for k, v in entry["anomalies"].items()) or "-"
         click.echo(f"  {_verdict_text(entry['valid']):<8} {run}   {anomalies}")

@@ -47,7 +47,7 @@ def duplicate_window(frames: HistoryFrames, settings: CheckSettings) -> DataFram
         return no_anomalies(frames.spark)
     over = failover_duplicates(frames, settings).filter(F.col("window_ms") > F.col("bound_ms"))
     return anomalies("duplicate-window", over, "failover_index",
-                     ["failover_index", "earliest.ack_index", "first_recv_index"],
+                     ["failover_index", "earliest.ack_index", "first_recv_index"], weight=None,
                      subscription="subscription", **{"from": "from_cluster", "to": "to_cluster"},
                      duplicates="duplicates", window_ms="window_ms", bound_ms="bound_ms")
 

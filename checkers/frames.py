@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,8 +24,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from checkers.load import PreparedHistory
 from checkers.pairing import OPERATIONS_SCHEMA
 from checkers.partitions import Scan, scans
-from history.schema import ARROW_SCHEMA, detail_object
 from checkers.views import ACKS, OBSERVATIONS_FILE, OPERATIONS_FILE, RECVS
+from history.schema import ARROW_SCHEMA, detail_object
 
 
 def position_struct(column: str = "position") -> Column:
@@ -87,7 +88,7 @@ class Subscription:
 
     run: str
     topic: str | None
-    subscription: str
+    subscription: str | None
     since_index: int
     mode: str | None
 
@@ -105,7 +106,7 @@ class HistoryFrames:
     paired: dict[str, Path]
     """Each run's paired directory, which the Python workers read (`scans`)."""
     layouts: dict[tuple[str, str], dict[int, Segment]] = field(default_factory=dict)
-    meta: dict[str, dict] = field(default_factory=dict)
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     drained: set[str] = field(default_factory=set)
     nemesis: list[SmallFact] = field(default_factory=list)
     """Nemesis operations, by run and index."""
@@ -119,7 +120,9 @@ class HistoryFrames:
     @classmethod
     def load(cls, spark: SparkSession, histories: dict[str, PreparedHistory]) -> HistoryFrames:
         events = sum(h.events for h in histories.values())
-        partitions = max(int(spark.conf.get("spark.sql.shuffle.partitions")),
+        shuffle_partitions = spark.conf.get("spark.sql.shuffle.partitions")
+        assert shuffle_partitions is not None  # Spark's SQL configuration has a default
+        partitions = max(int(shuffle_partitions),
                          math.ceil(events / ROWS_PER_PARTITION))
         frames = cls(spark, list(histories), partitions,
                      {run: h.paired for run, h in histories.items()})
@@ -160,7 +163,7 @@ class HistoryFrames:
         """The few events the driver needs, gathered while the history was paired."""
         facts = [SmallFact(run=run, **row) for run, history in histories.items()
                  for row in pq.read_table(history.facts).to_pylist()]
-        first: dict[tuple, SmallFact] = {}
+        first: dict[tuple[str, str | None, str | None], SmallFact] = {}
         for fact in sorted(facts, key=lambda f: (f.run, f.index)):
             if fact.f == "meta":
                 self.meta.setdefault(fact.run, detail_object(fact.detail))
@@ -171,19 +174,21 @@ class HistoryFrames:
                 self.drained.add(fact.run)
             elif fact.f == "subscribe":
                 created = first.setdefault((fact.run, fact.topic, fact.subscription), fact)
-                if fact.done_index < created.done_index:
+                if _done_index(fact) < _done_index(created):
                     first[(fact.run, fact.topic, fact.subscription)] = fact
             elif fact.f == "cumulative-ack":
                 self.cumulative_ack_runs.add(fact.run)
             elif fact.f == "first-write":
+                # Written from acknowledged sends to a segment (`checkers.pairing`).
+                assert fact.segment is not None and fact.done_time is not None
                 self.first_writes[(fact.run, fact.topic, fact.segment)] = FirstWrite(
-                    fact.done_time, fact.done_index)
+                    fact.done_time, _done_index(fact))
             if fact.process == "nemesis":
                 self.nemesis.append(fact)
             if fact.f == "failover" and fact.outcome == "ok":
                 self.failover_ops.append(fact)
         # A subscription is created by its first subscribe; later ones only reattach.
-        self.subscriptions = [Subscription(f.run, f.topic, f.subscription, f.done_index,
+        self.subscriptions = [Subscription(f.run, f.topic, f.subscription, _done_index(f),
                                            _detail_field(f, "mode"))
                               for f in first.values()]
 
@@ -245,7 +250,8 @@ def _read_runs(spark: SparkSession, schema: pa.Schema, run_by_path: dict[str, st
 def _covered(acks: DataFrame, recvs: DataFrame) -> DataFrame:
     scope = ACK_SCOPE
     first_ack = F.struct(F.col("ack_index"), F.col("ack_time"))
-    delivered = recvs.filter(F.col("pos").isNotNull()).select(*scope, "value", "seg", "pos").distinct()
+    delivered = (recvs.filter(F.col("pos").isNotNull())
+                 .select(*scope, "value", "seg", "pos").distinct())
     # A cumulative ack names a message; its position in this cluster is where it was delivered.
     cumulative = (acks.filter(F.col("cumulative"))
                   .join(delivered, [*scope, "value"])
@@ -276,6 +282,13 @@ _SUBSCRIPTIONS = pa.schema([("run", pa.string()), ("topic", pa.string()),
                             ("subscription", pa.string()), ("since_index", pa.int64())])
 
 
+def _done_index(fact: SmallFact) -> int:
+    """The completion's index of a fact kept only once completed (subscribes, first
+    writes: see `FACTS_SCHEMA`)."""
+    assert fact.done_index is not None, fact
+    return fact.done_index
+
+
 def _detail_field(fact: SmallFact, key: str) -> str | None:
     """`key` of the completion's detail, else of the invoke's, as text (the way
     `get_json_object` gives it)."""
@@ -286,7 +299,7 @@ def _detail_field(fact: SmallFact, key: str) -> str | None:
     return None
 
 
-def _segments(metadata: dict) -> dict[int, Segment]:
+def _segments(metadata: dict[str, Any]) -> dict[int, Segment]:
     """Segments of a PIP-468 `ScalableTopicMetadata` document, by id."""
     segments = {}
     for item in (metadata.get("segments") or {}).values():

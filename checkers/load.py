@@ -17,8 +17,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from checkers.pairing import (FACTS_FILE, FACTS_SCHEMA, OPERATIONS_SCHEMA, PAIRED_FILES,
-                              OperationPairer)
+from checkers.pairing import (
+    FACTS_FILE,
+    FACTS_SCHEMA,
+    OPERATIONS_SCHEMA,
+    PAIRED_FILES,
+    OperationPairer,
+)
 from checkers.views import OBSERVATIONS_FILE, OPERATIONS_FILE
 from history.reader import HistoryError, convert_jsonl, newer, parquet_path, validate_parquet
 
@@ -87,7 +92,7 @@ def _validated_and_paired(path: Path) -> int:
     """Validate a Parquet history and pair its operations, unless that was done since the
     file last changed; the number of events."""
     if _paired_is_current(path):
-        return pq.ParquetFile(path).metadata.num_rows
+        return int(pq.ParquetFile(path).metadata.num_rows)
     with _pairing(path) as pairer:
         return validate_parquet(path, pairer)
 

@@ -44,12 +44,12 @@ def with_inversions(found: pa.Table) -> pa.Table:
             earlier.append(members[counted[1]])
             later.append(members[counted[2]])
     head = firsts.take(pa.array(heads, pa.int64()))
-    earlier, later = np.array(earlier, np.int64), np.array(later, np.int64)
+    early, late = np.array(earlier, np.int64), np.array(later, np.int64)
     inversions = rows(FINDINGS, len(heads), checker="order",
                       **{c: head[c] for c in KEY}, pairs=pa.array(pairs, pa.int64()),
-                      earlier=firsts["value"].take(earlier), later=firsts["value"].take(later),
-                      at=pa.array(invoked[later]), proof0=pa.array(done[earlier].astype(np.int64)),
-                      proof1=pa.array(first_recv[later]), proof2=pa.array(first_recv[earlier]))
+                      earlier=firsts["value"].take(early), later=firsts["value"].take(late),
+                      at=pa.array(invoked[late]), proof0=pa.array(done[early].astype(np.int64)),
+                      proof1=pa.array(first_recv[late]), proof2=pa.array(first_recv[early]))
     return pa.concat_tables([findings, inversions])
 
 

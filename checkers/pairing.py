@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from history.schema import ARROW_SCHEMA, OBSERVATIONS, detail_object, key_hash
 from checkers.views import OBSERVATIONS_FILE, OPERATIONS_FILE, SENDS
+from history.schema import ARROW_SCHEMA, OBSERVATIONS, detail_object, key_hash
 
 # The completion's fields carried onto its invoke, by the name they take there.
 COMPLETION_FIELDS = {"type": "done_type", "index": "done_index", "time": "done_time",
@@ -213,7 +213,7 @@ class _BufferedWriter:
         self._pending: list[pa.Table] = []
         self._rows = 0
         self._thread = ThreadPoolExecutor(max_workers=1)
-        self._writing: Future | None = None
+        self._writing: Future[None] | None = None
 
     def write(self, table: pa.Table) -> None:
         if table.num_rows:

@@ -21,6 +21,7 @@ from functools import reduce
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -160,7 +161,8 @@ def _hash(column: pa.ChunkedArray) -> np.ndarray:
     """`text_hash` of text; an integer mixed by Fibonacci hashing (null as 0)."""
     if not pa.types.is_integer(column.type):
         return text_hash(column)
-    mixed = pc.fill_null(column, 0).to_numpy().astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    mixed: npt.NDArray[np.uint64] = (pc.fill_null(column, 0).to_numpy().astype(np.uint64)
+                                     * np.uint64(0x9E3779B97F4A7C15))
     return mixed ^ (mixed >> np.uint64(32))
 
 

@@ -20,10 +20,18 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import ACK_SCOPE, HistoryFrames
-from checkers.partitions import (Scan, TextCodes, columns, decide_and_scatter, gather, rows,
-                                 scatter_frame, scatter_scans)
-from history.schema import ORDERED_MODES
+from checkers.partitions import (
+    Scan,
+    TextCodes,
+    columns,
+    decide_and_scatter,
+    gather,
+    rows,
+    scatter_frame,
+    scatter_scans,
+)
 from checkers.views import ACKS, OBSERVATIONS_FILE, RECVS, SENDS
+from history.schema import ORDERED_MODES
 
 FINDINGS = pa.schema([
     ("run", pa.string()), ("checker", pa.string()), ("value", pa.string()),

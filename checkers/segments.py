@@ -54,8 +54,10 @@ def segment_checks(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
         sends = SENDS.table(scan.read(SENDS.reads(_SENDS)), _SENDS)
         written = sends.filter(pc.and_(pc.equal(sends["outcome"], "ok"),
                                        pc.is_valid(sends["segment"])))
-        return pa.concat_tables([_misrouted(written, ranges),
-                                 _dual_writes(written, limits)]).to_batches()
+        found: pa.Table = pa.concat_tables([_misrouted(written, ranges),
+                                            _dual_writes(written, limits)])
+        batches: list[pa.RecordBatch] = found.to_batches()
+        return batches
 
     found = map_scans(frames.spark, scans(frames.paired, OPERATIONS_FILE), find,
                       from_arrow_schema(_FOUND))

@@ -10,6 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from checkers.aggregates import NOT_CLIENTS, QUANTILES, SECOND, aggregates
@@ -19,6 +20,9 @@ from checkers.frames import HistoryFrames
 from history.faults import HEAL_OPS, heal_of
 
 _MS = 1_000_000
+
+# One run's statistics, as `results.json` holds them under "stats".
+RunStats = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -31,13 +35,13 @@ class FaultInterval:
     detail: Any
 
 
-def run_stats(frames: HistoryFrames, settings: CheckSettings) -> dict[str, dict]:
+def run_stats(frames: HistoryFrames, settings: CheckSettings) -> dict[str, RunStats]:
     """Statistics for every run, keyed by run. One Spark job computes the counts, the
     latencies and the throughput; faults and failovers add jobs when a run has any."""
-    stats: dict[str, dict] = {run: {"operations": [], "latency": [], "throughput": [],
+    stats: dict[str, RunStats] = {run: {"operations": [], "latency": [], "throughput": [],
                                     "nemesis": [], "failover_windows": []} for run in frames.runs}
     rows = aggregates(frames)
-    by_kind: dict[str, list] = defaultdict(list)
+    by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_kind[row["kind"]].append(row)
     history_end = _operation_counts(by_kind["count"], stats)
@@ -51,7 +55,7 @@ def run_stats(frames: HistoryFrames, settings: CheckSettings) -> dict[str, dict]
     return stats
 
 
-def _operation_counts(rows: list, stats: dict[str, dict]) -> dict[str, int]:
+def _operation_counts(rows: list[dict[str, Any]], stats: dict[str, RunStats]) -> dict[str, int]:
     """Counts by operation and outcome; returns each run's last event time."""
     history_end: dict[str, int] = {}
     for row in sorted(rows, key=lambda r: (r["run"], r["f"], r["outcome"] or "")):
@@ -71,18 +75,19 @@ def _operation_counts(rows: list, stats: dict[str, dict]) -> dict[str, int]:
     return history_end
 
 
-def _client_ops():
+def _client_ops() -> Column:
     return ~F.col("process").isin(*NOT_CLIENTS)
 
 
-def _latency(rows: list, stats: dict[str, dict]) -> None:
+def _latency(rows: list[dict[str, Any]], stats: dict[str, RunStats]) -> None:
     for row in sorted(rows, key=lambda r: (r["run"], r["f"], r["second"])):
         stats[row["run"]]["latency"].append(
             {"f": row["f"], "second": row["second"], "count": row["count"],
              **{name: row[name] for name in QUANTILES}, "max_ms": row["max_ms"]})
 
 
-def _throughput(rows: list, stats: dict[str, dict]) -> dict[str, dict[int, int]]:
+def _throughput(rows: list[dict[str, Any]],
+                stats: dict[str, RunStats]) -> dict[str, dict[int, int]]:
     """Per second, per operation and cluster: completions by outcome. Returns the seconds
     with acknowledged sends per run, which the recovery figures search."""
     sends_ok: dict[str, dict[int, int]] = defaultdict(dict)
@@ -116,7 +121,7 @@ def _fault_intervals(frames: HistoryFrames, history_end: dict[str, int]) -> list
 
 
 def _availability(frames: HistoryFrames, intervals: list[FaultInterval],
-                  stats: dict[str, dict]) -> None:
+                  stats: dict[str, RunStats]) -> None:
     if not intervals:
         return
     table = frames.spark.createDataFrame(
@@ -143,7 +148,7 @@ def _availability(frames: HistoryFrames, intervals: list[FaultInterval],
 
 
 def _recovery(frames: HistoryFrames, intervals: list[FaultInterval],
-              sends_ok: dict[str, dict[int, int]], stats: dict[str, dict]) -> None:
+              sends_ok: dict[str, dict[int, int]], stats: dict[str, RunStats]) -> None:
     """Time from each interval's end (the heal) to the first acknowledged send after it.
     The first such send lies in the first second at or after the heal that had any, so
     only the sends of those few seconds are read."""
@@ -170,7 +175,8 @@ def _recovery(frames: HistoryFrames, intervals: list[FaultInterval],
         entry["recovery_ms"] = (min(after) - interval.end) / _MS if after else None
 
 
-def _failovers(frames: HistoryFrames, settings: CheckSettings, stats: dict[str, dict]) -> None:
+def _failovers(frames: HistoryFrames, settings: CheckSettings,
+               stats: dict[str, RunStats]) -> None:
     for row in failover_duplicates(frames, settings).collect():
         stats[row["run"]]["failover_windows"].append({
             "subscription": row["subscription"], "from": row["from_cluster"],

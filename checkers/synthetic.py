@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -86,7 +87,7 @@ def generate(spec: SyntheticSpec) -> pa.Table:
 def write_parquet(spec: SyntheticSpec, path: Path) -> int:
     table = generate(spec)
     pq.write_table(table, path, row_group_size=1 << 20)
-    return table.num_rows
+    return int(table.num_rows)
 
 
 def write_jsonl(spec: SyntheticSpec, path: Path) -> int:
@@ -95,7 +96,7 @@ def write_jsonl(spec: SyntheticSpec, path: Path) -> int:
     with open(path, "w") as out:
         for row in table.to_pylist():
             out.write(json.dumps({k: v for k, v in row.items() if v is not None}) + "\n")
-    return table.num_rows
+    return int(table.num_rows)
 
 
 class _Blocks:
@@ -172,7 +173,8 @@ def _order(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
     later = chosen + spec.keys  # the same key's next message
     for slot in (_RECV, _ACK_INV, _ACK_OK):
         for column in (cols.value, cols.segment, cols.entry):
-            column[chosen, slot], column[later, slot] = column[later, slot], column[chosen, slot].copy()
+            column[chosen, slot], column[later, slot] = (column[later, slot],
+                                                         column[chosen, slot].copy())
 
 
 _INJECTORS = {
@@ -216,7 +218,7 @@ def _table(cols: _Blocks, spec: SyntheticSpec) -> pa.Table:
         "subscription": pa.array(np.full(n, SUBSCRIPTION), mask=~consumer_rows),
         "consumer": pa.array(np.full(n, "c0"), mask=~consumer_rows),
     }
-    head_rows = [
+    head_rows: list[dict[str, Any]] = [
         {"process": "harness", "type": "ok", "f": "meta",
          "detail": json.dumps({"scenario": "synthetic", "seed": spec.seed})},
         {"process": "observer", "type": "ok", "f": "layout", "topic": TOPIC, "epoch": 1,

@@ -27,6 +27,11 @@ Source = tuple[str | int, ...]
 """A view's column: the first non-null of these file columns (an int: that constant)."""
 
 
+def _spark_source(source: str | int) -> Column:
+    """One element of a `Source` in Spark: the file column, or the constant."""
+    return F.col(source) if isinstance(source, str) else F.lit(source)
+
+
 @dataclass(frozen=True)
 class View:
     file: str
@@ -45,8 +50,8 @@ class View:
         """The view of the file's rows in Spark."""
         wanted = reduce(Column.__and__, [F.col(c) == text for c, text in self.where.items()])
         return rows.filter(wanted).select(*[
-            F.coalesce(*[F.col(s) if isinstance(s, str) else F.lit(s) for s in source])
-            .alias(name) if len(source) > 1 else F.col(source[0]).alias(name)
+            F.coalesce(*[_spark_source(s) for s in source])
+            .alias(name) if len(source) > 1 else _spark_source(source[0]).alias(name)
             for name, source in self.columns.items()])
 
     def table(self, rows: pa.Table, names: list[str] | None = None) -> pa.Table:

@@ -22,6 +22,7 @@ passes (PIP-33), so an idle subscription blocks step 3 until `timeout`.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -160,7 +161,7 @@ def _switch(plan: MigrationPlan) -> None:
 
 def _bundle_ranges(bundles: dict[str, Any]) -> list[str]:
     boundaries = bundles["boundaries"]
-    return [f"{low}_{high}" for low, high in zip(boundaries, boundaries[1:])]
+    return [f"{low}_{high}" for low, high in itertools.pairwise(boundaries)]
 
 
 def _clean_up(plan: MigrationPlan) -> None:

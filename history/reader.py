@@ -264,10 +264,7 @@ class _BatchChecker:
         if not len(values):
             return
         last = self._last_index if name == "index" else self._last_time
-        if last is not None:
-            values_with_prev = np.concatenate(([last], values))
-        else:
-            values_with_prev = values
+        values_with_prev = np.concatenate(([last], values)) if last is not None else values
         steps = np.diff(values_with_prev)
         bad = np.flatnonzero(steps <= 0 if strictly else steps < 0)
         if len(bad):
@@ -299,7 +296,7 @@ def _locate_jsonl_error(path: Path, data: pa.Buffer) -> None:
             raise HistoryError(f"{where}: not a JSON object ({exc})") from None
         if not isinstance(event, dict):
             raise HistoryError(f"{where}: not a JSON object")
-        for name, (arrow_type, required) in FIELDS.items():
+        for name, (_arrow_type, required) in FIELDS.items():
             value = event.get(name)
             if value is None:
                 if required:

@@ -1,6 +1,9 @@
-"""The event schema of the history format (docs/history.md), as data the readers validate against."""
+"""The event schema of the history format (docs/history.md), as data the readers validate
+against."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import mmh3
 import orjson
@@ -54,7 +57,7 @@ def key_hash(key: str) -> int:
     return (mmh3.hash(key.encode(), 0) & 0x7FFFFFFF) % HASH_SPACE
 
 
-def detail_object(text: str | None) -> dict:
+def detail_object(text: str | None) -> dict[str, Any]:
     """A `detail` field's JSON object; empty when the text is absent or not an object
     (the spec leaves `detail` free-form, so no reader may fail on it)."""
     if not text:

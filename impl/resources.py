@@ -71,7 +71,8 @@ class TenantInfo:
     allowed_clusters: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"adminRoles": list(self.admin_roles), "allowedClusters": list(self.allowed_clusters)}
+        return {"adminRoles": list(self.admin_roles),
+                "allowedClusters": list(self.allowed_clusters)}
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> TenantInfo:

@@ -5,10 +5,21 @@ around each nemesis fault (with the client operations around it, from the histor
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from reports.figures import (OUTCOME_COLOURS, Fault, Omitted, Plot, PlotInput, data_uri, figure,
-                             shade_faults, time_bins)
+from reports.figures import (
+    OUTCOME_COLOURS,
+    Fault,
+    Omitted,
+    Plot,
+    PlotInput,
+    data_uri,
+    figure,
+    shade_faults,
+    time_bins,
+)
 
 MAX_FAULT_PANELS = 8
 _AROUND_BINS = 40
@@ -24,7 +35,8 @@ def failover_windows(run: PlotInput) -> Plot | Omitted:
                   f"{failovers} failover(s), none followed by a duplicate delivery")
         return Omitted(title, reason)
     fig, axes = figure(2, height=2.6)
-    labels = [f"{w['subscription']} {w['from']}→{w['to']}\n@{w['time_ms'] / 1000:.1f} s #{w['index']}"
+    labels = [f"{w['subscription']} {w['from']}→{w['to']}\n"
+              f"@{w['time_ms'] / 1000:.1f} s #{w['index']}"
               for w in windows]
     x = np.arange(len(windows))
     over = [w["window_ms"] > w["bound_ms"] for w in windows]
@@ -84,7 +96,7 @@ def availability(run: PlotInput) -> Plot | Omitted:
     return Plot(title, caption, data_uri(fig))
 
 
-def _around(ax, clients, fault: Fault, name: str, bin_width: float) -> None:
+def _around(ax: Axes, clients: pd.DataFrame, fault: Fault, name: str, bin_width: float) -> None:
     width = max(bin_width, (fault.end_s - fault.start_s) / _AROUND_BINS)
     pad = max((fault.end_s - fault.start_s) * 0.5, 10 * width)
     edges = np.arange(fault.start_s - pad, fault.end_s + pad + width, width)

@@ -72,7 +72,8 @@ def _fault_label(entry: dict[str, Any]) -> str:
         if targets:
             shown = ",".join(map(str, targets)) if isinstance(targets, list) else str(targets)
             return f"{entry['f']} {shown[:24]}"
-    return entry["f"]
+    name: str = entry["f"]
+    return name
 
 
 def figure(rows: int = 1, height: float = 3.0, width: float = 10.0) -> tuple[Figure, list[Axes]]:
@@ -128,7 +129,8 @@ def binned_quantiles(t: np.ndarray, values: np.ndarray, edges: np.ndarray,
     line across it) where a bin has fewer than MIN_PER_QUANTILE values."""
     bins = np.clip(np.digitize(t, edges) - 1, 0, len(edges) - 2)
     grouped = pd.Series(values).groupby(bins)
-    table = grouped.quantile(list(quantiles)).unstack().reindex(range(len(edges) - 1))
+    table = (grouped.quantile(np.array(quantiles, dtype=np.float64)).unstack()
+             .reindex(range(len(edges) - 1)))
     sparse = grouped.size().reindex(range(len(edges) - 1), fill_value=0) < MIN_PER_QUANTILE
     table[sparse.to_numpy()] = np.nan
     centres = edges[:-1] + (edges[1] - edges[0]) / 2

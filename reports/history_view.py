@@ -51,7 +51,7 @@ class HistoryView:
         """Every event, the few columns plots need; strings as categories."""
         groups = [self._row_group(g, tuple(_COLUMNS)) for g in range(self._file.num_row_groups)]
         empty = pa.schema([(c, FIELDS[c][0]) for c in _COLUMNS]).empty_table()
-        frame = pa.concat_tables(groups or [empty]).to_pandas()
+        frame: pd.DataFrame = pa.concat_tables(groups or [empty]).to_pandas()
         for name in _CATEGORIES:
             frame[name] = frame[name].astype("category")
         frame["t"] = frame["time"] / 1e9  # seconds since the run started
@@ -79,6 +79,7 @@ class HistoryView:
         invokes = np.flatnonzero(kind == "invoke")
         completed = following[invokes] & (next_kind[invokes] != "invoke")
         done = invokes + 1
+        done_row = np.minimum(done, len(ops) - 1)  # in range; used only where completed
         inv = ops.iloc[invokes]
         result = pd.DataFrame({
             "process": inv["process"].to_numpy(),
@@ -86,8 +87,8 @@ class HistoryView:
             "cluster": inv["cluster"].to_numpy(),
             "inv_index": inv["index"].to_numpy(),
             "inv_t": inv["t"].to_numpy(),
-            "done_index": np.where(completed, ops["index"].to_numpy()[np.minimum(done, len(ops) - 1)], -1),
-            "done_t": np.where(completed, ops["t"].to_numpy()[np.minimum(done, len(ops) - 1)], np.nan),
+            "done_index": np.where(completed, ops["index"].to_numpy()[done_row], -1),
+            "done_t": np.where(completed, ops["t"].to_numpy()[done_row], np.nan),
             "outcome": np.where(completed, next_kind[invokes], "pending"),
         })
         for name in ("process", "f", "cluster", "outcome"):
@@ -138,7 +139,9 @@ class HistoryView:
         """One column's values at the given event indexes, in ascending index order."""
         if not len(indexes):
             return []
-        return self._take(self._rows_of(list(indexes)), [column]).column(column).to_pylist()
+        values: list[Any] = (self._take(self._rows_of(list(indexes)), [column])
+                             .column(column).to_pylist())
+        return values
 
     def _rows_of(self, indexes: list[int]) -> np.ndarray:
         """Row numbers of event indexes that exist (indexes need not equal row numbers)."""
@@ -160,7 +163,8 @@ class HistoryView:
             parts.append(table.take(pa.array(rows[groups == group] - starts[group])))
         return pa.concat_tables(parts)
 
-    @lru_cache(maxsize=4)
+    # Bounded, and a view lives only as long as the report that reads it.
+    @lru_cache(maxsize=4)  # noqa: B019
     def _row_group(self, group: int, columns: tuple[str, ...] | None) -> pa.Table:
         """Cached: a report looks up many examples, often in the same row group. Optional
         columns a Parquet history leaves out come back as nulls."""

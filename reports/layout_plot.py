@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
 from reports.figures import Omitted, Plot, PlotInput, data_uri, figure, shade_faults
@@ -63,6 +65,7 @@ def _dags(events: pd.DataFrame) -> dict[str, _TopicDag]:
     dags: dict[str, _TopicDag] = {}
     pending: dict[str, str] = {}  # process -> value of its outstanding split/merge invoke
     seen_layout: set[str] = set()
+    event: Any  # a row of `HistoryView.select`, a named tuple of its columns
     for event in events.sort_values("index").itertuples(index=False):
         topic = event.topic if isinstance(event.topic, str) else "(no topic)"
         dag = dags.setdefault(topic, _TopicDag())
@@ -86,7 +89,8 @@ def _dags(events: pd.DataFrame) -> dict[str, _TopicDag]:
     return dags
 
 
-def _apply_layout(dag: _TopicDag, layout: dict, created_t: float, seen_t: float) -> None:
+def _apply_layout(dag: _TopicDag, layout: dict[str, Any], created_t: float,
+                  seen_t: float) -> None:
     for key, info in (layout.get("segments") or {}).items():
         try:
             segment_id = int(info.get("segmentId", key))
@@ -109,11 +113,12 @@ def _seal_parents(dag: _TopicDag, what: str, t: float) -> None:
             segment.sealed_t = t
 
 
-def _draw(ax, dag: _TopicDag, end_t: float) -> None:
+def _draw(ax: Axes, dag: _TopicDag, end_t: float) -> None:
     for segment_id, segment in sorted(dag.segments.items()):
         right = segment.sealed_t if segment.sealed_t is not None else end_t
         sealed = segment.sealed_t is not None
-        ax.add_patch(Rectangle((segment.created_t, segment.start), max(right - segment.created_t, 0),
+        ax.add_patch(Rectangle((segment.created_t, segment.start),
+                               max(right - segment.created_t, 0),
                                segment.end - segment.start + 1,
                                facecolor="#cfd8dc" if sealed else "#90caf9",
                                edgecolor="#37474f", lw=0.8))
@@ -124,7 +129,8 @@ def _draw(ax, dag: _TopicDag, end_t: float) -> None:
             if parent is None:
                 continue
             ax.annotate("", xy=(segment.created_t, (segment.start + segment.end) / 2),
-                        xytext=(parent.sealed_t if parent.sealed_t is not None else segment.created_t,
+                        xytext=(parent.sealed_t if parent.sealed_t is not None
+                                else segment.created_t,
                                 (parent.start + parent.end) / 2),
                         arrowprops={"arrowstyle": "->", "color": "#455a64", "lw": 0.8})
     for t, label in dag.changes:
@@ -137,7 +143,7 @@ def _draw(ax, dag: _TopicDag, end_t: float) -> None:
     ax.set_ylabel("key hash range")
 
 
-def _json(text) -> dict:
+def _json(text: object) -> dict[str, Any]:
     try:
         value = json.loads(text) if isinstance(text, str) else {}
     except ValueError:

@@ -76,7 +76,8 @@ def write_report(path: Path) -> Path:
     stats = results.get("stats") or {}
     faults = [Fault.from_stats(entry) for entry in stats.get("nemesis", [])]
     raw_sections = _raw_sections(results)
-    examples_indexes = [e["events"][0] for _, _, found in raw_sections for e in found if e.get("events")]
+    examples_indexes = [e["events"][0] for _, _, found in raw_sections for e in found
+                        if e.get("events")]
     title = f"{run.scenario_name or path.name} seed {run.seed}"
     pages = write_timeline(view, path, title, examples_indexes)
     sections = {name: _section(name, checker, found, view)
@@ -112,7 +113,8 @@ def _verdict_text(run: RunDirectory) -> str:
     return VERDICT_TEXT[run.verdict].format(names=names)
 
 
-def _raw_sections(results: dict[str, Any]) -> list[tuple[str, dict, list[dict]]]:
+def _raw_sections(
+        results: dict[str, Any]) -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
     """(checker, its results, its examples) for checkers that found or could not decide
     something; an undecided checker's examples are the still-missing cases."""
     sections = []
@@ -124,7 +126,8 @@ def _raw_sections(results: dict[str, Any]) -> list[tuple[str, dict, list[dict]]]
     return sections
 
 
-def _section(name: str, checker: dict, found: list[dict], view: HistoryView) -> _Section:
+def _section(name: str, checker: dict[str, Any], found: list[dict[str, Any]],
+             view: HistoryView) -> _Section:
     examples = []
     for example in found:
         indexes = [int(i) for i in example.get("events") or []]

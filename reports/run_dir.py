@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from history.reader import HistoryError, find_history
 from history.errors import BadInput
+from history.reader import HistoryError, find_history
 
 EXPECTED_VERDICTS = ("valid", "invalid", "unknown")
 
@@ -47,13 +47,15 @@ class RunDirectory:
 
     @property
     def scenario_name(self) -> str | None:
-        return self.results.get("scenario") or self.meta.get("scenario") or self.scenario.get("name")
+        return (self.results.get("scenario") or self.meta.get("scenario")
+                or self.scenario.get("name"))
 
     @property
     def seed(self) -> int | None:
         for source in (self.results, self.meta, self.scenario):
             if source.get("seed") is not None:
-                return source["seed"]
+                seed: int = source["seed"]
+                return seed
         return None
 
     @property
@@ -137,7 +139,8 @@ def _first_event(history: Path) -> dict[str, Any] | None:
         if file.metadata.num_rows == 0:
             return None
         batch = next(file.iter_batches(batch_size=1, columns=["f", "detail"]))
-        return batch.to_pylist()[0]
+        first: dict[str, Any] = batch.to_pylist()[0]
+        return first
     with open(history, "rb") as lines:
         line = lines.readline()
     try:
@@ -158,6 +161,7 @@ def _scenario(path: Path) -> dict[str, Any]:
 
 def _logs(path: Path) -> tuple[Path, ...]:
     """Node logs: every file under `logs/`, and `*.log` beside the history."""
-    found = [p for p in (path / "logs").rglob("*") if p.is_file()] if (path / "logs").is_dir() else []
+    logs = path / "logs"
+    found = [p for p in logs.rglob("*") if p.is_file()] if logs.is_dir() else []
     found += [p for p in path.glob("*.log") if p.is_file()]
     return tuple(sorted(found))

@@ -76,7 +76,8 @@ def _duration_s(history: Path) -> float | None:
         highest = [metadata.row_group(g).column(column).statistics
                    for g in range(metadata.num_row_groups)]
         if highest and all(s is not None and s.has_min_max for s in highest):
-            return max(s.max for s in highest) / 1e9
+            latest: int = max(s.max for s in highest)
+            return latest / 1e9
     return _last_time_jsonl(history) if history.suffix == ".jsonl" else None
 
 
@@ -88,7 +89,8 @@ def _last_time_jsonl(history: Path) -> float | None:
         lines = f.read().splitlines()
     for line in reversed(lines):
         try:
-            return orjson.loads(line)["time"] / 1e9
+            time: float = orjson.loads(line)["time"]
+            return time / 1e9
         except (orjson.JSONDecodeError, KeyError, TypeError):
             continue  # a torn last line
     return None

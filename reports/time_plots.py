@@ -8,8 +8,18 @@ import re
 import numpy as np
 import pandas as pd
 
-from reports.figures import (OUTCOME_COLOURS, Omitted, Plot, PlotInput, binned_quantiles,
-                             data_uri, every_nth, figure, shade_faults, time_bins)
+from reports.figures import (
+    OUTCOME_COLOURS,
+    Omitted,
+    Plot,
+    PlotInput,
+    binned_quantiles,
+    data_uri,
+    every_nth,
+    figure,
+    shade_faults,
+    time_bins,
+)
 from reports.history_view import HistoryView
 
 MAX_PANELS = 6
@@ -169,7 +179,7 @@ def _cross_cluster_lag(view: HistoryView) -> pd.DataFrame:
     values = view.column_at(sends["inv_index"].to_numpy(), "value")
     sent = pd.DataFrame({"value": values, "from": sends["cluster"].astype(str).to_numpy(),
                          "sent_t": sends["done_t"].to_numpy()})
-    recvs = recvs[recvs["type"] == "ok"].groupby(["value", "cluster"], as_index=False)["t"].min()
+    recvs = recvs[recvs["type"] == "ok"].groupby(["value", "cluster"], as_index=False)[["t"]].min()
     joined = recvs.merge(sent, on="value")
     joined = joined[joined["cluster"] != joined["from"]]
     return pd.DataFrame({"sent_t": joined["sent_t"],

@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -87,27 +88,30 @@ class _Bar:
     text: str
 
 
-def _rows(chunk: pd.DataFrame, values: list) -> list[tuple[str, list[_Bar]]]:
+def _rows(chunk: pd.DataFrame, values: list[Any]) -> list[tuple[str, list[_Bar]]]:
     if chunk.empty:
         return []
     start = float(chunk["inv_t"].min())
     end = float(np.nanmax(np.append(chunk["done_t"].to_numpy(), chunk["inv_t"].max())))
     span = max(end - start, 1e-9)
     rows: dict[str, list[_Bar]] = {}
+    op: Any  # a row of `HistoryView.operations`, a named tuple of its columns
     for op, value in zip(chunk.itertuples(index=False), values):
         done = op.done_t if not pd.isna(op.done_t) else end
         left = 100 * (op.inv_t - start) / span
         width = max(100 * (done - op.inv_t) / span, _MIN_WIDTH_PCT)
-        took = f"{(op.done_t - op.inv_t) * 1000:.3f} ms" if not pd.isna(op.done_t) else "no completion"
+        took = (f"{(op.done_t - op.inv_t) * 1000:.3f} ms" if not pd.isna(op.done_t)
+                else "no completion")
         text = (f"#{op.inv_index} {op.f} {value if value is not None else ''} → {op.outcome}"
                 f"{f' (#{op.done_index})' if op.done_index >= 0 else ''}, {took}, "
-                f"invoked at {op.inv_t:.6f} s" + (f", cluster {op.cluster}" if isinstance(op.cluster, str) else ""))
+                f"invoked at {op.inv_t:.6f} s"
+                + (f", cluster {op.cluster}" if isinstance(op.cluster, str) else ""))
         rows.setdefault(str(op.process), []).append(
             _Bar(left, min(width, 100 - left), str(op.outcome), int(op.inv_index), text))
     return sorted(rows.items(), key=lambda item: _process_order(item[0]))
 
 
-def _process_order(name: str) -> tuple:
+def _process_order(name: str) -> tuple[int, str, int]:
     """Clients first in numeric order (p2 before p10), then nemesis, admin and the rest."""
     match = re.fullmatch(r"([a-z]+)(\d+)", name)
     return (0, match.group(1), int(match.group(2))) if match else (1, name, 0)

@@ -131,7 +131,7 @@ class _Reader:
             return value
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise self.fail(name, {int: "an integer", float: "a number", str: "a string",
                                    list: "a list"}.get(kind, kind.__name__), value)
         if kind in (int, float) and value < minimum:

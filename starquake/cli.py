@@ -27,19 +27,19 @@ def bench() -> None:
 def _register() -> None:
     # Commands import their heavy dependencies (pyspark, docker) inside their bodies so
     # that `starquake --help` stays fast.
-    from starquake.bench.check import bench_check
     from checkers.cli import check, synth
+    from reports.cli import report, suite_index
+    from scenarios.cli import scenario
     from starquake.bench.broker import bench_broker
+    from starquake.bench.check import bench_check
     from starquake.bench.cluster import bench_cluster
     from starquake.bench.history import bench_history
+    from starquake.bench.report import bench_report
     from starquake.cluster_cli import cluster
     from starquake.run.cli import run
     from starquake.run.suite import suite
     from starquake.serve_cli import serve
     from starquake.zk_cli import zk
-    from starquake.bench.report import bench_report
-    from reports.cli import report, suite_index
-    from scenarios.cli import scenario
 
     starquake.add_command(check)
     starquake.add_command(synth)

@@ -46,13 +46,13 @@ def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
        image_source: str, run_id: str | None) -> None:
     """Start the clusters of SCENARIO's [topology] (or of the options), print every
     node's addresses, and leave them running."""
+    from harness.signals import sigterm_interrupts
     from harness.targets.docker.deployment import DockerDeployment
     from harness.targets.docker.images import ImageSource
     from harness.targets.docker.node_specs import NodeSettings
-    from harness.signals import sigterm_interrupts
     from harness.topology import Topology
-    from scenarios.format import load_scenario
     from history.errors import BadInput
+    from scenarios.format import load_scenario
 
     topology, mutants = Topology(), tuple[str, ...]()
     if scenario is not None:

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from harness.ports import free_ports
-from harness.targets.local.processes import LocalProcess, wait_serving
 from harness.target import LookupEndpoint
+from harness.targets.local.processes import LocalProcess, wait_serving
 from harness.waits import http_answers
 from history.errors import EnvironmentProblem
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 

@@ -1,5 +1,5 @@
 """An asyncio event loop in a thread of its own, for workloads whose client library is
-asyncio (impl/client) while the run drives them from plain threads: producers call into
+asyncio (harness/scalable_client) while the run drives them from plain threads: producers call into
 the loop and wait for the answer with a bound."""
 
 from __future__ import annotations

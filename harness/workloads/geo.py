@@ -34,8 +34,8 @@ and no replicator has anything left to send.
 
 from __future__ import annotations
 
-import functools
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 import pulsar
 
 from harness.admin_api import AdminError, admin_request
-from history.writer import ClientProcess, SequentialIds
 from harness.target import TargetCluster
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.geo_link import replicate_namespace
@@ -64,6 +63,7 @@ from harness.workloads.official_client import (
     subscribe_recorded,
 )
 from harness.workloads.stats import subscription_backlogs
+from history.writer import ClientProcess, SequentialIds
 
 log = logging.getLogger(__name__)
 

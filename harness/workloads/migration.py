@@ -2,9 +2,9 @@
 once in the middle of the load while the tenant's producers and consumers keep going
 through the lookup service, with the official `pulsar-client`.
 
-The run's first cluster is the source, its second the target. A lookup service process
-(the Target's, `harness/targets/lookup.py` for ours) knows both and sends the tenant `starquake-move` to the source;
-the tenant and its namespace `starquake-move/moving` exist there only. The clients'
+The run's first cluster is the source, its second the target. The Target's lookup service
+(for ours, `harness/targets/lookup.py`) knows both and sends the tenant `starquake-move` to
+the source; the tenant and its namespace `starquake-move/moving` exist there only. The clients'
 service URL is the lookup service's. Producers send keyed messages one at a time; the
 subscription `live` (made with `replicate_subscription_state`, which step 3 needs) is
 read by the scenario's consumers throughout.
@@ -35,7 +35,6 @@ import time
 import pulsar
 
 from harness.admin_api import AdminError, admin_request
-from history.writer import ClientProcess, SequentialIds
 from harness.migration import ClusterEndpoint, MigrationPlan, MigrationStuck, migrate_tenant
 from harness.target import TargetCluster
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
@@ -53,6 +52,7 @@ from harness.workloads.official_client import (
     subscribe_recorded,
 )
 from harness.workloads.stats import subscription_backlogs
+from history.writer import ClientProcess, SequentialIds
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 
 import pulsar
 
-from history.writer import ClientProcess, SequentialIds
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.loops import paced_slots
 from harness.workloads.plan import message_plan
+from history.writer import ClientProcess, SequentialIds
 
 LIVE = "live"
 """The subscription the scenario's consumers read throughout the load."""

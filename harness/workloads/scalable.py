@@ -1,7 +1,8 @@
 """The `scalable` workload: keyed producers, a stream and a queue subscription on one
 PIP-468 scalable topic, while an admin driver splits and merges its segments.
 
-It drives the reference client (impl/client, asyncio, on one loop of its own thread):
+It drives the harness's scalable-topics client (harness/scalable_client, asyncio, on one
+loop of its own thread):
 
 - **Producers** (`workload.producers` threads, paced to `workload.rate` together) each own a
   routing `ScalableProducer`; a `send` is `ok` with the `segment` it was stored in, its
@@ -29,7 +30,10 @@ import threading
 import time
 from typing import Any
 
-from history.writer import ClientProcess, SequentialIds
+from harness.scalable_client.producer import ScalableProducer, SendResult
+from harness.scalable_client.queue_consumer import QueueConsumer
+from harness.scalable_client.segment_consumer import AckListener, Message
+from harness.scalable_client.stream_consumer import StreamConsumer
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.client_loop import ClientLoop
 from harness.workloads.loops import (
@@ -43,20 +47,19 @@ from harness.workloads.plan import message_plan
 from harness.workloads.scalable_admin import TIMEOUT as ADMIN_TIMEOUT
 from harness.workloads.scalable_admin import AdminRefused, AdminUnreachable, ScalableTopicAdmin
 from harness.workloads.scalable_layout import LayoutDriver, LayoutObserver
-from impl.client.producer import ScalableProducer, SendResult
-from impl.client.queue_consumer import QueueConsumer
-from impl.client.segment_consumer import AckListener, Message
-from impl.client.stream_consumer import StreamConsumer
+from history.writer import ClientProcess, SequentialIds
 
 log = logging.getLogger(__name__)
 
-SUBSCRIPTIONS = {"stream": StreamConsumer, "queue": QueueConsumer}
+SUBSCRIPTIONS: dict[str, type[StreamConsumer] | type[QueueConsumer]] = {
+    "stream": StreamConsumer, "queue": QueueConsumer}
 """Subscription name (also its mode in the history) -> the client that reads it."""
 CLIENT_TIMEOUT_S = 60.0
 """How long a client keeps retrying through broker failures (registration, lookups)."""
 OPEN_TIMEOUT_S = 60.0
 RETRY_S = 0.5
-CLIENT_LOGGER = "impl.client"
+CLIENT_LOGGERS = ("harness.scalable_client", "wire.connection")
+"""The client library's loggers: the scalable-topics client and the connections under it."""
 
 
 def scalable_topic_name(topic: str) -> str:
@@ -150,9 +153,10 @@ class ScalableWorkload:
         self._client_log = logging.FileHandler(path)
         self._client_log.setFormatter(logging.Formatter(
             "%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        client = logging.getLogger(CLIENT_LOGGER)
-        client.setLevel(logging.INFO)
-        client.addHandler(self._client_log)
+        for name in CLIENT_LOGGERS:
+            client = logging.getLogger(name)
+            client.setLevel(logging.INFO)
+            client.addHandler(self._client_log)
 
     def _create_topic(self) -> dict[str, Any] | None:
         try:
@@ -298,5 +302,6 @@ class ScalableWorkload:
                 loop.stop()
         handler, self._client_log = self._client_log, None
         if handler is not None:
-            logging.getLogger(CLIENT_LOGGER).removeHandler(handler)
+            for name in CLIENT_LOGGERS:
+                logging.getLogger(name).removeHandler(handler)
             handler.close()

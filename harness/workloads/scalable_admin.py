@@ -11,7 +11,7 @@ from typing import Any
 import requests
 from urllib3.exceptions import NewConnectionError
 
-from impl.scalable.names import ScalableTopicName
+from harness.scalable_client.names import ScalableTopicName
 
 TIMEOUT = 15.0
 """Per request; covers the leader's own wait of up to 10 s for a controller to lead."""
@@ -37,23 +37,32 @@ class ScalableTopicAdmin:
         self._urls = list(admin_urls)
 
     def create(self, segments: int) -> dict[str, Any]:
-        return self._call("PUT", "", {"numInitialSegments": segments})
+        return self._object("PUT", "", {"numInitialSegments": segments})
 
     def metadata(self) -> dict[str, Any]:
         """PIP-468's `ScalableTopicMetadata`: epoch and every segment, sealed ones included."""
-        return self._call("GET", "")
+        return self._object("GET", "")
 
     def stats(self) -> dict[str, Any]:
-        return self._call("GET", "/stats")
+        return self._object("GET", "/stats")
 
     def create_subscription(self, subscription: str) -> None:
         self._call("PUT", f"/subscriptions/{subscription}", {"type": "STREAM"})
 
     def split(self, segment: int) -> dict[str, Any]:
-        return self._call("POST", f"/split/{segment}")
+        return self._object("POST", f"/split/{segment}")
 
     def merge(self, first: int, second: int) -> dict[str, Any]:
-        return self._call("POST", f"/merge/{first}/{second}")
+        return self._object("POST", f"/merge/{first}/{second}")
+
+    def _object(self, method: str, suffix: str, body: Any = None) -> dict[str, Any]:
+        """`_call` for the requests PIP-468 answers with a JSON object; any other answer
+        is the API's error, named."""
+        answer = self._call(method, suffix, body)
+        if not isinstance(answer, dict):
+            raise AdminUnreachable(f"{method} {self.paths}{suffix}: expected a JSON object, "
+                                   f"got {answer!r}")
+        return answer
 
     def _call(self, method: str, suffix: str, body: Any = None) -> Any:
         """The JSON answer of the first broker that gives a definite one. A 4xx is

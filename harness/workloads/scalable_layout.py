@@ -9,6 +9,7 @@ an epoch that lasted less than a poll is still recorded.
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 import time
@@ -77,7 +78,7 @@ def choose_change(rng: random.Random, metadata: dict[str, Any]) -> LayoutChange 
                      if s.get("state") == "ACTIVE"), key=lambda s: s["hashRange"]["start"])
     splittable = [s["segmentId"] for s in active
                   if s["hashRange"]["end"] > s["hashRange"]["start"]]
-    pairs = [(a["segmentId"], b["segmentId"]) for a, b in zip(active, active[1:])]
+    pairs = [(a["segmentId"], b["segmentId"]) for a, b in itertools.pairwise(active)]
     want_split = len(active) < 2 or (len(active) < MAX_ACTIVE and rng.random() < SPLIT_SHARE)
     if splittable and (want_split or not pairs):
         return LayoutChange("split", (rng.choice(splittable),))

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import pulsar
 
-from history.writer import ClientProcess, SequentialIds
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
 from harness.workloads.official_client import (
@@ -46,6 +45,7 @@ from harness.workloads.official_client import (
     subscribe_recorded,
 )
 from harness.workloads.stats import subscription_backlogs
+from history.writer import ClientProcess, SequentialIds
 
 log = logging.getLogger(__name__)
 

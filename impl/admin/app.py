@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from impl.admin import broker_routes, cluster_routes, namespace_routes, tenant_routes, topic_routes
-from impl.admin import scalable_routes, segment_routes
+from impl.admin import (
+    broker_routes,
+    cluster_routes,
+    namespace_routes,
+    scalable_routes,
+    segment_routes,
+    tenant_routes,
+    topic_routes,
+)
 from impl.admin.context import CONTEXT, AdminContext
 from impl.admin.errors import errors_middleware
 

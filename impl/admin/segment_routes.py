@@ -3,7 +3,7 @@ API, served by the broker that owns the segment topic's bundle (others answer 30
 
 | method | path | does |
 | --- | --- | --- |
-| PUT | `.../{descriptor}` | create; body `{"subscriptions": [...], "initialPosition": "Earliest"}` |
+| PUT | `.../{descriptor}` | create: `{"subscriptions": [...], "initialPosition": "Earliest"}` |
 | POST | `.../{descriptor}/terminate` | terminate (seal); the last position |
 | DELETE | `.../{descriptor}` | delete the topic, its cursors and data |
 | GET | `.../{descriptor}` | starquake's: terminated, cursors, drained per subscription, clients |

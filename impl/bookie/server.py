@@ -15,6 +15,7 @@ import logging
 import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from impl.bookie import protocol
 from impl.bookie.ledgers import LedgerStore
@@ -165,7 +166,7 @@ class BookieServer:
         (ledger_id,) = _exact(protocol.LEDGER, body)
         return _now(protocol.ENTRY_ID.pack(self.ledgers.last_entry_id(ledger_id)))
 
-    _handlers: dict[Op, Callable[[BookieServer, bytes], Answer]] = {
+    _handlers: ClassVar[dict[Op, Callable[[BookieServer, bytes], Answer]]] = {
         Op.CREATE: _create,
         Op.ADD: _add,
         Op.READ: _read,

@@ -9,7 +9,7 @@ acknowledged batch.
 
 from __future__ import annotations
 
-from impl.protocol.pulsar_api_pb2 import MessageIdData
+from wire.pulsar_api_pb2 import MessageIdData
 
 _WORD = 64
 _MASK = (1 << _WORD) - 1

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from impl.protocol.pulsar_api_pb2 import (
+from impl.storage.api import Position
+from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandAckResponse,
     CommandActiveConsumerChange,
@@ -23,8 +24,8 @@ from impl.protocol.pulsar_api_pb2 import (
     CommandSendReceipt,
     CommandSuccess,
     MessageIdData,
+    ServerError,
 )
-from impl.storage.api import Position
 
 SERVER_VERSION = "starquake-broker"
 MAX_PROTOCOL_VERSION = 19
@@ -44,7 +45,7 @@ def success(request_id: int) -> BaseCommand:
     return BaseCommand(type=BaseCommand.SUCCESS, success=CommandSuccess(request_id=request_id))
 
 
-def error(request_id: int, code: int, message: str) -> BaseCommand:
+def error(request_id: int, code: ServerError, message: str) -> BaseCommand:
     return BaseCommand(type=BaseCommand.ERROR, error=CommandError(
         request_id=request_id, error=code, message=message))
 
@@ -57,7 +58,8 @@ def partitioned_metadata(request_id: int, partitions: int) -> BaseCommand:
             response=CommandPartitionedTopicMetadataResponse.Success))
 
 
-def partitioned_metadata_failed(request_id: int, code: int, message: str) -> BaseCommand:
+def partitioned_metadata_failed(request_id: int, code: ServerError,
+                                message: str) -> BaseCommand:
     return BaseCommand(
         type=BaseCommand.PARTITIONED_METADATA_RESPONSE,
         partitionMetadataResponse=CommandPartitionedTopicMetadataResponse(
@@ -73,7 +75,7 @@ def lookup_answer(request_id: int, broker_url: str, *, connect: bool,
                                    brokerServiceUrl=broker_url, authoritative=authoritative)))
 
 
-def lookup_failed(request_id: int, code: int, message: str) -> BaseCommand:
+def lookup_failed(request_id: int, code: ServerError, message: str) -> BaseCommand:
     return BaseCommand(type=BaseCommand.LOOKUP_RESPONSE, lookupTopicResponse=(
         CommandLookupTopicResponse(request_id=request_id,
                                    response=CommandLookupTopicResponse.Failed,
@@ -98,7 +100,8 @@ def send_receipt(producer_id: int, sequence_id: int, highest_sequence_id: int,
         highest_sequence_id=highest_sequence_id, message_id=message_id(position)))
 
 
-def send_error(producer_id: int, sequence_id: int, code: int, message: str) -> BaseCommand:
+def send_error(producer_id: int, sequence_id: int, code: ServerError,
+               message: str) -> BaseCommand:
     return BaseCommand(type=BaseCommand.SEND_ERROR, send_error=CommandSendError(
         producer_id=producer_id, sequence_id=sequence_id, error=code, message=message))
 
@@ -120,7 +123,7 @@ def message(consumer_id: int, position: Position, redelivery_count: int,
         redelivery_count=redelivery_count, ack_set=list(ack_set)))
 
 
-def ack_response(consumer_id: int, request_id: int, code: int | None = None,
+def ack_response(consumer_id: int, request_id: int, code: ServerError | None = None,
                  text: str = "") -> BaseCommand:
     response = CommandAckResponse(consumer_id=consumer_id, request_id=request_id)
     if code is not None:

@@ -24,10 +24,10 @@ from impl.broker.service import BrokerService
 from impl.broker.subscription import Subscription
 from impl.broker.topic import Topic
 from impl.ownership.topic_name import TopicName
-from impl.protocol.frames import Frame, FrameDecoder, MalformedFrame, encode_command
-from impl.protocol.keep_alive import Silence, keep_alive, ping, pong
-from impl.protocol.pulsar_api_pb2 import BaseCommand, ServerError
 from impl.storage.api import Position
+from wire.frames import Frame, FrameDecoder, MalformedFrame, encode_command
+from wire.keep_alive import Silence, keep_alive, ping, pong
+from wire.pulsar_api_pb2 import BaseCommand, ServerError
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ class ServerConnection:
         task.add_done_callback(self._tasks.discard)
 
     def _in_turn(self, request_id: int, work: Callable[[], Awaitable[BaseCommand]],
-                 answer_error: Callable[[int, int, str], BaseCommand] = commands.error,
+                 answer_error: Callable[[int, ServerError, str], BaseCommand] = commands.error,
                  ordered: bool = True) -> None:
         """Run `work` as a task (in arrival order when `ordered`), send its answer, or the
         error its exception maps to."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from impl.protocol.frames import split_batch, split_entry
 from impl.storage.api import Entry, Position
+from wire.frames import split_batch, split_entry
 
 
 @dataclass

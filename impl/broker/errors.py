@@ -7,15 +7,15 @@ from impl.metadata.errors import MetadataError
 from impl.ownership.ephemeral import StaleNodeRemains
 from impl.ownership.namespace_service import NoBrokerAvailable, NotOwner
 from impl.ownership.topic_name import InvalidTopicName
-from impl.protocol.pulsar_api_pb2 import ServerError
 from impl.resources import ResourceNotFound
 from impl.storage.api import OwnershipLost, StorageError, TopicTerminated
+from wire.pulsar_api_pb2 import ServerError
 
 
 class BrokerRequestError(Exception):
     """A request the broker refuses for a reason the client can act on."""
 
-    code: int = ServerError.UnknownError
+    code: ServerError = ServerError.UnknownError
 
 
 class ConsumerBusy(BrokerRequestError):
@@ -41,8 +41,8 @@ class TopicClosing(BrokerRequestError):
 
 
 # Most specific first: the first matching class decides.
-_CODES: list[tuple[type[BaseException], int]] = [
-    (BrokerRequestError, -1),  # carries its own code
+# A BrokerRequestError carries its own code (`server_error` asks it first).
+_CODES: list[tuple[type[BaseException], ServerError]] = [
     (NotOwner, ServerError.ServiceNotReady),
     (StaleNodeRemains, ServerError.ServiceNotReady),
     (NoBrokerAvailable, ServerError.ServiceNotReady),
@@ -55,7 +55,7 @@ _CODES: list[tuple[type[BaseException], int]] = [
 ]
 
 
-def server_error(exc: BaseException) -> int:
+def server_error(exc: BaseException) -> ServerError:
     """The `ServerError` a client should see for `exc` (UnknownError when unexpected)."""
     if isinstance(exc, BrokerRequestError):
         return exc.code

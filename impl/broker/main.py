@@ -34,7 +34,7 @@ from impl.ownership.topic_name import DEFAULT_NAMESPACE, DEFAULT_TENANT, Namespa
 from impl.replication.service import BrokerReplication
 from impl.resources import ClusterData, PulsarResources
 from impl.scalable.segment_storage import SegmentStorage
-from impl.scalable.service import ScalableTopicService, ScalableTopicsConfig
+from impl.scalable.service import ScalableTopicsConfig, ScalableTopicService
 from impl.storage.factory import ManagedLedgerFactory
 
 log = logging.getLogger("impl.broker")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from impl.protocol.pulsar_api_pb2 import BaseCommand
+from wire.pulsar_api_pb2 import BaseCommand
 
 
 class Peer(Protocol):

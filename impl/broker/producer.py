@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable
 
 from impl.broker import commands
 from impl.broker.peer import Peer
-from impl.protocol.pulsar_api_pb2 import CommandSend, ServerError
 from impl.storage.api import OwnershipLost, Position, TopicTerminated
+from wire.pulsar_api_pb2 import CommandSend, ServerError
 
 log = logging.getLogger(__name__)
 

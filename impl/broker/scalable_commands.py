@@ -25,8 +25,13 @@ from typing import Any, Protocol, TypeVar
 
 from impl.metadata.store import Watch
 from impl.ownership.topic_name import TopicName
-from impl.protocol.frames import Frame
-from impl.protocol.pulsar_api_pb2 import (
+from impl.scalable.errors import NotLeader, ScalableTopicError, ScalableTopicNotFound
+from impl.scalable.layout import SegmentLayout
+from impl.scalable.names import ScalableTopicName
+from impl.scalable.service import ScalableTopicService
+from impl.scalable.sessions import ConsumerAssignment, SubscriptionType
+from wire.frames import Frame
+from wire.pulsar_api_pb2 import (
     AssignedSegmentProto,
     BaseCommand,
     CommandScalableConsumerAssignment,
@@ -38,11 +43,6 @@ from impl.protocol.pulsar_api_pb2 import (
     SegmentState,
     ServerError,
 )
-from impl.scalable.errors import NotLeader, ScalableTopicError, ScalableTopicNotFound
-from impl.scalable.layout import SegmentLayout
-from impl.scalable.names import ScalableTopicName
-from impl.scalable.service import ScalableTopicService
-from impl.scalable.sessions import ConsumerAssignment, SubscriptionType
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def assignment_command(consumer_id: int, assignment: ConsumerAssignment,
                        scalableConsumerAssignment=reply)
 
 
-def error_code(exc: BaseException) -> int:
+def error_code(exc: BaseException) -> ServerError:
     if isinstance(exc, ScalableTopicNotFound):
         return ServerError.TopicNotFound
     if isinstance(exc, NotLeader):
@@ -360,9 +360,14 @@ class ScalableCommands:
                 controller.consumer_disconnected(registration.subscription,
                                                  registration.consumer_name,
                                                  registration.registration_id)
+        def log_failure(done: asyncio.Future[None]) -> None:
+            failure = done.exception()
+            if failure:
+                log.warning("disconnect of %s not reported: %s", registration.consumer_name,
+                            failure)
+
         future = asyncio.get_running_loop().run_in_executor(self.service.executor, report)
-        future.add_done_callback(lambda f: f.exception() and log.warning(
-            "disconnect of %s not reported: %s", registration.consumer_name, f.exception()))
+        future.add_done_callback(log_failure)
 
     # --- the connection closed -----------------------------------------------------------
 

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 from impl.broker.topic import Topic
 from impl.ownership.namespace_service import LookupResult, TopicCloser
 from impl.ownership.topic_name import TopicName
-from impl.scalable.service import ScalableTopicService
 from impl.replication.broker_hooks import NO_REPLICATION, ReplicationService
+from impl.scalable.service import ScalableTopicService
 from impl.storage.api import ManagedLedger
 
 log = logging.getLogger(__name__)

@@ -21,14 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from impl.broker import commands
-from impl.broker.acks import covers_entry_through, bits_of, remaining_after, words_of
+from impl.broker.acks import bits_of, covers_entry_through, remaining_after, words_of
 from impl.broker.consumer import Consumer
 from impl.broker.dispatch import Dispatcher, dispatcher_for
 from impl.broker.entries import DispatchEntry
 from impl.broker.errors import ConsumerBusy, server_error
-from impl.protocol.pulsar_api_pb2 import CommandAck, CommandSubscribe, MessageIdData
 from impl.replication.broker_hooks import NO_SUBSCRIPTION_HOOKS, SubscriptionHooks
 from impl.storage.api import ManagedCursor, Position, StorageError
+from wire.pulsar_api_pb2 import CommandAck, CommandSubscribe, MessageIdData
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from impl.broker.peer import Peer
 from impl.broker.producer import Producer
 from impl.broker.subscription import Subscription
 from impl.ownership.topic_name import TopicName
-from impl.protocol.pulsar_api_pb2 import CommandSubscribe
 from impl.replication.broker_hooks import NO_REPLICATION, TopicHooks
 from impl.replication.stopping import finish
 from impl.storage.api import InitialPosition, ManagedLedger, Position, TopicTerminated
+from wire.pulsar_api_pb2 import CommandSubscribe
 
 log = logging.getLogger(__name__)
 

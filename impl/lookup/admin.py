@@ -6,7 +6,7 @@
 | `PUT /lookup/v2/tenants/{tenant}` | `{"cluster": name}` | send the tenant's lookups to that cluster (412: unknown cluster) |
 | `GET /lookup/v2/tenants/{tenant}` | | `{"cluster", "brokerServiceUrl"}` (404: unknown tenant) |
 | `GET /lookup/v2/health` | | `ok` |
-"""
+"""  # noqa: E501 (a Markdown table)
 
 from __future__ import annotations
 

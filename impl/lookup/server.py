@@ -18,9 +18,9 @@ from impl.broker import commands
 from impl.lookup.directory import TenantDirectory, UnknownCluster, UnknownTenant
 from impl.metadata.errors import MetadataError
 from impl.ownership.topic_name import InvalidTopicName, TopicName
-from impl.protocol.frames import Frame, FrameDecoder, MalformedFrame, encode_command
-from impl.protocol.keep_alive import pong
-from impl.protocol.pulsar_api_pb2 import BaseCommand, ServerError
+from wire.frames import Frame, FrameDecoder, MalformedFrame, encode_command
+from wire.keep_alive import pong
+from wire.pulsar_api_pb2 import BaseCommand, ServerError
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +64,11 @@ class LookupServer:
         if command.type == BaseCommand.PING:
             return pong()
         if command.type == BaseCommand.PARTITIONED_METADATA:
-            request = command.partitionMetadata
-            _, code, reason = await self._route(request.topic)
+            metadata = command.partitionMetadata
+            _, code, reason = await self._route(metadata.topic)
             if code is not None:
-                return commands.partitioned_metadata_failed(request.request_id, code, reason)
-            return commands.partitioned_metadata(request.request_id, 0)  # as every broker here
+                return commands.partitioned_metadata_failed(metadata.request_id, code, reason)
+            return commands.partitioned_metadata(metadata.request_id, 0)  # as every broker here
         if command.type == BaseCommand.LOOKUP:
             request = command.lookupTopic
             url, code, reason = await self._route(request.topic)
@@ -81,7 +81,7 @@ class LookupServer:
                      BaseCommand.Type.Name(command.type))
         return None
 
-    async def _route(self, topic: str) -> tuple[str, int | None, str]:
+    async def _route(self, topic: str) -> tuple[str, ServerError | None, str]:
         """The `brokerServiceUrl` for the topic's tenant, or the error to answer."""
         try:
             url = await asyncio.to_thread(self._directory.route, TopicName.parse(topic).tenant)

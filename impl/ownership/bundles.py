@@ -12,6 +12,7 @@ the last, which also holds 0xffffffff; they print as Pulsar prints them,
 from __future__ import annotations
 
 import bisect
+import itertools
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -96,7 +97,7 @@ class NamespaceBundles:
     def __post_init__(self) -> None:
         b = self.boundaries
         if (len(b) < 2 or b[0] != FULL_LOWER_BOUND or b[-1] != FULL_UPPER_BOUND
-                or any(x >= y for x, y in zip(b, b[1:]))):
+                or any(x >= y for x, y in itertools.pairwise(b))):
             raise ValueError(f"bundle boundaries of {self.namespace} do not cover the hash "
                              f"space in increasing order: {[hex(x) for x in b]}")
 
@@ -105,7 +106,8 @@ class NamespaceBundles:
         return cls(namespace, tuple(even_boundaries(count)))
 
     @classmethod
-    def from_boundaries(cls, namespace: NamespaceName, boundaries: Sequence[int]) -> NamespaceBundles:
+    def from_boundaries(cls, namespace: NamespaceName,
+                        boundaries: Sequence[int]) -> NamespaceBundles:
         return cls(namespace, tuple(boundaries))
 
     @property
@@ -113,7 +115,7 @@ class NamespaceBundles:
         b = self.boundaries
         return [
             NamespaceBundle(self.namespace, BundleRange(lo, hi, hi == FULL_UPPER_BOUND))
-            for lo, hi in zip(b, b[1:])
+            for lo, hi in itertools.pairwise(b)
         ]
 
     def find(self, topic: TopicName) -> NamespaceBundle:

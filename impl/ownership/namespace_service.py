@@ -64,7 +64,7 @@ class TopicCloser(Protocol):
     """The front end's part of an unload: close every producer and consumer of the topic
     (CLOSE_PRODUCER / CLOSE_CONSUMER, so clients look the topic up again)."""
 
-    async def __call__(self, topic: TopicName) -> None: ...
+    async def __call__(self, topic: TopicName, /) -> None: ...
 
 
 class NamespaceService:

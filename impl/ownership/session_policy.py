@@ -61,7 +61,7 @@ class SessionPolicy:
         session_timeout: float,
         reconnect_retries: int,
         unload_bundle: Callable[[NamespaceBundle], None],
-        shutdown: Callable[[str], None],
+        shutdown: Callable[[str], object],
     ) -> None:
         self._store = store
         self.policy = policy
@@ -157,7 +157,7 @@ class SessionPolicy:
             self._lost = False
         log.info("after the new session: kept %d bundle(s), unloaded %d", kept, given_up)
 
-    def _start_timer(self, delay: float, action: Callable[[], None]) -> None:
+    def _start_timer(self, delay: float, action: Callable[[], object]) -> None:
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()

@@ -22,10 +22,10 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from impl.protocol.frames import split_entry
-from impl.protocol.pulsar_api_pb2 import MessageMetadata
-from impl.protocol.pulsar_markers_pb2 import OriginalClusterPositionField
 from impl.storage.api import Entry, Position
+from wire.frames import split_entry
+from wire.pulsar_api_pb2 import MessageMetadata
+from wire.pulsar_markers_pb2 import OriginalClusterPositionField
 
 
 @dataclass(frozen=True, order=True)
@@ -94,7 +94,8 @@ def acknowledged_ranges(identities: Iterable[MessageIdentity],
         index = last_of_origin.get(identity.cluster)
         if index is not None:
             latest = ranges[index]
-            if latest.ledger_id == ledger and latest.first_entry_id <= entry <= latest.last_entry_id:
+            if (latest.ledger_id == ledger
+                    and latest.first_entry_id <= entry <= latest.last_entry_id):
                 continue
             if latest.ledger_id == ledger and entry == latest.last_entry_id + 1:
                 ranges[index] = AcknowledgedRange(identity.cluster, ledger,
@@ -146,7 +147,8 @@ def filter_acknowledged(local_cluster: str, entries: Sequence[Entry],
                         acknowledged: AcknowledgedElsewhere) -> FilteredEntries:
     """For the dispatcher, before it hands entries to consumers (003's
     `filterEntriesForConsumer`): split off what another cluster already acknowledged."""
-    deliver, skipped = [], []
+    deliver: list[Entry] = []
+    skipped: list[Entry] = []
     for entry in entries:
         metadata, _ = split_entry(entry.data)
         identity = identity_of(local_cluster, entry.position, metadata)

@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Callable, Mapping
 
 from impl.mutants import NONE, Mutants
-from impl.protocol.frames import split_entry
 from impl.replication.acknowledged import (
     AcknowledgedElsewhere,
     AcknowledgedRange,
@@ -29,6 +28,7 @@ from impl.replication.markers import (
 from impl.replication.snapshot_builder import ReplicatedSubscriptionsSnapshotBuilder
 from impl.replication.snapshot_cache import ReplicatedSubscriptionSnapshotCache
 from impl.storage.api import InitialPosition, Position
+from wire.frames import split_entry
 
 
 def _new_snapshot_id() -> str:

@@ -16,15 +16,18 @@ Markers are never delivered to consumers (`is_marker`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 from google.protobuf.message import DecodeError, Message
 
-from impl.protocol.frames import MalformedFrame, encode_entry, split_entry
-from impl.protocol.pulsar_api_pb2 import MessageMetadata
-from impl.protocol.pulsar_markers_pb2 import (
+from impl.replication.acknowledged import AcknowledgedRange
+from impl.storage.api import Position
+from wire.frames import MalformedFrame, encode_entry, split_entry
+from wire.pulsar_api_pb2 import MessageMetadata
+from wire.pulsar_markers_pb2 import (
     ClusterMessageId,
     MarkersMessageIdData,
     ReplicatedSubscriptionsSnapshot,
@@ -32,8 +35,6 @@ from impl.protocol.pulsar_markers_pb2 import (
     ReplicatedSubscriptionsSnapshotResponse,
     ReplicatedSubscriptionsUpdate,
 )
-from impl.replication.acknowledged import AcknowledgedRange
-from impl.storage.api import Position
 
 MARKER_PRODUCER = "pulsar.marker"
 """The producer name Pulsar gives marker entries."""
@@ -126,8 +127,10 @@ def marker_of(metadata: MessageMetadata, payload: bytes) -> Marker | None:
     except DecodeError as exc:
         raise MalformedMarker(f"unreadable {message_class.__name__}: {exc}") from None
     if not message.IsInitialized():  # parsing alone does not insist on required fields
+        # Every message has FindInitializationErrors; types-protobuf does not declare it.
+        missing = message.FindInitializationErrors()  # type: ignore[attr-defined]
         raise MalformedMarker(f"unreadable {message_class.__name__}: missing "
-                              f"{', '.join(message.FindInitializationErrors())}")
+                              f"{', '.join(missing)}")
     try:
         return convert(message, list(metadata.replicate_to))
     except ValueError as exc:  # MalformedMarker included, or an empty acknowledged range
@@ -189,8 +192,11 @@ def _encode_update(m: SubscriptionUpdate) -> tuple[int, list[str], Message]:
     return MarkerType.UPDATE, [], update
 
 
-_encoders = {SnapshotRequest: _encode_request, SnapshotResponse: _encode_response,
-             Snapshot: _encode_snapshot, SubscriptionUpdate: _encode_update}
+# By the marker's class. Each encoder takes only markers of that class, which the dict's
+# type cannot say: hence `Any`.
+_encoders: dict[type[Marker], Callable[[Any], tuple[int, list[str], Message]]] = {
+    SnapshotRequest: _encode_request, SnapshotResponse: _encode_response,
+    Snapshot: _encode_snapshot, SubscriptionUpdate: _encode_update}
 
 
 def _decode_request(m: ReplicatedSubscriptionsSnapshotRequest, _: list[str]) -> Marker:
@@ -214,7 +220,8 @@ def _decode_update(m: ReplicatedSubscriptionsUpdate, _: list[str]) -> Marker:
         for r in m.acknowledged))
 
 
-_decoders = {
+# By `marker_type`: the payload's message class, and its decoder (of that class only).
+_decoders: dict[int, tuple[type[Message], Callable[[Any, list[str]], Marker]]] = {
     MarkerType.SNAPSHOT_REQUEST: (ReplicatedSubscriptionsSnapshotRequest, _decode_request),
     MarkerType.SNAPSHOT_RESPONSE: (ReplicatedSubscriptionsSnapshotResponse, _decode_response),
     MarkerType.SNAPSHOT: (ReplicatedSubscriptionsSnapshot, _decode_snapshot),

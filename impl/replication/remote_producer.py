@@ -13,17 +13,17 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from impl.client.connection import ClientConnection, ConnectionPool
-from impl.client.errors import ClientError
-from impl.protocol.frames import Frame, split_entry
-from impl.protocol.pulsar_api_pb2 import (
+from impl.storage.api import Position
+from wire.connection import ClientConnection, ConnectionPool
+from wire.errors import ClientError
+from wire.frames import Frame, split_entry
+from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandCloseProducer,
     CommandProducer,
     CommandSend,
     ServerError,
 )
-from impl.storage.api import Position
 
 _KINDS = (BaseCommand.SEND_RECEIPT, BaseCommand.SEND_ERROR, BaseCommand.CLOSE_PRODUCER)
 
@@ -65,7 +65,7 @@ class RemoteProducer:
                 type=BaseCommand.PRODUCER, producer=CommandProducer(
                     topic=topic, producer_id=producer_id, request_id=request_id,
                     producer_name=name)), request_id, timeout)
-        except (ClientError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, ClientError, OSError) as exc:
             pool.close()
             raise RemoteUnavailable(f"no producer on {topic} at {service_url}: {exc!r}") from None
         return producer

@@ -22,8 +22,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
-from impl.protocol.frames import MalformedFrame, encode_entry, split_entry
 from impl.replication.acknowledged import MessageIdentity, stamp_original_position
 from impl.replication.config import GeoReplicationConfig
 from impl.replication.markers import MalformedMarker, is_marker
@@ -31,6 +31,7 @@ from impl.replication.remote_producer import RemoteProducer, RemoteUnavailable
 from impl.replication.routing import replicates_to
 from impl.replication.stopping import stop_task
 from impl.storage.api import Entry, ManagedCursor, Position, StorageError
+from wire.frames import MalformedFrame, encode_entry, split_entry
 
 log = logging.getLogger(__name__)
 
@@ -168,8 +169,9 @@ class Replicator:
         """Until the cursor has more, or the remote connection is lost (so that the
         replicator reconnects even on a topic where nothing is written meanwhile)."""
         more = asyncio.ensure_future(self.cursor.wait_for_more())
+        either: list[asyncio.Future[Any]] = [more, producer.lost]
         try:
-            await asyncio.wait([more, producer.lost], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         finally:
             more.cancel()
 

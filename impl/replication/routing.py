@@ -6,7 +6,7 @@ The replicator owns this decision; it lives beside the markers because their
 
 from __future__ import annotations
 
-from impl.protocol.pulsar_api_pb2 import MessageMetadata
+from wire.pulsar_api_pb2 import MessageMetadata
 
 
 def replicates_to(metadata: MessageMetadata, remote_cluster: str) -> bool:

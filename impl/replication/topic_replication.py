@@ -15,7 +15,6 @@ import logging
 from collections.abc import Collection, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
-from impl.protocol.frames import split_entry
 from impl.replication.acknowledged import MessageIdentity, filter_acknowledged, identity_of
 from impl.replication.controller import ReplicatedSubscriptionsController
 from impl.replication.markers import MalformedMarker, Snapshot, is_marker, marker_of
@@ -36,6 +35,7 @@ from impl.storage.api import (
     Position,
     StorageError,
 )
+from wire.frames import split_entry
 
 if TYPE_CHECKING:
     from impl.metadata.store import Watch

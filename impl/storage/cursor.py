@@ -62,7 +62,7 @@ class ManagedCursorImpl:
 
     async def read_entries(self, max_entries: int) -> list[Entry]:
         start = self._first_unacked(self._read_position)
-        positions = []
+        positions: list[Position] = []
         for position in self._ledger.sequence.positions_from(start):
             if len(positions) >= max_entries:
                 break

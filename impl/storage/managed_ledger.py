@@ -327,9 +327,9 @@ class ManagedLedgerImpl:
         try:
             async with self._metadata_lock:
                 self._check_writable()
-                if self._writing is None or self._writing is writing and (
+                if self._writing is None or (self._writing is writing and (
                         writing.broken or
-                        writing.next_entry_id >= self._ctx.config.max_entries_per_ledger):
+                        writing.next_entry_id >= self._ctx.config.max_entries_per_ledger)):
                     await self._roll_over()
                 assert self._writing is not None
                 return self._writing

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from nemesis.faults.base import Fault
 from nemesis.faults.controller import IsolateControllerLeader, KillControllerLeader
-from nemesis.faults.partitions import BrokersFromZooKeeper, Bridge, Isolate, MajoritiesRing, \
-    RandomHalves
+from nemesis.faults.partitions import (
+    Bridge,
+    BrokersFromZooKeeper,
+    Isolate,
+    MajoritiesRing,
+    RandomHalves,
+)
 from nemesis.faults.process import Kill, Pause
 from nemesis.faults.session import ExpireSession
 from nemesis.faults.wan import CutWan

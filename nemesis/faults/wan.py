@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+
 from nemesis.events import NemesisEvent
 from nemesis.faults.base import FaultContext, FaultPlanError, Surface
 from nemesis.faults.partitions import _Partition

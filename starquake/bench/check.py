@@ -121,7 +121,7 @@ def bench_check(events: int, spark_master: str | None, keep: Path | None) -> Non
     from checkers.session import spark_master as resolve_master
     from checkers.session import spark_session
 
-    inject = {kind: INJECTED_EACH for kind in INJECTABLE}
+    inject = dict.fromkeys(INJECTABLE, INJECTED_EACH)
     spec = SyntheticSpec(messages=max(events // _EVENTS_PER_MESSAGE, 2000), seed=7,
                          inject=inject)
     with tempfile.TemporaryDirectory() as tmp:

@@ -25,11 +25,11 @@ TARGET_SECONDS = 20.0
 def bench_cluster(clusters: int, zookeepers: str, bookies: int, brokers: int,
                   repeat: int) -> None:
     """Time `up` (to every node serving) and `down` of a deployment, REPEAT times."""
+    from harness.signals import sigterm_interrupts
     from harness.targets.docker.deployment import DockerDeployment
     from harness.targets.docker.engine import connect
     from harness.targets.docker.images import node_image
     from harness.targets.docker.resources import run_containers, run_networks
-    from harness.signals import sigterm_interrupts
     from harness.topology import Topology
 
     client = connect()

@@ -34,7 +34,7 @@ def prepare_run(run_dir: Path, events: int, spark_master: str | None) -> None:
 
     run_dir.mkdir(parents=True, exist_ok=True)
     spec = SyntheticSpec(messages=events // _EVENTS_PER_MESSAGE, seed=1,
-                         inject={kind: INJECTED_EACH for kind in INJECTABLE})
+                         inject=dict.fromkeys(INJECTABLE, INJECTED_EACH))
     started = time.perf_counter()
     count = write_parquet(spec, run_dir / "history.parquet")
     click.echo(f"generated {count:,} events in {time.perf_counter() - started:.1f} s")
@@ -71,4 +71,5 @@ def bench_report(events: int, keep: Path | None, spark_master: str | None) -> No
         click.echo(f"report of {events:,} events: {elapsed:.1f} s "
                    f"({elapsed / TARGET_S:.2f} of the {TARGET_S:.0f} s target); "
                    f"report.html {size_kib:,.0f} KiB, {pages} timeline pages; "
-                   f"peak RSS of this process {peak_mib:,.0f} MiB (generation included unless reused)")
+                   f"peak RSS of this process {peak_mib:,.0f} MiB "
+                   f"(generation included unless reused)")

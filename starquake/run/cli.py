@@ -28,10 +28,10 @@ def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path) -
     """
     from rich.console import Console
 
+    from scenarios.catalogue import resolve_scenario
     from starquake.run.pipeline import RunOptions
     from starquake.run.pipeline import run as run_scenario
     from starquake.run.summary import print_summary
-    from scenarios.catalogue import resolve_scenario
 
     scenario = resolve_scenario(str(scenario))
     console = Console()

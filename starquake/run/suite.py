@@ -16,11 +16,11 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from history.errors import ENVIRONMENT, INVALID, VALID, StarquakeError
+from scenarios.catalogue import resolve_suite
 from starquake.run.pipeline import RunOptions, resolve
 from starquake.run.pipeline import run as run_scenario
 from starquake.run.summary import print_summary
-from history.errors import ENVIRONMENT, INVALID, VALID, StarquakeError
-from scenarios.catalogue import resolve_suite
 
 VERDICT_CODES = {"valid": 0, "invalid": 1, "unknown": 2}
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from impl.broker.acks import bits_of, covers_entry_through, remaining_after, words_of
-from impl.protocol.pulsar_api_pb2 import MessageIdData
+from wire.pulsar_api_pb2 import MessageIdData
 
 
 def message(batch_index: int = -1, ack_set: list[int] | None = None) -> MessageIdData:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pulsar
 
 from impl.ownership.topic_name import TopicName
-from impl.protocol.pulsar_api_pb2 import BaseCommand
 from tests.broker.conftest import MemoryBroker
 from tests.cluster.raw_producer import RawConsumer
+from wire.pulsar_api_pb2 import BaseCommand
 
 TOPIC = "persistent://public/default/unit"
 

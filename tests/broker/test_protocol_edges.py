@@ -7,9 +7,9 @@ from __future__ import annotations
 import pulsar
 import pytest
 
-from impl.protocol.pulsar_api_pb2 import BaseCommand
 from tests.broker.conftest import MemoryBroker
 from tests.cluster.raw_producer import JUNK, RawConsumer, RawProducer, send_junk
+from wire.pulsar_api_pb2 import BaseCommand
 
 TOPIC = "persistent://public/default/edges"
 

@@ -57,36 +57,35 @@ def standalone_spark(tmp_path: Path) -> Iterator[str]:
     port, master_ui, worker_ui = free_ports(3)
     env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
            "SPARK_LOG_DIR": str(tmp_path)}
-    logs = [open(tmp_path / f"{n}.log", "w") for n in ("master", "worker")]
-    master = subprocess.Popen(
-        [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-         "--port", str(port), "--webui-port", str(master_ui)],
-        stdout=logs[0], stderr=subprocess.STDOUT, env=env)
-    url = f"spark://127.0.0.1:{port}"
-    worker = subprocess.Popen(
-        [str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-         "--webui-port", str(worker_ui), "--cores", "2", "--memory", "2g",
-         "--work-dir", str(tmp_path / "work")],
-        stdout=logs[1], stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 90
-        while "Registering worker" not in (tmp_path / "master.log").read_text():
-            assert time.monotonic() < deadline, (tmp_path / "master.log").read_text()[-2000:]
-            assert master.poll() is None and worker.poll() is None
-            time.sleep(0.5)
-        yield url
-    finally:
-        for proc in (worker, master):
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGTERM)
-        for proc in (worker, master):
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
-        for log in logs:
-            log.close()
+    with open(tmp_path / "master.log", "w") as master_log, \
+            open(tmp_path / "worker.log", "w") as worker_log:
+        master = subprocess.Popen(
+            [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+             "--port", str(port), "--webui-port", str(master_ui)],
+            stdout=master_log, stderr=subprocess.STDOUT, env=env)
+        url = f"spark://127.0.0.1:{port}"
+        worker = subprocess.Popen(
+            [str(spark_class), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+             "--webui-port", str(worker_ui), "--cores", "2", "--memory", "2g",
+             "--work-dir", str(tmp_path / "work")],
+            stdout=worker_log, stderr=subprocess.STDOUT, env=env)
+        try:
+            deadline = time.monotonic() + 90
+            while "Registering worker" not in (tmp_path / "master.log").read_text():
+                assert time.monotonic() < deadline, (tmp_path / "master.log").read_text()[-2000:]
+                assert master.poll() is None and worker.poll() is None
+                time.sleep(0.5)
+            yield url
+        finally:
+            for proc in (worker, master):
+                if proc.poll() is None:
+                    os.kill(proc.pid, signal.SIGTERM)
+            for proc in (worker, master):
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
 
 
 @pytest.mark.spark

@@ -1,7 +1,7 @@
 """Clients that speak the binary protocol frame by frame, for what the official client
 hides: sending into a paused broker's socket and seeing exactly which writes got a receipt,
 or counting the MESSAGE frames a consumer gets for its permits. Built on our codec
-(impl/protocol/frames.py), which the official client already agrees with.
+(wire/frames.py), which the official client already agrees with.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import struct
 import time
 from urllib.parse import urlsplit
 
-from impl.protocol.frames import FrameDecoder, MalformedFrame, encode_command, encode_entry
-from impl.protocol.pulsar_api_pb2 import (
+from wire.frames import FrameDecoder, MalformedFrame, encode_command, encode_entry
+from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandAck,
     CommandConnect,

@@ -13,10 +13,10 @@ import pulsar
 import pytest
 
 from harness.targets.local.cluster import BrokerNode, LocalCluster
-from impl.protocol.pulsar_api_pb2 import BaseCommand
 from nemesis.session_expiry import expire_session
 from tests.cluster.helpers import admin_get, drain, lookup_through, owner_of
 from tests.cluster.raw_producer import JUNK, RawProducer, send_junk
+from wire.pulsar_api_pb2 import BaseCommand
 
 pytestmark = pytest.mark.cluster
 

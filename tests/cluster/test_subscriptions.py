@@ -3,6 +3,8 @@ acknowledgements that survive the broker (they live in the cursor, not in memory
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 
 import pulsar
@@ -57,7 +59,7 @@ def test_each_subscription_type_delivers_as_its_type_promises(
     consumers = subscribe(client, topic, pulsar.ConsumerType.Shared, 3)
     sent = produce(client, topic, 600, batching=False)  # one batch would go to one consumer
     shares = [[m.data() for m in drain(c, idle_ms=1500)] for c in consumers]
-    assert all(shares) and sorted(sum(shares, [])) == sorted(sent)
+    assert all(shares) and sorted(functools.reduce(operator.iadd, shares, [])) == sorted(sent)
 
     topic = "persistent://public/default/key-shared"
     consumers = subscribe(client, topic, pulsar.ConsumerType.KeyShared, 3)

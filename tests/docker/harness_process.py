@@ -9,11 +9,11 @@ from __future__ import annotations
 import sys
 import time
 
-from harness.targets.docker.deployment import DockerDeployment
 from harness.signals import sigterm_interrupts
+from harness.targets.docker.deployment import DockerDeployment
 from harness.targets.docker.iptables import IptablesNetwork
-from nemesis.partition import Partitioner
 from harness.topology import Topology
+from nemesis.partition import Partitioner
 
 
 def main(argv: list[str]) -> None:

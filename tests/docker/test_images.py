@@ -18,9 +18,13 @@ import pytest
 from docker import DockerClient
 
 from harness.targets.docker import images
+from harness.targets.docker.images import (
+    NodeImage,
+    build_context_tar,
+    node_image,
+    root_filesystem_tar,
+)
 from starquake import cluster_cli
-from harness.targets.docker.images import (NodeImage, build_context_tar, node_image,
-                                           root_filesystem_tar)
 
 
 def _members(data: bytes) -> dict[str, tarfile.TarInfo]:

@@ -13,13 +13,13 @@ from docker import DockerClient
 from harness.targets.docker.containers import ContainerNode, NodeSpec
 from harness.targets.docker.deployment import DockerDeployment
 from harness.targets.docker.images import NodeImage
-from harness.waits import TcpPort
+from harness.targets.docker.iptables import IptablesNetwork
 from harness.targets.local.zookeeper import serving_mode
+from harness.topology import Topology
+from harness.waits import TcpPort
 from nemesis.events import NemesisEvent
 from nemesis.grudge import Grudge
-from harness.targets.docker.iptables import IptablesNetwork
 from nemesis.partition import Partitioner
-from harness.topology import Topology
 from tests.docker.conftest import reachable
 
 pytestmark = pytest.mark.docker

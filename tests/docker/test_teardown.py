@@ -22,8 +22,8 @@ from docker import DockerClient
 from harness.targets.docker.deployment import DockerDeployment
 from harness.targets.docker.engine import new_run_id
 from harness.targets.docker.resources import remove_run, run_containers, run_networks
-from harness.waits import NodeNotReady
 from harness.topology import Topology
+from harness.waits import NodeNotReady
 
 pytestmark = pytest.mark.docker
 

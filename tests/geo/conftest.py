@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from harness.targets.local.cluster import HOST, ClusterSettings, LocalCluster, NodeStartFailed
 from harness.ports import free_ports
+from harness.targets.local.cluster import HOST, ClusterSettings, LocalCluster, NodeStartFailed
 from harness.targets.local.processes import LocalProcess, wait_serving
 from tests.fixtures.cluster import pulsar_client  # noqa: F401  (a fixture)
 from tests.geo.geo_clusters import link

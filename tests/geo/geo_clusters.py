@@ -33,7 +33,7 @@ class GeoCluster(Protocol):
 def cluster_name(cluster: GeoCluster) -> str:
     """A `LocalCluster` keeps its name in its settings; a `TargetCluster` holds it."""
     settings = getattr(cluster, "settings", None)
-    return str(settings.name if settings is not None else getattr(cluster, "name"))
+    return str(settings.name if settings is not None else cluster.name)
 
 
 def admin(cluster: GeoCluster, method: str, path: str, body: Any = None) -> Any:

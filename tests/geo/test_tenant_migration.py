@@ -12,8 +12,8 @@ import pulsar
 import pytest
 
 from harness.admin_api import admin_request
-from harness.targets.local.cluster import LocalCluster
 from harness.migration import ClusterEndpoint, MigrationPlan, migrate_tenant
+from harness.targets.local.cluster import LocalCluster
 from tests.geo.conftest import LookupService
 from tests.geo.geo_clusters import NAMESPACE, TENANT, admin, topic_stats, wait_until
 from tests.geo.traffic import AckingConsumer, SteadyProducer

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.admin_api import AdminError
+from harness.target import TargetCluster
 from harness.targets.docker.deployment import DockerDeployment
 from harness.targets.docker.node_specs import NodeSettings
-from harness.target import TargetCluster
 from harness.workloads.geo_link import replicate_namespace
 from tests.docker.conftest import deploy, docker_client  # noqa: F401  (fixtures)
 from tests.geo.failover import SUBSCRIPTION

@@ -17,7 +17,6 @@ import pulsar
 import pytest
 
 from harness.targets.docker.iptables import IptablesNetwork
-
 from nemesis.partition import Partitioner
 from tests.geo.failover import Outcome, Scene, play, report
 from tests.geo.geo_clusters import replicator_connected, wait_until

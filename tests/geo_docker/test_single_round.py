@@ -18,8 +18,8 @@ from collections.abc import Callable
 import pulsar
 import pytest
 
-from harness.targets.docker.node_specs import BROKER_PORT
 from harness.targets.docker.iptables import IptablesNetwork
+from harness.targets.docker.node_specs import BROKER_PORT
 from nemesis.partition import Partitioner
 from tests.geo.failover import Outcome, Scene, play, report
 from tests.geo.geo_clusters import wait_until

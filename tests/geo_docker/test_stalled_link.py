@@ -13,10 +13,10 @@ from collections.abc import Callable
 import pulsar
 import pytest
 
-from harness.targets.docker.deployment import DockerDeployment
-from harness.targets.docker.node_specs import BROKER_PORT
 from harness.target import TargetCluster
+from harness.targets.docker.deployment import DockerDeployment
 from harness.targets.docker.iptables import IptablesNetwork
+from harness.targets.docker.node_specs import BROKER_PORT
 from nemesis.partition import Partitioner
 from tests.docker.conftest import reachable
 from tests.geo.failover import Outcome, Scene, play, report

@@ -102,11 +102,11 @@ def test_wait_ends_when_the_strategy_says_ready() -> None:
 
 def test_an_exited_node_fails_the_wait_with_its_log() -> None:
     node = FakeNode(log="line 1\nError: no such module impl.bookie\n", alive=False)
-    with pytest.raises(NodeNotReady, match="(?s)a-node1 exited.*no such module impl.bookie"):
+    with pytest.raises(NodeNotReady, match=r"(?s)a-node1 exited.*no such module impl.bookie"):
         wait_ready(node, LogLine("serving"), timeout=5)
 
 
 def test_a_node_never_ready_fails_the_wait_after_the_timeout() -> None:
     node = FakeNode(log="still electing\n")
-    with pytest.raises(NodeNotReady, match="(?s)a-node1 not ready after 0 s.*still electing"):
+    with pytest.raises(NodeNotReady, match=r"(?s)a-node1 not ready after 0 s.*still electing"):
         wait_ready(node, LogLine("serving"), timeout=0.2)

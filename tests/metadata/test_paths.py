@@ -30,7 +30,8 @@ def test_any_topic_name_is_one_znode_level_and_decodes_back(name: str) -> None:
 
 
 def test_broker_urls_and_bookie_addresses_stay_readable() -> None:
-    assert paths.live_broker("pulsar://10.0.0.7:6650") == "/loadbalance/brokers/pulsar:%2F%2F10.0.0.7:6650"
+    assert paths.live_broker("pulsar://10.0.0.7:6650") == \
+        "/loadbalance/brokers/pulsar:%2F%2F10.0.0.7:6650"
     assert paths.bookie_registration("127.0.0.1:3181") == "/ledgers/available/127.0.0.1:3181"
 
 

@@ -21,7 +21,7 @@ def test_parse_reads_the_command_line_spelling() -> None:
 def test_an_unknown_name_is_refused_when_switched_on_and_when_asked() -> None:
     with pytest.raises(UnknownMutant, match="no-fenceing"):
         Mutants.parse("no-fenceing")
-    with pytest.raises(UnknownMutant, match="known mutants: .*no-fencing"):
+    with pytest.raises(UnknownMutant, match=r"known mutants: .*no-fencing"):
         Mutants().on("no-fenceing")
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from harness.targets.docker.iptables import CHAIN, IptablesNetwork, PartitionFailed, restore_input
 from nemesis.grudge import ShapeNotApplicable
-from harness.targets.docker.iptables import IptablesNetwork, CHAIN, PartitionFailed, restore_input
 from nemesis.partition import Partitioner
 
 

@@ -62,7 +62,8 @@ def run(zk_store: Callable[..., MetadataStore]) -> Iterator[Callable[..., Any]]:
 
 def test_tenants_and_namespaces_follow_pulsars_rules(run: Callable[..., Any]) -> None:
     async def scenario(client: TestClient) -> None:
-        assert (await client.put("/admin/v2/tenants/acme", json={"allowedClusters": ["a"]})).status == 204
+        created = await client.put("/admin/v2/tenants/acme", json={"allowedClusters": ["a"]})
+        assert created.status == 204
         again = await client.put("/admin/v2/tenants/acme", json={})
         assert again.status == 409 and "already exists" in (await again.json())["reason"]
         assert await (await client.get("/admin/v2/tenants")).json() == ["acme"]
@@ -97,7 +98,8 @@ def test_replication_clusters_must_exist(run: Callable[..., Any]) -> None:
         assert sorted(await (await client.get("/admin/v2/clusters")).json()) == ["a", "b"]
         assert (await client.post("/admin/v2/namespaces/t/geo/replication",
                                   json=["a", "b"])).status == 204
-        assert await (await client.get("/admin/v2/namespaces/t/geo/replication")).json() == ["a", "b"]
+        replication = await client.get("/admin/v2/namespaces/t/geo/replication")
+        assert await replication.json() == ["a", "b"]
         bad = await client.post("/admin/v2/namespaces/t/geo/replication", data="not json")
         assert bad.status == 400
 
@@ -136,7 +138,8 @@ def test_a_topic_in_a_bundle_owned_elsewhere_is_redirected_to_its_owner(
         assert response.headers["Location"] == (
             "http://127.0.0.1:2002/admin/v2/persistent/public/default/elsewhere"
             "?authoritative=true")
-        lookup = await (await client.get("/lookup/v2/topic/persistent/public/default/elsewhere")).json()
+        answer = await client.get("/lookup/v2/topic/persistent/public/default/elsewhere")
+        lookup = await answer.json()
         assert lookup["brokerUrl"] == OTHER.broker_url and lookup["httpUrl"] == OTHER.web_url
 
     run(scenario)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from impl.protocol.frames import (
+from wire.frames import (
     FrameDecoder,
     MalformedFrame,
     encode_command,
@@ -15,7 +15,7 @@ from impl.protocol.frames import (
     split_batch,
     split_entry,
 )
-from impl.protocol.pulsar_api_pb2 import (
+from wire.pulsar_api_pb2 import (
     BaseCommand,
     BrokerEntryMetadata,
     CommandSend,
@@ -113,9 +113,10 @@ def test_encoding_an_incomplete_command_is_our_bug() -> None:
         encode_command(BaseCommand(type=BaseCommand.SEND, send=CommandSend(producer_id=1)))
 
 
-def test_generated_module_matches_the_proto(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["pulsar_api_pb2.py", "pulsar_api_pb2.pyi"])
+def test_generated_module_and_stub_match_the_proto(tmp_path: Path, name: str) -> None:
     subprocess.run(["bash", str(REPO / "scripts" / "gen_proto.sh"), str(tmp_path)], check=True)
-    generated = tmp_path / "impl" / "protocol" / "pulsar_api_pb2.py"
-    committed = REPO / "impl" / "protocol" / "pulsar_api_pb2.py"
+    generated = tmp_path / "wire" / name
+    committed = REPO / "wire" / name
     assert generated.read_text() == committed.read_text(), \
-        "impl/protocol/pulsar_api_pb2.py is stale: run scripts/gen_proto.sh"
+        f"wire/{name} is stale: run scripts/gen_proto.sh"

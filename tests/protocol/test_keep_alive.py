@@ -1,4 +1,4 @@
-"""The client side of Pulsar's keep-alive (`impl/protocol/keep_alive.py`), against a
+"""The client side of Pulsar's keep-alive (`wire/keep_alive.py`), against a
 scripted broker on loopback: a peer that answers pings keeps the connection, one that has
 gone silent (what a WAN cut that drops packets looks like) loses it within two intervals.
 The broker side is tested in tests/broker/test_protocol_edges.py."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 
 from impl.broker import commands
-from impl.client.connection import ClientConnection
-from impl.protocol.frames import FrameDecoder, encode_command
-from impl.protocol.keep_alive import pong
-from impl.protocol.pulsar_api_pb2 import BaseCommand
+from wire.connection import ClientConnection
+from wire.frames import FrameDecoder, encode_command
+from wire.keep_alive import pong
+from wire.pulsar_api_pb2 import BaseCommand
 
 INTERVAL = 0.1
 

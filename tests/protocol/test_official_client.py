@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pulsar
 import pytest
 
-from impl.protocol.frames import FrameDecoder, encode_command, split_batch
-from impl.protocol.pulsar_api_pb2 import (
+from wire.frames import FrameDecoder, encode_command, split_batch
+from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandConnected,
     CommandLookupTopicResponse,
@@ -48,7 +48,8 @@ class Responder:
         c = frame.command
         if c.type == BaseCommand.CONNECT:
             return BaseCommand(type=BaseCommand.CONNECTED, connected=CommandConnected(
-                server_version="starquake-test", protocol_version=min(c.connect.protocol_version, 19),
+                server_version="starquake-test",
+                protocol_version=min(c.connect.protocol_version, 19),
                 max_message_size=5 * 1024 * 1024))
         if c.type == BaseCommand.PING:
             return BaseCommand(type=BaseCommand.PONG, pong=CommandPong())

@@ -15,14 +15,14 @@ import itertools
 from collections.abc import Iterable, Sequence
 
 from impl.mutants import NONE, Mutants
-from impl.protocol.frames import encode_entry, split_entry
-from impl.protocol.pulsar_api_pb2 import MessageMetadata
 from impl.replication.acknowledged import MessageIdentity, identity_of, stamp_original_position
 from impl.replication.config import ReplicatedSubscriptionsConfig
 from impl.replication.controller import ReplicatedSubscriptionsController
 from impl.replication.markers import Snapshot, decode_marker, is_marker
 from impl.replication.routing import replicates_to
 from impl.storage.api import Entry, InitialPosition, Position
+from wire.frames import encode_entry, split_entry
+from wire.pulsar_api_pb2 import MessageMetadata
 
 LEDGER = 7
 
@@ -97,7 +97,7 @@ class SimTopic:
     def __init__(self, cluster: str, remotes: Sequence[str]) -> None:
         self.cluster = cluster
         self.entries: list[Entry] = []
-        self.connected = {remote: True for remote in remotes}
+        self.connected = dict.fromkeys(remotes, True)
         self.subscriptions: dict[str, SimSubscription] = {}
         self.created: dict[str, Position | InitialPosition] = {}
 

@@ -8,8 +8,6 @@ import asyncio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from impl.protocol.frames import encode_entry, split_entry
-from impl.protocol.pulsar_api_pb2 import MessageMetadata
 from impl.replication.acknowledged import (
     AcknowledgedElsewhere,
     AcknowledgedRange,
@@ -24,6 +22,8 @@ from impl.replication.config import ReplicatedSubscriptionsConfig
 from impl.replication.markers import SubscriptionUpdate, is_marker
 from impl.storage.api import Entry, Position
 from tests.replication.geo_sim import LEDGER, Geo
+from wire.frames import encode_entry, split_entry
+from wire.pulsar_api_pb2 import MessageMetadata
 
 identities = st.builds(MessageIdentity, st.sampled_from(["a", "b", "c"]),
                        st.builds(Position, st.integers(1, 3), st.integers(0, 40)))
@@ -66,7 +66,7 @@ def test_ranges_never_claim_a_message_that_was_not_acknowledged(
         assert _covered(ranges) == set(acked)
 
 
-@given(st.lists(st.builds(lambda c, l, f, n: AcknowledgedRange(c, l, f, f + n),
+@given(st.lists(st.builds(lambda c, ledger, f, n: AcknowledgedRange(c, ledger, f, f + n),
                           st.sampled_from(["a", "b"]), st.integers(1, 3), st.integers(0, 30),
                           st.integers(0, 5)), max_size=12), identities)
 def test_lookup_agrees_with_the_ranges(ranges: list[AcknowledgedRange],

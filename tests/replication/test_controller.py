@@ -7,7 +7,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from impl.mutants import NONE, Mutants
-from impl.protocol.frames import encode_entry, split_entry
 from impl.replication.config import ReplicatedSubscriptionsConfig
 from impl.replication.controller import ReplicatedSubscriptionsController
 from impl.replication.markers import (
@@ -20,6 +19,7 @@ from impl.replication.markers import (
 )
 from impl.storage.api import Position
 from tests.replication.geo_sim import LEDGER, FakeClock, SimTopic
+from wire.frames import encode_entry, split_entry
 
 
 def controller(remotes: tuple[str, ...] = ("b",), mutants: Mutants = NONE,

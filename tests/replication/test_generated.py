@@ -1,23 +1,26 @@
-"""Our marker .proto and its committed Python module must not drift apart (the same check
-tests/protocol makes for pulsar_api)."""
+"""Our marker .proto and its committed Python module and type stub must not drift apart
+(the same check tests/protocol makes for pulsar_api)."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
-MODULE = Path("impl") / "protocol" / "pulsar_markers_pb2.py"
 
 
-def test_generated_marker_module_matches_the_proto(tmp_path: Path) -> None:
+@pytest.mark.parametrize("module", [Path("wire") / "pulsar_markers_pb2.py",
+                                    Path("wire") / "pulsar_markers_pb2.pyi"])
+def test_generated_marker_module_matches_the_proto(tmp_path: Path, module: Path) -> None:
     subprocess.run(["bash", str(REPO / "scripts" / "gen_proto.sh"), str(tmp_path)], check=True)
-    assert (tmp_path / MODULE).read_text() == (REPO / MODULE).read_text(), \
-        f"{MODULE} is stale: run scripts/gen_proto.sh"
+    assert (tmp_path / module).read_text() == (REPO / module).read_text(), \
+        f"{module} is stale: run scripts/gen_proto.sh"
 
 
 def test_marker_field_numbers_are_pulsars() -> None:
-    from impl.protocol import pulsar_markers_pb2 as pb
+    from wire import pulsar_markers_pb2 as pb
 
     def numbers(message: type) -> dict[str, int]:
         return {f.name: f.number for f in message.DESCRIPTOR.fields}

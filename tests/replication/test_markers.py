@@ -7,8 +7,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from impl.protocol.frames import encode_entry, split_entry
-from impl.protocol.pulsar_api_pb2 import MessageMetadata
 from impl.replication.acknowledged import AcknowledgedRange
 from impl.replication.markers import (
     MARKER_PRODUCER,
@@ -25,12 +23,14 @@ from impl.replication.markers import (
 )
 from impl.replication.routing import replicates_to
 from impl.storage.api import Position
+from wire.frames import encode_entry, split_entry
+from wire.pulsar_api_pb2 import MessageMetadata
 
 names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1,
                 max_size=12)
 positions = st.builds(Position, st.integers(0, 2**63), st.integers(0, 2**63))
 cluster_positions = st.dictionaries(names, positions, max_size=4)
-ranges = st.builds(lambda c, l, f, n: AcknowledgedRange(c, l, f, f + n), names,
+ranges = st.builds(lambda c, ledger, f, n: AcknowledgedRange(c, ledger, f, f + n), names,
                    st.integers(0, 2**40), st.integers(0, 2**40), st.integers(0, 100))
 markers = st.one_of(
     st.builds(SnapshotRequest, names, names),

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from history.schema import key_hash
 from checkers.synthetic import INJECTABLE, SyntheticSpec, write_jsonl
+from history.schema import key_hash
 from tests.checkers.builder import History
 
 GEO_BOUND_MS = 100

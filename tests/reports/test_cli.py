@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from starquake.cli import main
 from history.errors import BAD_INPUT
+from starquake.cli import main
 from tests.reports.runs import synthetic_run
 
 

@@ -22,8 +22,7 @@ from reports import timeline
 from reports.report import write_report
 from reports.suite import write_suite_index
 from tests.reports.browser import Browser
-from tests.reports.runs import (GEO_COMMAND, cut_short_run, every_anomaly_run, geo_run,
-                                synthetic_run)
+from tests.reports.runs import GEO_COMMAND, cut_short_run, every_anomaly_run, geo_run, synthetic_run
 
 pytestmark = pytest.mark.spark
 
@@ -127,7 +126,8 @@ def test_geo_run_draws_every_plot_and_links_logs(runs: dict[str, Path], browser:
     assert browser.evaluate("document.querySelector('#command').innerText") == GEO_COMMAND
     facts = browser.evaluate("document.querySelector('table.facts').innerText")
     assert "snapshot-never-taken" in facts and "failover-under-partition" in facts
-    logs = browser.evaluate("[...document.querySelectorAll('#logs ~ ul a')].map(a => a.getAttribute('href'))")
+    logs = browser.evaluate(
+        "[...document.querySelectorAll('#logs ~ ul a')].map(a => a.getAttribute('href'))")
     assert logs == ["logs/a-bookie-1.log", "logs/a-broker-1.log", "logs/b-broker-1.log"]
     assert broken_links(browser, report) == []
 

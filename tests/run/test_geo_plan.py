@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness.workloads.geo import failover_plan
-from scenarios.plan import schedule_for
 from scenarios.format import ScenarioError
+from scenarios.plan import schedule_for
 from tests.run.conftest import WriteScenario
 
 
@@ -30,5 +30,5 @@ def test_the_multi_cluster_workloads_need_two_clusters(write_scenario: WriteScen
 
 def test_a_wan_cut_needs_two_clusters(write_scenario: WriteScenario) -> None:
     scenario = write_scenario('[nemesis]\nschedule = "random"\nfaults = ["cut-wan"]\n')
-    with pytest.raises(ScenarioError, match="nemesis.faults.0.: cut-wan cuts clusters apart"):
+    with pytest.raises(ScenarioError, match=r"nemesis.faults.0.: cut-wan cuts clusters apart"):
         schedule_for(scenario, 1)

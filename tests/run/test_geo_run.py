@@ -7,6 +7,7 @@ under load, its clients going through the lookup service, is valid too."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -46,7 +47,7 @@ def test_a_geo_run_with_failovers_is_valid(tmp_path: Path) -> None:
     # The consumers moved a -> b -> a ..., each failover starting where the last ended.
     assert len(failovers) >= 2 and failovers[0] == {"from": "a", "to": "b"}
     assert all(earlier["to"] == later["from"] != later["to"]
-               for earlier, later in zip(failovers, failovers[1:]))
+               for earlier, later in itertools.pairwise(failovers))
     sent = {e["value"]: e["cluster"] for e in events if e["f"] == "send" and e["type"] == "ok"}
     assert set(sent.values()) == {"a", "b"} and len(sent) > 300
     received: dict[str, set[str]] = {}

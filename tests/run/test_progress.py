@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from starquake.run.progress import CountingHistory, Progress
 from nemesis.runner import FaultStatus
+from starquake.run.progress import CountingHistory, Progress
 
 
 def _show(tmp_path: Path, terminal: bool) -> str:

@@ -8,9 +8,9 @@ import re
 import shlex
 from pathlib import Path
 
+from scenarios.format import load_scenario
 from starquake.run.pipeline import RunOptions, resolve
 from starquake.run.run_dir import create_run_dir, reproducing_command, update_latest, write_inputs
-from scenarios.format import load_scenario
 from tests.run.conftest import WriteScenario
 
 

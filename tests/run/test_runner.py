@@ -122,7 +122,7 @@ def test_the_controller_leader_is_the_broker_the_stats_name_when_the_fault_start
     leader_url = "pulsar://10.0.0.2:6650"
 
     class Stats(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's spelling)
+        def do_GET(self) -> None:
             found = self.path == "/admin/v2/scalable/public/default/t/stats"
             body = orjson.dumps({"controllerBrokerUrl": leader_url} if found else {})
             self.send_response(200 if found else 404)

@@ -7,8 +7,8 @@ import pytest
 
 from harness.topology import planned_nodes
 from nemesis.faults.base import OWNER
-from scenarios.plan import schedule_for
 from scenarios.format import ScenarioError
+from scenarios.plan import schedule_for
 from tests.run.conftest import WriteScenario
 
 RANDOM = """

@@ -95,9 +95,9 @@ def test_merge_creates_the_union_of_both_parents_subscriptions(deploy: Deploy,
 
     merged = TOPIC.segment_topic(layout.segment(2))
     assert layout.segment(2).parent_ids == (0, 1) and layout.epoch == 1
+    copied = [("subscriptions", first), ("subscriptions", second)][:2 if mutant is None else 1]
     assert [(c.operation, c.topic) for c in deployment.segments.calls] == [
-        ("subscriptions", first), ("subscriptions", second)][:2 if mutant is None else 1] + [
-        ("create", merged), ("terminate", first), ("terminate", second)]
+        *copied, ("create", merged), ("terminate", first), ("terminate", second)]
     cursors = set(deployment.segments.state(merged)["cursors"])
     if mutant is None:
         assert cursors == {"only-first", "only-second"}
@@ -197,7 +197,7 @@ def test_any_broker_watching_the_layout_sees_each_epoch(deploy: Deploy) -> None:
     controller = deployment.controller(BROKER_A)
     seen: Recorder[SegmentLayout | None] = Recorder()
     watch = deployment.resources.watch_layout(seen)
-    seen.wait_for(lambda layouts: [l.epoch for l in layouts if l] == [0])
+    seen.wait_for(lambda layouts: [layout.epoch for layout in layouts if layout] == [0])
 
     controller.split_segment(1)
     controller.merge_segments(0, 2)

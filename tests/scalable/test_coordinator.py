@@ -3,6 +3,8 @@ subscriptions that wait for parents to drain; a state machine plus the mutants' 
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -182,7 +184,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         for name, connection in h.connections.items():
             assert connection.pushes[-1].segment_ids == assignments[name].segment_ids
             pushed = [p.segment_ids for p in connection.pushes]
-            assert all(a != b for a, b in zip(pushed, pushed[1:])), "a push changes something"
+            assert all(a != b for a, b in itertools.pairwise(pushed)), "a push changes something"
         assert {n: r.assignment for (_, n), r in h.sessions.saved.items()} == assignments
         assert h.coordinator.connected() == {n: n in h.connections for n in self.members}
 

@@ -101,11 +101,11 @@ def test_the_key_hash_is_murmur3_of_the_utf8_bytes_modulo_65536() -> None:
 
 
 @pytest.mark.parametrize("change, error", [
-    (lambda l: l.split_segment(0).split_segment(0), SegmentNotActive),
-    (lambda l: l.merge_segments(0, 2), SegmentsNotAdjacent),
-    (lambda l: l.merge_segments(1, 1), SegmentsNotAdjacent),
-    (lambda l: l.prune_segment(0), SegmentNotPrunable),
-    (lambda l: l.split_segment(0).split_segment(4).prune_segment(4), SegmentNotPrunable),
+    (lambda layout: layout.split_segment(0).split_segment(0), SegmentNotActive),
+    (lambda layout: layout.merge_segments(0, 2), SegmentsNotAdjacent),
+    (lambda layout: layout.merge_segments(1, 1), SegmentsNotAdjacent),
+    (lambda layout: layout.prune_segment(0), SegmentNotPrunable),
+    (lambda layout: layout.split_segment(0).split_segment(4).prune_segment(4), SegmentNotPrunable),
 ])
 def test_invalid_changes_raise_domain_errors(change, error) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(error):

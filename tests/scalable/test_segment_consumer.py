@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from impl.client.errors import ConnectionClosed
-from impl.client.segment_consumer import Message, SegmentConsumer
-from impl.protocol.frames import Frame, encode_entry
-from impl.protocol.pulsar_api_pb2 import (
+from harness.scalable_client.segment_consumer import Message, SegmentConsumer
+from wire.errors import ConnectionClosed
+from wire.frames import Frame, encode_entry
+from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandMessage,
     CommandReachedEndOfTopic,

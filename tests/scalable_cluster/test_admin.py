@@ -10,8 +10,8 @@ from collections.abc import Callable
 import pytest
 import requests
 
+from harness.scalable_client.stream_consumer import StreamConsumer
 from harness.targets.local.cluster import LocalCluster
-from impl.client.stream_consumer import StreamConsumer
 from tests.scalable_cluster.workload import Received, ScalableAdmin, wait_until
 
 pytestmark = [pytest.mark.cluster]

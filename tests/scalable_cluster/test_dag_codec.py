@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from harness.scalable_client.layout import Layout, Segment
+from harness.scalable_client.names import ScalableTopicName
 from impl.broker.scalable_commands import dag_of
-from impl.client.dag import layout_of
-from impl.protocol.pulsar_api_pb2 import ScalableTopicDAG
 from impl.scalable.admin_segments import segment_path
 from impl.scalable.layout import SegmentLayout
+from impl.scalable.names import ScalableTopicName as BrokerTopicName
+from wire.pulsar_api_pb2 import ScalableTopicDAG
 
 
 def test_a_layout_survives_the_trip_through_the_protocol() -> None:
@@ -18,10 +20,29 @@ def test_a_layout_survives_the_trip_through_the_protocol() -> None:
     assert dag.controller_broker_url == "pulsar://c:6650"
     assert [(b.segment_id, b.broker_url) for b in dag.segment_brokers] == [
         (4, "pulsar://b:6650")]
-    received = layout_of(dag)
+    received = Layout.of(dag)
     assert received.epoch == layout.epoch == 3
-    assert received.segments == layout.segments
+    assert received.segments == {
+        s.segment_id: Segment(s.segment_id, s.hash_range.start, s.hash_range.end, s.is_active,
+                              s.parent_ids, s.child_ids) for s in layout.segments.values()}
     assert [s.segment_id for s in received.active_segments] == [4, 5, 6]
+    assert [(s.created_at_epoch, s.sealed_at_epoch) for s in dag.segments] == [
+        (s.created_at_epoch, s.sealed_at_epoch) for s in layout.segments.values()]
+    for segment in layout.active_segments:  # the client routes a hash where the broker does
+        for hash_value in (segment.hash_range.start, segment.hash_range.end):
+            assert received.active_segment_for(hash_value).segment_id == segment.segment_id
+
+
+def test_the_client_names_segment_topics_as_the_brokers_do() -> None:
+    layout = SegmentLayout.initial(2).split_segment(0)
+    received = Layout.of(dag_of(layout, {}, None))
+    ours = ScalableTopicName.parse("topic://acme/orders/payments")
+    theirs = BrokerTopicName.parse("topic://acme/orders/payments")
+    assert str(ours) == str(theirs)
+    assert [ours.segment_topic(received.segment(i)) for i in sorted(layout.segments)] == [
+        theirs.segment_topic(layout.segment(i)) for i in sorted(layout.segments)]
+    with pytest.raises(ValueError):
+        ScalableTopicName.parse("persistent://acme/orders/payments")
 
 
 def test_segment_topics_map_onto_the_segments_api() -> None:

@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
+from harness.scalable_client.producer import ScalableProducer
+from harness.scalable_client.stream_consumer import StreamConsumer
 from harness.targets.local.cluster import BrokerNode, LocalCluster
-from impl.client.producer import ScalableProducer
-from impl.client.stream_consumer import StreamConsumer
 from impl.metadata import paths
 from impl.metadata.store import MetadataStore
 from tests.scalable_cluster.workload import (

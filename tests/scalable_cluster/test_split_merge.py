@@ -9,13 +9,12 @@ from collections.abc import Callable
 
 import pytest
 
+from harness.scalable_client.errors import SegmentTerminated
+from harness.scalable_client.producer import ScalableProducer, SendResult
+from harness.scalable_client.queue_consumer import QueueConsumer
+from harness.scalable_client.segment_producer import SegmentProducer
+from harness.scalable_client.stream_consumer import StreamConsumer
 from harness.targets.local.cluster import LocalCluster
-from impl.client.connection import ConnectionPool
-from impl.client.errors import SegmentTerminated
-from impl.client.producer import ScalableProducer, SendResult
-from impl.client.queue_consumer import QueueConsumer
-from impl.client.segment_producer import SegmentProducer
-from impl.client.stream_consumer import StreamConsumer
 from impl.scalable.hashing import key_hash
 from tests.scalable_cluster.workload import (
     KeyedLoad,
@@ -28,6 +27,7 @@ from tests.scalable_cluster.workload import (
     undelivered,
     wait_until,
 )
+from wire.connection import ConnectionPool
 
 pytestmark = [pytest.mark.cluster]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import requests
 
-from impl.client.producer import ScalableProducer, SendResult
-from impl.client.segment_consumer import Message
+from harness.scalable_client.producer import ScalableProducer, SendResult
+from harness.scalable_client.segment_consumer import Message
 from impl.scalable.layout import SegmentLayout
 
 NAMESPACE = "public/default"

@@ -9,8 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.catalogue import (SUITES, example_history, packaged_scenarios, resolve_scenario,
-                                 resolve_suite, suites)
+from scenarios.catalogue import (
+    SUITES,
+    example_history,
+    packaged_scenarios,
+    resolve_scenario,
+    resolve_suite,
+    suites,
+)
 from scenarios.format import ScenarioError, load_scenario
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness.targets.local.cluster import HOST, BookieNode
 from harness.ports import free_ports
+from harness.targets.local.cluster import HOST, BookieNode
 from harness.targets.local.processes import LocalProcess
 from impl.metadata import paths
 from impl.metadata.store import MetadataStore

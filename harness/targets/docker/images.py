@@ -53,7 +53,7 @@ DOCKERFILE_DIR = Path(__file__).parent
 # distribution's metadata (build_context_tar), enough to `pip install` them in the image.
 DISTRIBUTION = "starquake"
 BUILD_BACKEND = ("setuptools>=68", "setuptools.build_meta")
-BUILD_CONTEXT_PACKAGES = ("starquake", "history", "harness", "impl", "nemesis", "checkers",
+BUILD_CONTEXT_PACKAGES = ("starquake", "history", "harness", "impl", "wire", "nemesis", "checkers",
                           "scenarios", "reports")
 # The Dockerfile's interpreter and its PATH (see harness/targets/docker/Dockerfile).
 DOCKERFILE_PYTHON = "/opt/starquake/venv/bin/python"
@@ -199,7 +199,8 @@ def imported_image(client: DockerClient) -> NodeImage:
 
 def package_files(package: str) -> dict[str, Path]:
     """Every file of an importable top-level package (sources and data, no caches), by its
-    path in the build context. importlib locates the package, so this is the code this process runs, from a checkout or from site-packages."""
+    path in the build context. importlib locates the package, so this is the code this
+    process runs, from a checkout or from site-packages."""
     try:
         root = Path(str(importlib.resources.files(package)))
     except ModuleNotFoundError:

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from harness.targets.docker.containers import NodeSpec
 from harness.targets.docker.images import NodeImage
-from harness.waits import HttpStatus, TcpPort, ZooKeeperServing
 from harness.targets.local.zookeeper import CLASSPATH, JVM_FLAGS, MAIN_CLASS
 from harness.targets.local.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
+from harness.waits import HttpStatus, TcpPort, ZooKeeperServing
 
 ZOOKEEPER_CLIENT_PORT = 2181
 ZOOKEEPER_PEER_PORT = 2888

@@ -1,11 +1,12 @@
 """A watchdog process that removes a run's containers and networks if the harness dies.
 
 The harness starts `python -m harness.targets.docker.reaper RUN_ID` with a pipe on its
-stdin and never writes to it. However the harness ends (return, exception, Ctrl-C, SIGKILL, the machine's
-OOM killer), the kernel closes its end of the pipe; the reaper then reads end-of-file and
-removes everything labelled `starquake=RUN_ID`. When the harness tore down itself that
-finds nothing. This is testcontainers' Ryuk, without a container: the reaper runs on the
-host, in a session of its own so a Ctrl-C in the terminal does not reach it.
+stdin and never writes to it. However the harness ends (return, exception, Ctrl-C,
+SIGKILL, the machine's OOM killer), the kernel closes its end of the pipe; the reaper then
+reads end-of-file and removes everything labelled `starquake=RUN_ID`. When the harness
+tore down itself that finds nothing. This is testcontainers' Ryuk, without a container:
+the reaper runs on the host, in a session of its own so a Ctrl-C in the terminal does not
+reach it.
 """
 
 from __future__ import annotations

@@ -22,8 +22,13 @@ from docker import DockerClient
 from docker.models.containers import Container
 from docker.models.networks import Network
 
-from harness.targets.docker.engine import (CLUSTER_LABEL, NETNS_ROLE, NODE_LABEL, ROLE_LABEL,
-                                           RUN_LABEL)
+from harness.targets.docker.engine import (
+    CLUSTER_LABEL,
+    NETNS_ROLE,
+    NODE_LABEL,
+    ROLE_LABEL,
+    RUN_LABEL,
+)
 from history.errors import EnvironmentProblem
 
 log = logging.getLogger(__name__)

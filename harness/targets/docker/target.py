@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.target import LookupEndpoint, NetworkControl, Node, NodeControl, Role, TargetCluster
 from harness.targets.docker.containers import ContainerNode
 from harness.targets.docker.deployment import ClusterNodes, DockerDeployment
 from harness.targets.docker.iptables import IptablesNetwork
 from harness.targets.docker.node_specs import NodeSettings
-from harness.target import LookupEndpoint, Node, NodeControl, NetworkControl, Role, TargetCluster
 from harness.targets.lookup import DeployedLookup
 from harness.topology import BACKEND_CAPABILITIES, Topology
 

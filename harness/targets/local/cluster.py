@@ -17,9 +17,9 @@ from pathlib import Path
 
 from harness.ports import free_ports
 from harness.targets.local.processes import LocalProcess, wait_serving
-from harness.waits import http_answers
 from harness.targets.local.zookeeper import ZooKeeperEnsemble
 from harness.targets.local.zookeeper_config import ZooKeeperSettings
+from harness.waits import http_answers
 from history.errors import EnvironmentProblem
 
 log = logging.getLogger(__name__)

@@ -3,13 +3,14 @@
 Local nodes run in sessions of their own (so that a Ctrl-C reaches only the harness, which
 stops them in order); the flip side is that a harness killed outright (SIGKILL, the OOM
 killer, a crashed interpreter) would leave brokers, bookies and ZooKeeper servers running.
-The first `LocalProcess` a harness starts also starts
-`python -m harness.targets.local.process_reaper` with a pipe on its stdin, and tells it each process it starts (`+PID`) and each it has
-reaped itself (`-PID`). When the pipe reaches end-of-file (the harness is gone, however it
-ended) the reaper kills the process group of every pid still listed, but only if that pid
-still names the process the harness started: its start time in /proc must match the one
-read when the pid was announced, so a pid reused by an unrelated process is left alone.
-A harness that stopped everything itself leaves the list empty, and the reaper just exits.
+The first `LocalProcess` a harness starts also starts `python -m
+harness.targets.local.process_reaper` with a pipe on its stdin, and tells it each process
+it starts (`+PID`) and each it has reaped itself (`-PID`). When the pipe reaches end-of-
+file (the harness is gone, however it ended) the reaper kills the process group of every
+pid still listed, but only if that pid still names the process the harness started: its
+start time in /proc must match the one read when the pid was announced, so a pid reused by
+an unrelated process is left alone. A harness that stopped everything itself leaves the
+list empty, and the reaper just exits.
 """
 
 from __future__ import annotations

@@ -12,9 +12,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
+from harness.target import (
+    ROLES,
+    LookupEndpoint,
+    NetworkControl,
+    Node,
+    NodeControl,
+    Role,
+    TargetCluster,
+)
 from harness.targets.local.cluster import BookieNode, BrokerNode, ClusterSettings, LocalCluster
-from harness.target import (ROLES, LookupEndpoint, NetworkControl, Node, NodeControl, Role,
-                            TargetCluster)
 from harness.targets.lookup import DeployedLookup
 from harness.topology import BACKEND_CAPABILITIES, Topology
 

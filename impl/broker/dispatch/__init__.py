@@ -10,7 +10,7 @@ from impl.broker.dispatch.base import Dispatcher
 from impl.broker.dispatch.key_shared import KeySharedDispatcher
 from impl.broker.dispatch.shared import SharedDispatcher
 from impl.broker.dispatch.single_active import ExclusiveDispatcher, FailoverDispatcher
-from impl.protocol.pulsar_api_pb2 import CommandSubscribe
+from wire.pulsar_api_pb2 import CommandSubscribe
 
 _BY_TYPE: dict[int, type[Dispatcher]] = {
     CommandSubscribe.Exclusive: ExclusiveDispatcher,

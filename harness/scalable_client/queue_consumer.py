@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from impl.client.segment_consumer import MessageHandler
-from impl.client.segment_reader import SegmentReader
-from impl.protocol.pulsar_api_pb2 import CommandSubscribe
+from harness.scalable_client.segment_consumer import MessageHandler
+from harness.scalable_client.segment_reader import SegmentReader
+from wire.pulsar_api_pb2 import CommandSubscribe
 
 FOLLOW_INTERVAL = 0.2
 """How often the DAG watcher's latest layout is compared with the segments attached."""

@@ -4,10 +4,11 @@ to (an assignment from the controller, or every segment of the DAG)."""
 
 from __future__ import annotations
 
-from impl.client.connection import ConnectionPool
-from impl.client.dag import DagWatcher
-from impl.client.segment_consumer import MessageHandler, SegmentConsumer
-from impl.scalable.names import ScalableTopicName
+from harness.scalable_client.dag import DagWatcher
+from harness.scalable_client.names import ScalableTopicName
+from harness.scalable_client.segment_consumer import MessageHandler, SegmentConsumer
+from wire.connection import ConnectionPool
+from wire.pulsar_api_pb2 import CommandSubscribe
 
 
 class SegmentReader:
@@ -22,7 +23,8 @@ class SegmentReader:
         self.dag = DagWatcher(self._pool, str(self.topic), timeout)
         self._segments: dict[int, SegmentConsumer] = {}
 
-    def _attach(self, segment_id: int, segment_topic: str, sub_type: int) -> None:
+    def _attach(self, segment_id: int, segment_topic: str,
+                sub_type: CommandSubscribe.SubType) -> None:
         """Start reading one segment topic in the subscription."""
         consumer = SegmentConsumer(self._pool, segment_topic, self.subscription, sub_type,
                                    self.name, self._on_message, self._timeout)

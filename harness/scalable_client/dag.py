@@ -1,44 +1,28 @@
 """A DAG watch session (PIP-468 commands 70-72) kept alive across broker failures: the
-latest `SegmentLayout` and controller URL of a scalable topic, and a way to wait for a
-layout that satisfies a condition. Any broker serves it; when the serving broker goes away
-the watcher opens a session on another."""
+latest `Layout` and controller URL of a scalable topic, and a way to wait for a layout
+that satisfies a condition. Any broker serves it; when the serving broker goes away the
+watcher opens a session on another."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
 
-from impl.client.connection import ClientConnection, ConnectionPool, retrying
-from impl.client.errors import BrokerError, ClientError
-from impl.protocol.frames import Frame
-from impl.protocol.pulsar_api_pb2 import (
+from harness.scalable_client.layout import Layout
+from harness.scalable_client.retry import retrying
+from wire.connection import ClientConnection, ConnectionPool
+from wire.errors import BrokerError, ClientError
+from wire.frames import Frame
+from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandScalableTopicClose,
     CommandScalableTopicLookup,
-    ScalableTopicDAG,
-    SegmentState,
 )
-from impl.scalable.layout import SegmentLayout
 
 log = logging.getLogger(__name__)
 
 _KINDS = (BaseCommand.SCALABLE_TOPIC_UPDATE,)
-
-
-def layout_of(dag: ScalableTopicDAG) -> SegmentLayout:
-    """The `SegmentLayout` a DAG message describes."""
-    segments: dict[str, Any] = {}
-    for s in dag.segments:
-        segments[str(s.segment_id)] = {
-            "segmentId": s.segment_id, "hashRange": {"start": s.hash_start, "end": s.hash_end},
-            "state": "ACTIVE" if s.state == SegmentState.SEGMENT_ACTIVE else "SEALED",
-            "parentIds": list(s.parent_ids), "childIds": list(s.child_ids),
-            "createdAtEpoch": s.created_at_epoch, "sealedAtEpoch": s.sealed_at_epoch}
-    next_id = max((s.segment_id for s in dag.segments), default=-1) + 1
-    return SegmentLayout.from_metadata({"epoch": dag.epoch, "nextSegmentId": next_id,
-                                        "segments": segments, "properties": {}})
 
 
 class DagWatcher:
@@ -46,13 +30,15 @@ class DagWatcher:
         self.topic = topic
         self._pool = pool
         self._timeout = timeout
-        self.layout: SegmentLayout | None = None
+        self.layout: Layout | None = None
         self.controller_url: str | None = None
         self._changed = asyncio.Condition()
         self._connection: ClientConnection | None = None
         self._session_id = 0
         self._task: asyncio.Task[None] | None = None
         self._lost = asyncio.Event()
+        self._applying: set[asyncio.Task[None]] = set()
+        """Pushed DAGs being taken in (held, so that none is collected half done)."""
 
     async def start(self) -> None:
         """Return once the first DAG is known."""
@@ -83,7 +69,9 @@ class DagWatcher:
             await self._open()
 
     def _handle(self, frame: Frame) -> None:
-        asyncio.ensure_future(self._apply(frame))
+        task = asyncio.create_task(self._apply(frame))
+        self._applying.add(task)
+        task.add_done_callback(self._applying.discard)
 
     async def _apply(self, frame: Frame) -> None:
         """Take a DAG in; an error refuses a lookup, or (pushed) says the topic is gone."""
@@ -93,7 +81,7 @@ class DagWatcher:
                 raise BrokerError(update.error, update.message)
             log.warning("DAG watch of %s ended: %s", self.topic, update.message)
             return
-        layout = layout_of(update.dag)
+        layout = Layout.of(update.dag)
         async with self._changed:
             if self.layout is None or layout.epoch >= self.layout.epoch:
                 self.layout = layout
@@ -107,7 +95,7 @@ class DagWatcher:
             async with self._changed:
                 await asyncio.wait_for(self._changed.wait_for(lambda: condition(self)),
                                        timeout or self._timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ClientError(f"{self.topic}: the DAG did not change as expected within "
                               f"{timeout or self._timeout} s") from None
 

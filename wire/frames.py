@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import google_crc32c
 from google.protobuf.message import DecodeError, EncodeError, Message
 
-from impl.protocol.pulsar_api_pb2 import BaseCommand, MessageMetadata, SingleMessageMetadata
+from wire.pulsar_api_pb2 import BaseCommand, MessageMetadata, SingleMessageMetadata
 
 CHECKSUM_MAGIC = b"\x0e\x01"
 BROKER_ENTRY_MAGIC = b"\x0e\x02"

@@ -14,17 +14,17 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from impl.client.connection import ClientConnection, ConnectionPool, retrying
-from impl.protocol.frames import Frame
-from impl.protocol.pulsar_api_pb2 import (
+from harness.scalable_client.message_id import MessageId
+from harness.scalable_client.retry import retrying
+from wire.connection import ClientConnection, ConnectionPool
+from wire.frames import Frame
+from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandAck,
     CommandCloseConsumer,
     CommandFlow,
     CommandSubscribe,
-    MessageIdData,
 )
-from impl.storage.api import Position
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ ACK_CLOSE_WAIT = 5.0
 @dataclass(frozen=True)
 class Message:
     segment_topic: str
-    position: Position
+    position: MessageId
     key: str
     payload: bytes
     redelivery: int = 0
@@ -53,7 +53,8 @@ MessageHandler = Callable[[Message], Awaitable[AckListener | None]]
 
 class SegmentConsumer:
     def __init__(self, pool: ConnectionPool, topic: str, subscription: str,
-                 sub_type: int, name: str, on_message: MessageHandler, timeout: float) -> None:
+                 sub_type: CommandSubscribe.SubType, name: str, on_message: MessageHandler,
+                 timeout: float) -> None:
         self.topic = topic
         self._pool = pool
         self._subscription = subscription
@@ -135,8 +136,7 @@ class SegmentConsumer:
         command = frame.command
         if command.type == BaseCommand.MESSAGE:
             metadata = frame.metadata()
-            position = Position(command.message.message_id.ledgerId,
-                                command.message.message_id.entryId)
+            position = MessageId.of(command.message.message_id)
             self._queue.put_nowait(Message(self.topic, position, metadata.partition_key,
                                            frame.payload(), command.message.redelivery_count))
             self._received += 1
@@ -161,8 +161,7 @@ class SegmentConsumer:
             request_id = connection.next_id()
             await connection.request(BaseCommand(type=BaseCommand.ACK, ack=CommandAck(
                 consumer_id=self._consumer_id, ack_type=CommandAck.Individual,
-                message_id=[MessageIdData(ledgerId=message.position.ledger_id,
-                                          entryId=message.position.entry_id)],
+                message_id=[message.position.to_data()],
                 request_id=request_id)), request_id)
             return True
         confirmed: bool = await retrying(f"ack on {self.topic}", ack_once,

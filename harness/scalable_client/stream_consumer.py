@@ -15,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from impl.client.connection import ClientConnection, retrying
-from impl.client.errors import ClientError, NotController
-from impl.client.segment_consumer import MessageHandler
-from impl.client.segment_reader import SegmentReader
-from impl.protocol.frames import Frame
-from impl.protocol.pulsar_api_pb2 import (
+from harness.scalable_client.errors import NotController
+from harness.scalable_client.retry import retrying
+from harness.scalable_client.segment_consumer import MessageHandler
+from harness.scalable_client.segment_reader import SegmentReader
+from wire.connection import ClientConnection
+from wire.errors import ClientError
+from wire.frames import Frame
+from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandScalableConsumerRegister,
     CommandScalableConsumerUnregister,
@@ -52,6 +54,8 @@ class StreamConsumer(SegmentReader):
         self._lost = asyncio.Event()
         self._applying = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
+        self._pushes: set[asyncio.Task[None]] = set()
+        """Pushed assignments being followed (held, so that none is collected half done)."""
 
     async def start(self) -> StreamConsumer:
         await self.dag.start()
@@ -84,7 +88,7 @@ class StreamConsumer(SegmentReader):
             await self._apply(frame)
             self.registered.append(self.assigned)
         await retrying(f"registering {self.name}", attempt, loop.time() + self._timeout,
-                       retry_on=(ClientError, OSError, asyncio.TimeoutError))
+                       retry_on=(ClientError, OSError, TimeoutError))
 
     async def _keep_registered(self) -> None:
         while True:
@@ -102,7 +106,9 @@ class StreamConsumer(SegmentReader):
                 self._controller.unregister(_KINDS, self._consumer_id)
             self._lost.set()
             return
-        asyncio.ensure_future(self._apply(frame))
+        task = asyncio.create_task(self._apply(frame))
+        self._pushes.add(task)
+        task.add_done_callback(self._pushes.discard)
 
     async def _apply(self, frame: Frame) -> None:
         """Follow an assignment; one at a time, in arrival order (closing a segment's

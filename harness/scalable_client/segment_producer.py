@@ -8,10 +8,13 @@ from __future__ import annotations
 import asyncio
 import time
 
-from impl.client.connection import ClientConnection, ConnectionPool, retrying
-from impl.client.errors import BrokerError, ConnectionClosed, SegmentTerminated
-from impl.protocol.frames import Frame, encode_entry
-from impl.protocol.pulsar_api_pb2 import (
+from harness.scalable_client.errors import SegmentTerminated
+from harness.scalable_client.message_id import MessageId
+from harness.scalable_client.retry import retrying
+from wire.connection import ClientConnection, ConnectionPool
+from wire.errors import BrokerError, ConnectionClosed
+from wire.frames import Frame, encode_entry
+from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandCloseProducer,
     CommandProducer,
@@ -19,7 +22,6 @@ from impl.protocol.pulsar_api_pb2 import (
     MessageMetadata,
     ServerError,
 )
-from impl.storage.api import Position
 
 _KINDS = (BaseCommand.SEND_RECEIPT, BaseCommand.SEND_ERROR, BaseCommand.CLOSE_PRODUCER)
 
@@ -33,7 +35,7 @@ class SegmentProducer:
         self._connection: ClientConnection | None = None
         self._producer_id = 0
         self._sequence = 0
-        self._pending: dict[int, asyncio.Future[Position]] = {}
+        self._pending: dict[int, asyncio.Future[MessageId]] = {}
         self._ready: asyncio.Lock = asyncio.Lock()
         self.terminated = False
 
@@ -50,13 +52,13 @@ class SegmentProducer:
                 self._connection, self._producer_id = connection, producer_id
             return self._connection, self._producer_id
 
-    async def send(self, key: str, payload: bytes) -> Position:
+    async def send(self, key: str, payload: bytes) -> MessageId:
         """The position the segment stored the message at."""
         deadline = asyncio.get_running_loop().time() + self._timeout
         return await retrying(f"send to {self.topic}", lambda: self._send_once(key, payload),
-                              deadline)  # type: ignore[no-any-return]
+                              deadline)
 
-    async def _send_once(self, key: str, payload: bytes) -> Position:
+    async def _send_once(self, key: str, payload: bytes) -> MessageId:
         if self.terminated:
             raise SegmentTerminated(self.topic)
         try:
@@ -68,7 +70,7 @@ class SegmentProducer:
             raise
         self._sequence += 1
         sequence = self._sequence
-        future: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[MessageId] = asyncio.get_running_loop().create_future()
         self._pending[sequence] = future
         metadata = MessageMetadata(producer_name=self._name, sequence_id=sequence,
                                    publish_time=int(time.time() * 1000), partition_key=key)
@@ -85,8 +87,7 @@ class SegmentProducer:
         command = frame.command
         if command.type == BaseCommand.SEND_RECEIPT:
             receipt = command.send_receipt
-            self._settle(receipt.sequence_id, Position(receipt.message_id.ledgerId,
-                                                       receipt.message_id.entryId))
+            self._settle(receipt.sequence_id, MessageId.of(receipt.message_id))
         elif command.type == BaseCommand.SEND_ERROR:
             error = command.send_error
             if error.error == ServerError.TopicTerminatedError:
@@ -97,7 +98,7 @@ class SegmentProducer:
         else:  # CLOSE_PRODUCER: the topic moves; look it up again
             self._lost()
 
-    def _settle(self, sequence: int, outcome: Position | Exception) -> None:
+    def _settle(self, sequence: int, outcome: MessageId | Exception) -> None:
         future = self._pending.get(sequence)
         if future is None or future.done():
             return

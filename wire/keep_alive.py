@@ -9,7 +9,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from impl.protocol.pulsar_api_pb2 import BaseCommand, CommandPing, CommandPong
+from wire.pulsar_api_pb2 import BaseCommand, CommandPing, CommandPong
 
 
 def ping() -> BaseCommand:

@@ -1,7 +1,11 @@
 """One client connection to a broker: requests matched to answers by id, and the commands a
 broker sends unasked (receipts, messages, DAG and assignment pushes) routed to whoever
 registered for them. `ConnectionPool` keeps one connection per broker URL and looks topics
-up, following redirects, as Pulsar's clients do."""
+up, following redirects, as Pulsar's clients do.
+
+Both sides of the protocol use it: the harness's scalable-topics client
+(`harness/scalable_client`) and the brokers' replicators, which produce to a remote
+cluster as any client would (`impl/replication/remote_producer.py`)."""
 
 from __future__ import annotations
 
@@ -9,18 +13,17 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlsplit
 
-from impl.client.errors import BrokerError, ConnectionClosed
-from impl.protocol.frames import Frame, FrameDecoder, encode_command
-from impl.protocol.pulsar_api_pb2 import (
+from wire.errors import BrokerError, ConnectionClosed
+from wire.frames import Frame, FrameDecoder, encode_command
+from wire.keep_alive import Silence, keep_alive, ping, pong
+from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandConnect,
     CommandLookupTopic,
     CommandLookupTopicResponse,
 )
-from impl.protocol.keep_alive import Silence, keep_alive, ping, pong
 
 log = logging.getLogger(__name__)
 
@@ -247,21 +250,3 @@ class ConnectionPool:
             connection.close()
         self._connections.clear()
 
-
-async def retrying(what: str, attempt: Callable[[], Any], deadline: float,
-                   retry_on: tuple[type[BaseException], ...] = (ConnectionClosed, OSError,
-                                                                BrokerError,
-                                                                asyncio.TimeoutError)) -> Any:
-    """Await `attempt()` until it succeeds or `deadline` (loop time) passes; brokers come
-    and go during failovers, so every client operation retries."""
-    loop = asyncio.get_running_loop()
-    delay = 0.1
-    while True:
-        try:
-            return await attempt()
-        except retry_on as exc:
-            if loop.time() + delay > deadline:
-                raise
-            log.info("%s failed (%s); retrying", what, exc)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)

@@ -1,5 +1,5 @@
 """`ScalableProducer`: sends each key to the active segment whose range holds the key's
-hash (history.md's hash, `impl.scalable.hashing.key_hash`), as the latest DAG says.
+hash (history.md's hash, `history.schema.key_hash`), as the latest DAG says.
 
 Per-key order: a key's next send starts only once its previous send is resolved, so a
 re-routed message can never overtake its predecessor. When a segment answers
@@ -12,20 +12,20 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from impl.client.connection import ConnectionPool
-from impl.client.dag import DagWatcher
-from impl.client.errors import SegmentTerminated
-from impl.client.segment_producer import SegmentProducer
-from impl.scalable.hashing import key_hash
-from impl.scalable.names import ScalableTopicName
-from impl.storage.api import Position
+from harness.scalable_client.dag import DagWatcher
+from harness.scalable_client.errors import SegmentTerminated
+from harness.scalable_client.message_id import MessageId
+from harness.scalable_client.names import ScalableTopicName
+from harness.scalable_client.segment_producer import SegmentProducer
+from history.schema import key_hash
+from wire.connection import ConnectionPool
 
 
 @dataclass(frozen=True)
 class SendResult:
     segment_id: int
     segment_topic: str
-    position: Position
+    position: MessageId
 
 
 class ScalableProducer:
@@ -58,15 +58,18 @@ class ScalableProducer:
         hash_value = key_hash(key)
         while True:
             assert self.dag.layout is not None
-            segment = self.dag.layout.find_active_segment(hash_value)
+            segment = self.dag.layout.active_segment_for(hash_value)
             producer = self._producer(segment.segment_id)
             try:
                 position = await producer.send(key, payload)
                 return SendResult(segment.segment_id, producer.topic, position)
             except SegmentTerminated:
-                sealed = segment.segment_id
-                await self.dag.wait_for(lambda d: d.layout is not None and not any(
-                    s.segment_id == sealed for s in d.layout.active_segments))
+                await self._until_sealed(segment.segment_id)
+
+    async def _until_sealed(self, segment_id: int) -> None:
+        """Wait for a DAG in which the segment is no longer active."""
+        await self.dag.wait_for(lambda d: d.layout is not None and all(
+            s.segment_id != segment_id for s in d.layout.active_segments))
 
     def _producer(self, segment_id: int) -> SegmentProducer:
         found = self._segments.get(segment_id)

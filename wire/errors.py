@@ -1,0 +1,19 @@
+"""What a client connection (`wire.connection`) raises."""
+
+from __future__ import annotations
+
+
+class ClientError(Exception):
+    """Base of the client side's errors."""
+
+
+class ConnectionClosed(ClientError):
+    """The connection to a broker closed; what was in flight has an unknown outcome."""
+
+
+class BrokerError(ClientError):
+    """A broker refused a request; `code` is the protocol's `ServerError`."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"broker error {code}: {message}")
+        self.code = code
