@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from harness.scalable_client.dag import DagWatcher
 from harness.scalable_client.errors import SegmentTerminated
 from harness.scalable_client.message_id import MessageId
-from harness.scalable_client.names import ScalableTopicName
 from harness.scalable_client.segment_producer import SegmentProducer
 from history.schema import key_hash
 from wire.connection import ConnectionPool
+from wire.topic_names import ScalableTopicName
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ to (an assignment from the controller, or every segment of the DAG)."""
 from __future__ import annotations
 
 from harness.scalable_client.dag import DagWatcher
-from harness.scalable_client.names import ScalableTopicName
 from harness.scalable_client.segment_consumer import MessageHandler, SegmentConsumer
 from wire.connection import ConnectionPool
 from wire.pulsar_api_pb2 import CommandSubscribe
+from wire.topic_names import ScalableTopicName
 
 
 class SegmentReader:

@@ -11,7 +11,7 @@ from typing import Any
 import requests
 from urllib3.exceptions import NewConnectionError
 
-from harness.scalable_client.names import ScalableTopicName
+from wire.topic_names import ScalableTopicName
 
 TIMEOUT = 15.0
 """Per request; covers the leader's own wait of up to 10 s for a controller to lead."""

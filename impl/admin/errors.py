@@ -12,7 +12,6 @@ from aiohttp import web
 from impl.metadata.errors import MetadataError
 from impl.ownership.ephemeral import StaleNodeRemains
 from impl.ownership.namespace_service import NoBrokerAvailable, NotOwner
-from impl.ownership.topic_name import InvalidTopicName
 from impl.resources import (
     InvalidResource,
     ResourceExists,
@@ -20,6 +19,7 @@ from impl.resources import (
     ResourceNotFound,
 )
 from impl.storage.api import StorageError, TopicTerminated
+from wire.topic_names import InvalidTopicName
 
 log = logging.getLogger(__name__)
 

@@ -28,9 +28,9 @@ from impl.scalable.errors import (
     SegmentTooSmall,
     SubscriptionNotFound,
 )
-from impl.scalable.names import ScalableTopicName
 from impl.scalable.service import ScalableTopicService
 from impl.scalable.sessions import SubscriptionType
+from wire.topic_names import ScalableTopicName
 
 routes = web.RouteTableDef()
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from impl.metadata.errors import MetadataError
 from impl.ownership.ephemeral import StaleNodeRemains
 from impl.ownership.namespace_service import NoBrokerAvailable, NotOwner
-from impl.ownership.topic_name import InvalidTopicName
 from impl.resources import ResourceNotFound
 from impl.storage.api import OwnershipLost, StorageError, TopicTerminated
 from wire.pulsar_api_pb2 import ServerError
+from wire.topic_names import InvalidTopicName
 
 
 class BrokerRequestError(Exception):

@@ -27,7 +27,6 @@ from impl.metadata.store import Watch
 from impl.ownership.topic_name import TopicName
 from impl.scalable.errors import NotLeader, ScalableTopicError, ScalableTopicNotFound
 from impl.scalable.layout import SegmentLayout
-from impl.scalable.names import ScalableTopicName
 from impl.scalable.service import ScalableTopicService
 from impl.scalable.sessions import ConsumerAssignment, SubscriptionType
 from wire.frames import Frame
@@ -43,6 +42,7 @@ from wire.pulsar_api_pb2 import (
     SegmentState,
     ServerError,
 )
+from wire.topic_names import ScalableTopicName
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,11 @@ import logging
 from impl.broker import commands
 from impl.lookup.directory import TenantDirectory, UnknownCluster, UnknownTenant
 from impl.metadata.errors import MetadataError
-from impl.ownership.topic_name import InvalidTopicName, TopicName
+from impl.ownership.topic_name import TopicName
 from wire.frames import Frame, FrameDecoder, MalformedFrame, encode_command
 from wire.keep_alive import pong
 from wire.pulsar_api_pb2 import BaseCommand, ServerError
+from wire.topic_names import InvalidTopicName
 
 log = logging.getLogger(__name__)
 

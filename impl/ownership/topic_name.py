@@ -9,18 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wire.topic_names import InvalidTopicName
+
 DOMAINS = ("persistent", "non-persistent", "segment")
 """`segment` holds the segments of PIP-468 scalable topics (docs/scalable-topics.md)."""
 DEFAULT_TENANT = "public"
 DEFAULT_NAMESPACE = "default"
-
-
-class InvalidTopicName(ValueError):
-    """A topic name the broker cannot place in a namespace."""
-
-    def __init__(self, name: str, reason: str) -> None:
-        super().__init__(f"invalid topic name {name!r}: {reason}")
-        self.name = name
 
 
 @dataclass(frozen=True)

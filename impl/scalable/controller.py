@@ -33,7 +33,6 @@ from impl.scalable.errors import (
     SubscriptionNotFound,
 )
 from impl.scalable.layout import SegmentLayout
-from impl.scalable.names import ScalableTopicName
 from impl.scalable.resources import ScalableTopicResources
 from impl.scalable.scheduler import Scheduler, TimerScheduler
 from impl.scalable.segment_topics import SegmentDrainChecker, SegmentTopics
@@ -44,6 +43,7 @@ from impl.scalable.sessions import (
     SubscriptionType,
 )
 from impl.storage.api import InitialPosition
+from wire.topic_names import ScalableTopicName
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,6 @@ from typing import Protocol
 from impl.mutants import NONE, Mutants
 from impl.scalable.assignment import assignable_segments, round_robin, withheld_segments
 from impl.scalable.layout import SegmentInfo, SegmentLayout
-from impl.scalable.names import ScalableTopicName
 from impl.scalable.scheduler import Cancellable, Scheduler
 from impl.scalable.segment_topics import SegmentDrainChecker
 from impl.scalable.sessions import (
@@ -30,6 +29,7 @@ from impl.scalable.sessions import (
     ConsumerRegistration,
     SubscriptionMetadata,
 )
+from wire.topic_names import ScalableTopicName
 
 log = logging.getLogger(__name__)
 

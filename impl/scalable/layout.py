@@ -100,6 +100,14 @@ class SegmentInfo:
     def is_active(self) -> bool:
         return self.state == SegmentState.ACTIVE
 
+    @property
+    def hash_start(self) -> int:
+        return self.hash_range.start
+
+    @property
+    def hash_end(self) -> int:
+        return self.hash_range.end
+
     def to_metadata(self) -> dict[str, Any]:
         return {
             "segmentId": self.segment_id,

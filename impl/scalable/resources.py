@@ -16,8 +16,8 @@ from impl.metadata.store import MetadataStore, Node, Watch
 from impl.scalable.changes import PendingChange
 from impl.scalable.errors import ScalableTopicExists, ScalableTopicNotFound
 from impl.scalable.layout import SegmentLayout
-from impl.scalable.names import ScalableTopicName
 from impl.scalable.sessions import ConsumerRegistration, SubscriptionMetadata
+from wire.topic_names import ScalableTopicName
 
 
 class VersionedLayout(NamedTuple):

@@ -37,9 +37,9 @@ from impl.scalable.errors import (
 )
 from impl.scalable.layout import SegmentLayout
 from impl.scalable.lifecycle import create_scalable_topic, delete_scalable_topic
-from impl.scalable.names import ScalableTopicName
 from impl.scalable.resources import ScalableTopicResources
 from impl.scalable.sessions import SubscriptionType
+from wire.topic_names import ScalableTopicName
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ from impl.ownership.bundles import (
     NamespaceBundles,
     topic_hash,
 )
-from impl.ownership.topic_name import InvalidTopicName, NamespaceName, TopicName
+from impl.ownership.topic_name import NamespaceName, TopicName
+from wire.topic_names import InvalidTopicName
 
 NS = NamespaceName("public", "default")
 

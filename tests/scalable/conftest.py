@@ -11,9 +11,9 @@ from impl.metadata.store import MetadataStore
 from impl.mutants import NONE, Mutants
 from impl.scalable.controller import ControllerConfig, ScalableTopicController
 from impl.scalable.lifecycle import create_scalable_topic
-from impl.scalable.names import ScalableTopicName
 from impl.scalable.resources import ScalableTopicResources
 from tests.scalable.znode_segments import ZnodeSegmentTopics
+from wire.topic_names import ScalableTopicName
 
 TOPIC = ScalableTopicName("acme", "orders", "payments")
 

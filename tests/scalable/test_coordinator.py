@@ -13,9 +13,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from impl.mutants import NONE, Mutants
 from impl.scalable.coordinator import SubscriptionCoordinator
 from impl.scalable.layout import SegmentInfo, SegmentLayout
-from impl.scalable.names import ScalableTopicName
 from impl.scalable.sessions import SubscriptionMetadata, SubscriptionType
 from tests.scalable.doubles import DrainedSet, ManualScheduler, RecordingConnection, SessionLog
+from wire.topic_names import ScalableTopicName
 
 TOPIC = ScalableTopicName("acme", "orders", "payments")
 SUBSCRIPTION = "billing"

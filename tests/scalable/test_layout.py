@@ -16,7 +16,7 @@ from impl.scalable.errors import (
 )
 from impl.scalable.hashing import key_hash
 from impl.scalable.layout import HashRange, SegmentLayout, SegmentState
-from impl.scalable.names import ScalableTopicName
+from wire.topic_names import ScalableTopicName
 
 # PIP-468 "Metadata Store Schema", as the document prints it.
 EPOCH_3_EXAMPLE = """

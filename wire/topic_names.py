@@ -1,5 +1,6 @@
-"""Names of scalable topics (`topic://tenant/namespace/name`) and of the `segment://` topics
-that back their segments.
+"""Names of PIP-468 scalable topics (`topic://tenant/namespace/name`) and of the `segment://`
+topics that back their segments: part of the public interface, so both the brokers and
+the harness's client spell them from here.
 
 A segment topic's last part is PIP-468's descriptor `{hexStart}-{hexEnd}-{segmentId}`
 (`0000-7fff-1`), so the name alone tells an operator which hashes a segment held, and two
@@ -9,12 +10,31 @@ segments can never share a name: ids are never reused.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from impl.ownership.topic_name import InvalidTopicName
-from impl.scalable.layout import SegmentInfo
+from typing import Protocol
 
 SCALABLE_DOMAIN = "topic"
 SEGMENT_DOMAIN = "segment"
+
+
+class InvalidTopicName(ValueError):
+    """A topic name that cannot be placed in a namespace."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"invalid topic name {name!r}: {reason}")
+        self.name = name
+
+
+class SegmentRange(Protocol):
+    """What names a segment: its id and the key hashes it holds (both ends inclusive)."""
+
+    @property
+    def segment_id(self) -> int: ...
+
+    @property
+    def hash_start(self) -> int: ...
+
+    @property
+    def hash_end(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -37,15 +57,15 @@ class ScalableTopicName:
         parts = rest.split("/", 2)
         if len(parts) != 3 or not all(parts):
             raise InvalidTopicName(name, "expected topic://tenant/namespace/name")
-        return cls(*parts)
+        tenant, namespace, local_name = parts
+        return cls(tenant, namespace, local_name)
 
-    def segment_topic(self, segment: SegmentInfo) -> str:
+    def segment_topic(self, segment: SegmentRange) -> str:
         """The `segment://` topic that stores `segment`'s messages."""
         return (f"{SEGMENT_DOMAIN}://{self.tenant}/{self.namespace}/{self.local_name}/"
                 f"{segment_descriptor(segment)}")
 
 
-def segment_descriptor(segment: SegmentInfo) -> str:
+def segment_descriptor(segment: SegmentRange) -> str:
     """PIP-468's `{hexStart}-{hexEnd}-{segmentId}`, e.g. `0000-7fff-1`."""
-    hash_range = segment.hash_range
-    return f"{hash_range.start:04x}-{hash_range.end:04x}-{segment.segment_id}"
+    return f"{segment.hash_start:04x}-{segment.hash_end:04x}-{segment.segment_id}"
