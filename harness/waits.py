@@ -13,11 +13,10 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.targets.local.zookeeper import serving_mode
 from history.errors import EnvironmentProblem
 
 
@@ -65,6 +64,36 @@ class TcpPort:
 
     def __str__(self) -> str:
         return f"port {self.port} to accept connections"
+
+
+# Modes `srvr` reports once a member serves clients; until then it says it is not serving.
+SERVING_MODES = ("standalone", "leader", "follower", "observer")
+
+
+
+def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str:
+    """Send one of ZooKeeper's four-letter admin commands and return the whole answer.
+    Raises OSError when the member does not answer (down, paused, or not listening yet)."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(word.encode())
+        chunks = []
+        while chunk := sock.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
+
+
+def serving_mode(host: str, port: int) -> str | None:
+    """The mode `srvr` reports (`standalone`, `leader`, `follower`, `observer`) while the
+    member at host:port serves clients; None while it elects, is paused or is down."""
+    try:
+        answer = four_letter_word(host, port, "srvr")
+    except OSError:
+        return None
+    for line in answer.splitlines():
+        if line.startswith("Mode: "):
+            mode = line.removeprefix("Mode: ").strip()
+            return mode if mode in SERVING_MODES else None
+    return None
 
 
 def http_answers(url: str, status: int = 200, timeout: float = 1.0) -> bool:
@@ -142,12 +171,21 @@ def _tail(text: str, lines: int = 30) -> str:
 def wait_ready(node: Waitable, strategy: WaitStrategy, timeout: float) -> None:
     """Return once `strategy` says `node` is ready; raise NodeNotReady if the node stops
     running or `timeout` seconds pass first."""
+    wait_for(lambda: strategy.ready(node), node.running, timeout,
+             lambda how: NodeNotReady(f"{node.name} {how} (waited for {strategy}); end of "
+                                      f"its log:\n{_tail(node.logs())}"))
+
+
+def wait_for(ready: Callable[[], bool], running: Callable[[], bool], timeout: float,
+             failed: Callable[[str], Exception]) -> None:
+    """The one readiness loop of every node, container or process: return once `ready()`;
+    raise `failed("exited")` when `running()` turns false first, or `failed("not ready
+    after N s")` when `timeout` seconds pass. The error names the node and ends with its
+    log: what a user needs to see why a node did not come up."""
     deadline = time.monotonic() + timeout
-    while not strategy.ready(node):
-        if not node.running():
-            raise NodeNotReady(f"{node.name} exited while waiting for {strategy}; "
-                               f"end of its log:\n{_tail(node.logs())}")
+    while not ready():
+        if not running():
+            raise failed("exited")
         if time.monotonic() > deadline:
-            raise NodeNotReady(f"{node.name} not ready after {timeout:.0f} s (waited for "
-                               f"{strategy}); end of its log:\n{_tail(node.logs())}")
+            raise failed(f"not ready after {timeout:.0f} s")
         time.sleep(0.1)

@@ -12,8 +12,7 @@ from kazoo.client import KazooClient
 from harness.targets.docker.containers import NodeSpec
 from harness.targets.docker.deployment import DockerDeployment
 from harness.targets.docker.iptables import IptablesNetwork
-from harness.targets.local.zookeeper import serving_mode
-from harness.waits import LogLine, TcpPort
+from harness.waits import LogLine, TcpPort, serving_mode
 from nemesis.partition import Partitioner
 from nemesis.process import ProcessFaults
 from tests.docker.conftest import reachable

@@ -14,9 +14,8 @@ from harness.targets.docker.containers import ContainerNode, NodeSpec
 from harness.targets.docker.deployment import DockerDeployment
 from harness.targets.docker.images import NodeImage
 from harness.targets.docker.iptables import IptablesNetwork
-from harness.targets.local.zookeeper import serving_mode
 from harness.topology import Topology
-from harness.waits import TcpPort
+from harness.waits import TcpPort, serving_mode
 from nemesis.events import NemesisEvent
 from nemesis.grudge import Grudge
 from nemesis.partition import Partitioner

@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 from harness.targets.docker.deployment import DockerDeployment
 from harness.targets.docker.engine import NODE_LABEL, RUN_LABEL
 from harness.targets.docker.resources import run_containers, run_networks
-from harness.targets.local.zookeeper import serving_mode
+from harness.waits import serving_mode
 
 pytestmark = pytest.mark.docker
 

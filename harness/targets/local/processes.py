@@ -13,11 +13,11 @@ import logging
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.targets.local.process_reaper import LIFELINE
+from harness.waits import wait_for
 
 log = logging.getLogger(__name__)
 
@@ -125,12 +125,9 @@ def wait_serving(process: LocalProcess, serving: Callable[[], bool], timeout: fl
     """Return once `serving()` says yes. A process that exits or stays silent past
     `timeout` raises `error` with the end of its log: what a user needs to see why a node
     did not come up."""
-    deadline = time.monotonic() + timeout
-    while not serving():
-        if not process.running:
-            raise error(f"{process.name} exited with {process.returncode}; "
-                        f"end of {process.log_path}:\n{process.log_tail()}")
-        if time.monotonic() > deadline:
-            raise error(f"{process.name} not serving after {timeout:.0f} s; "
-                        f"end of {process.log_path}:\n{process.log_tail()}")
-        time.sleep(0.1)
+    def failed(how: str) -> Exception:
+        code = f" with {process.returncode}" if how == "exited" else ""
+        return error(f"{process.name} {how}{code}; end of {process.log_path}:\n"
+                     f"{process.log_tail()}")
+
+    wait_for(serving, lambda: process.running, timeout, failed)

@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-import socket
 import time
 from pathlib import Path
 
 from harness.ports import free_ports
 from harness.targets.local.processes import LocalProcess, wait_serving
 from harness.targets.local.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
+from harness.waits import four_letter_word, serving_mode
 from history.errors import EnvironmentProblem
 
 log = logging.getLogger(__name__)
@@ -38,37 +38,10 @@ JVM_FLAGS = (
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
     "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ",
 )
-# Modes `srvr` reports once a member serves clients; until then it says it is not serving.
-SERVING_MODES = ("standalone", "leader", "follower", "observer")
 
 
 class ZooKeeperStartFailed(EnvironmentProblem):
     """A member did not come up; the message carries the end of its log."""
-
-
-def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str:
-    """Send one of ZooKeeper's four-letter admin commands and return the whole answer.
-    Raises OSError when the member does not answer (down, paused, or not listening yet)."""
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(word.encode())
-        chunks = []
-        while chunk := sock.recv(4096):
-            chunks.append(chunk)
-    return b"".join(chunks).decode(errors="replace")
-
-
-def serving_mode(host: str, port: int) -> str | None:
-    """The mode `srvr` reports (`standalone`, `leader`, `follower`, `observer`) while the
-    member at host:port serves clients; None while it elects, is paused or is down."""
-    try:
-        answer = four_letter_word(host, port, "srvr")
-    except OSError:
-        return None
-    for line in answer.splitlines():
-        if line.startswith("Mode: "):
-            mode = line.removeprefix("Mode: ").strip()
-            return mode if mode in SERVING_MODES else None
-    return None
 
 
 def _java() -> str:
