@@ -164,17 +164,6 @@ class Deployment(Target, Protocol):
         `logs/`. Safe after a failed or partial start, and more than once."""
 
 
-def nodes_of(target: Target) -> tuple[Node, ...]:
-    """Every node of every cluster."""
-    return tuple(node for cluster in target.clusters for node in cluster.nodes)
-
-
-def broker_admin_urls(target: Target) -> dict[str, str]:
-    """Broker node name -> admin URL, over every cluster."""
-    return {name: url for cluster in target.clusters
-            for name, url in cluster.broker_admin_urls.items()}
-
-
 def broker_at(target: Target, url: str) -> str | None:
     """The broker node (of any cluster) whose service or admin URL is `url`."""
     return next((name for cluster in target.clusters

@@ -3,17 +3,16 @@ broker leading the controller when the fault starts, asked of the brokers then."
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
+from typing import ClassVar
 
-from nemesis.events import NemesisEvent
-from nemesis.faults.base import CONTROLLER_LEADER, Fault, FaultContext, FaultPlanError, Surface
+from nemesis.faults.base import CONTROLLER_LEADER, Fault, FaultPlanError, Surface
 from nemesis.faults.partitions import Isolate
 from nemesis.faults.process import Kill
 
 
 class _ControllerFault(Fault):
-    defaults = (CONTROLLER_LEADER,)
+    defaults: ClassVar[tuple[str, ...]] = (CONTROLLER_LEADER,)
 
     def check(self, surface: Surface, key: str) -> None:
         if not surface.controller:
@@ -26,33 +25,14 @@ class _ControllerFault(Fault):
                                  f"got {list(targets)}")
 
 
-class KillControllerLeader(_ControllerFault):
+class KillControllerLeader(_ControllerFault, Kill):
     """The controller leader crashes; another broker must take over and roll forward."""
 
     name = "kill-controller-leader"
     op = "kill-leader"
-    end_op = "start"
-    needs = Kill.needs
-
-    def inject(self, ctx: FaultContext, targets: tuple[str, ...],
-               rng: random.Random) -> NemesisEvent:
-        return Kill().inject(ctx, targets, rng)
-
-    def end(self, ctx: FaultContext, targets: tuple[str, ...]) -> NemesisEvent:
-        return Kill().end(ctx, targets)
 
 
-class IsolateControllerLeader(_ControllerFault):
+class IsolateControllerLeader(_ControllerFault, Isolate):
     """The controller leader cut from every other node: it must stop acting as leader."""
 
     name = "isolate-controller-leader"
-    op = Isolate.op
-    end_op = Isolate.end_op
-    needs = Isolate.needs
-
-    def inject(self, ctx: FaultContext, targets: tuple[str, ...],
-               rng: random.Random) -> NemesisEvent:
-        return Isolate().inject(ctx, targets, rng)
-
-    def end(self, ctx: FaultContext, targets: tuple[str, ...]) -> NemesisEvent | None:
-        return Isolate().end(ctx, targets)

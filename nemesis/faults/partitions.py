@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import ClassVar
 
 from nemesis.events import NemesisEvent
 from nemesis.faults.base import OWNER, Fault, FaultContext, FaultPlanError, Surface
@@ -33,7 +34,7 @@ class Isolate(_Partition):
     """One node hears nobody and nobody hears it."""
 
     name = "isolate"
-    defaults = (OWNER, "broker", "bookie", "zookeeper")
+    defaults: ClassVar[tuple[str, ...]] = (OWNER, "broker", "bookie", "zookeeper")
 
     def check_targets(self, surface: Surface, key: str, targets: Sequence[str]) -> None:
         if len(targets) != 1:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import ClassVar
 
 from nemesis.events import NemesisEvent
 from nemesis.faults.base import OWNER, Fault, FaultContext
@@ -15,7 +16,7 @@ class Kill(Fault):
     op = "kill"
     end_op = "start"
     needs = frozenset({"kill"})
-    defaults = (OWNER, "broker")
+    defaults: ClassVar[tuple[str, ...]] = (OWNER, "broker")
 
     def inject(self, ctx: FaultContext, targets: tuple[str, ...],
                rng: random.Random) -> NemesisEvent:
@@ -32,7 +33,7 @@ class Pause(Fault):
     op = "pause"
     end_op = "resume"
     needs = frozenset({"pause"})
-    defaults = (OWNER, "broker")
+    defaults: ClassVar[tuple[str, ...]] = (OWNER, "broker")
 
     def inject(self, ctx: FaultContext, targets: tuple[str, ...],
                rng: random.Random) -> NemesisEvent:
