@@ -1,10 +1,11 @@
 """Recording a run's history as it happens (the history format: docs/history.md).
 
 Every event is handed to the operating system before `record` returns, with one unbuffered
-`write` of one whole line: a harness that crashes or is killed leaves a file whose every
-line is complete and checkable, and the checkers drop at most a torn last line if the
-machine itself goes down. One write per event costs far less than the clients it records
-(`starquake bench history` measures it).
+`write` of one whole line: a harness that crashes or is killed leaves a file whose lines
+are complete and checkable up to the last. That one may be torn, when SIGKILL lands while
+the kernel copies a line across a page of the file, or when the machine itself goes down;
+the reader drops it and says so (`truncated_tail`). One write per event costs far less than
+the clients it records (`starquake bench history` measures it).
 """
 
 from __future__ import annotations

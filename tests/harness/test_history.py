@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from history.reader import to_parquet
 from history.writer import ClientProcess, HistoryWriter, SequentialIds
 
 _KEEP_WRITING = """
@@ -35,7 +36,10 @@ def _events(path: Path) -> list[dict]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines()]
 
 
-def test_killed_writer_leaves_a_complete_prefix(tmp_path: Path) -> None:
+def test_killed_writer_leaves_a_checkable_prefix(tmp_path: Path) -> None:
+    """SIGKILL can cut the one `write` of a line that crosses a page of the file (the kernel
+    stops a write between pages for a fatal signal), so a torn last line is possible, never
+    a torn line before it; the reader drops it and says so."""
     path = tmp_path / "history.jsonl"
     proc = subprocess.Popen([sys.executable, "-c", _KEEP_WRITING, str(path)],
                             stdout=subprocess.PIPE, text=True)
@@ -46,10 +50,13 @@ def test_killed_writer_leaves_a_complete_prefix(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     data = path.read_bytes()
-    assert data.endswith(b"\n"), "every recorded event is a whole line"
-    events = _events(path)
+    torn = not data.endswith(b"\n")
+    whole = data[:data.rfind(b"\n") + 1]
+    events = [orjson.loads(line) for line in whole.splitlines()]
     assert len(events) > 2000
     assert [e["index"] for e in events] == list(range(len(events)))
+    read = to_parquet(path)
+    assert (read.events, read.truncated_tail) == (len(events), torn)
 
 
 def test_concurrent_recorders_keep_index_and_time_order(tmp_path: Path) -> None:
