@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from checkers.anomaly import Checker, CheckSettings
+from checkers.contract import UNDECIDED, contract
 from checkers.delivery import deliveries
 from checkers.duplicates import duplicate_window
 from checkers.forked_position import forked_position
@@ -35,7 +36,12 @@ CHECKERS = (
     Checker("forked-position", forked_position),
     Checker("misrouted", segment_checks),
     Checker("order", deliveries),
+    Checker("contract", contract),
 )
+UNDECIDED_ROWS = {"contract": (UNDECIDED, "probes could not run or be judged")}
+"""Checkers whose finder also reports the units it could not judge, as rows under another
+name: any such row makes the checker unknown (false still wins), with those rows as its
+`undecided` count and examples."""
 EXAMPLES_PER_CHECKER = 10
 
 Verdict = bool | str  # True, False or "unknown"
@@ -103,6 +109,14 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
                     "reason": "the history has no completed drain"}
                 continue
             checkers[checker.name] = {"valid": count == 0, "count": count, "examples": shown}
+            if checker.name in UNDECIDED_ROWS:
+                rows, what = UNDECIDED_ROWS[checker.name]
+                undecided = counts.get((rows, run), 0)
+                if undecided:
+                    checkers[checker.name].update({
+                        "valid": False if count else "unknown", "undecided": undecided,
+                        "undecided_examples": examples.get((rows, run), []),
+                        "reason": f"{undecided} {what}"})
         meta = frames.meta.get(run, {})
         results.append(RunResult(run, history, {
             "valid": combine([c["valid"] for c in checkers.values()]),

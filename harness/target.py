@@ -42,6 +42,9 @@ class Node:
     address: str
     """Where the harness reaches it (a host name or IP)."""
     capabilities: frozenset[Capability] = frozenset()
+    aliases: frozenset[str] = frozenset()
+    """Other addresses it answers on (every address of a container on several networks):
+    a broker's lookup answer may name any of them."""
 
 
 def multi_host_url(urls: Sequence[str]) -> str:
@@ -77,13 +80,27 @@ class TargetCluster:
                                                      strict=True)}
 
     def broker_at(self, url: str) -> str | None:
-        """The broker node whose service or admin URL is `url`."""
+        """The broker node whose service or admin URL is `url`, or would be with the host
+        replaced by one of the node's aliases."""
         url = url.rstrip("/")
         for node, service, admin in zip(self.of_role("broker"), self.service_urls,
                                         self.admin_urls, strict=True):
-            if url in (service.rstrip("/"), admin.rstrip("/")):
-                return node.name
+            hosts = {node.address, *node.aliases}
+            for known in (service.rstrip("/"), admin.rstrip("/")):
+                if url == known or _with_host(known, hosts) == _with_host(url, hosts):
+                    return node.name
         return None
+
+
+def _with_host(url: str, hosts: set[str]) -> str:
+    """`url` with its host replaced by a placeholder when it is one of `hosts`, so two URLs
+    that differ only in which of a node's addresses they name compare equal."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    host, colon, port = netloc.rpartition(":")
+    if colon and host in hosts:
+        netloc = f"*:{port}"
+    return f"{scheme}{sep}{netloc}{slash}{path}"
 
 
 @dataclass(frozen=True)

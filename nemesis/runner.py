@@ -77,14 +77,17 @@ class NemesisRunner:
 
     def run(self, started: float, stop: threading.Event) -> None:
         """Execute every action at its offset from `started` (a `time.monotonic()`),
-        ending with the final heal. `stop` cuts the waiting short: the heal still runs."""
-        for action in self.schedule.actions():
-            if stop.wait(max(0.0, started + action.at_s - time.monotonic())):
-                break
-            if action.step is None:  # the final heal's time has come
-                break
-            (self._begin if action.kind == "begin" else self._end)(action.step)
-        self.heal()
+        ending with the final heal. `stop` cuts the waiting short, and Ctrl-C cuts the
+        run short: the heal still runs, so a Target starquake did not start is left whole."""
+        try:
+            for action in self.schedule.actions():
+                if stop.wait(max(0.0, started + action.at_s - time.monotonic())):
+                    break
+                if action.step is None:  # the final heal's time has come
+                    break
+                (self._begin if action.kind == "begin" else self._end)(action.step)
+        finally:
+            self.heal()
 
     def _begin(self, step: FaultStep) -> None:
         rng = random.Random(step.shape_seed)

@@ -1,7 +1,8 @@
 """The scenarios that ship with starquake, found by name wherever the package is installed.
 
-The scenario files live beside this module (`smoke/`, `full/`, `mutants/`) and are package
-data, so a checkout and an installed wheel offer the same names: `smoke/topic-faults` is
+The scenario files live beside this module (`smoke/`, `full/`, `mutants/`, and
+`conformance/`, the features of `starquake conform`) and are package data, so a checkout
+and an installed wheel offer the same names: `smoke/topic-faults` is
 `scenarios/smoke/topic-faults.toml`. A command-line argument is resolved by
 `resolve_scenario` (for `run` and `scenario validate`) or `resolve_suite` (for `suite`): a
 path that exists always wins, so a file of your own is never shadowed by a packaged name.
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from scenarios.format import ScenarioError
 
-SUITES = ("smoke", "full", "mutants")
+SUITES = ("smoke", "full", "mutants", "conformance")
 SUFFIX = ".toml"
 # A name may be written as the file's path inside a checkout: scenarios/smoke/x.toml.
 _PACKAGE_PREFIX = "scenarios/"
@@ -83,8 +84,8 @@ def resolve_scenario(text: str) -> Path:
 
 def resolve_suite(text: str) -> list[Path]:
     """The scenario files a `suite` argument means: an existing directory's `*.toml` (in
-    name order) or an existing file, else a packaged suite (`smoke`, `full`, `mutants`),
-    else one packaged scenario. Raises `ScenarioError` (one line naming `text` and the
+    name order) or an existing file, else a packaged suite (`SUITES`), else one packaged
+    scenario. Raises `ScenarioError` (one line naming `text` and the
     known suites and scenarios) otherwise."""
     path = Path(text)
     if path.is_dir():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import tomllib
 from collections.abc import Collection
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from harness.topology import Topology
 from harness.workloads import cluster_count_problem
 from harness.workloads.settings import SUBSCRIPTION_MODES, WORKLOADS, WorkloadSettings
 from history.errors import BadInput
+from history.toml_input import read_toml
 from nemesis.faults import FAULT_NAMES
 from nemesis.schedule import SCHEDULES, NemesisSettings, TimedFault
 
@@ -53,12 +53,7 @@ class Scenario:
 
 def load_scenario(path: Path) -> Scenario:
     """Read and validate a scenario; raises `ScenarioError` naming file, key and expectation."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path, ScenarioError)
     reader = _Reader(path)
     scenario = Scenario(
         name=reader.take(data, "name", str, default=path.stem),

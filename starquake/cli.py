@@ -36,6 +36,7 @@ def _register() -> None:
     from starquake.bench.history import bench_history
     from starquake.bench.report import bench_report
     from starquake.cluster_cli import cluster
+    from starquake.conform.cli import conform
     from starquake.run.cli import run
     from starquake.run.suite import suite
     from starquake.serve_cli import serve
@@ -49,6 +50,7 @@ def _register() -> None:
     starquake.add_command(run)
     starquake.add_command(serve)
     starquake.add_command(suite)
+    starquake.add_command(conform)
     starquake.add_command(report)
     starquake.add_command(suite_index)
     bench.add_command(bench_check, "check")

@@ -11,9 +11,13 @@ import dataclasses
 import string
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
+
+if TYPE_CHECKING:
+    from harness.target import LookupEndpoint
+    from harness.targets.docker.deployment import DockerDeployment
 
 # harness.targets.docker.images.IMAGE_SOURCES, spelled out so that `starquake --help` does
 # not import the docker SDK (a unit test keeps the two equal).
@@ -41,9 +45,15 @@ def cluster() -> None:
 @click.option("--image-source", type=click.Choice(IMAGE_SOURCES), default="auto",
               show_default=True, help="import: no registry needed; dockerfile: pulls a base.")
 @click.option("--run-id", default=None, help="Label for the run's containers [time-based].")
+@click.option("--lookup", is_flag=True,
+              help="Also start our lookup service (tenant migration) as a node of the first "
+                   "cluster.")
+@click.option("--target-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write a target file for `starquake conform` here: the nodes by container "
+                   "name.")
 def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
        bookies: int | None, brokers: int | None, session_expired_policy: str | None,
-       image_source: str, run_id: str | None) -> None:
+       image_source: str, run_id: str | None, lookup: bool, target_file: Path | None) -> None:
     """Start the clusters of SCENARIO's [topology] (or of the options), print every
     node's addresses, and leave them running."""
     from harness.signals import sigterm_interrupts
@@ -74,6 +84,11 @@ def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
     started = time.monotonic()
     with sigterm_interrupts():
         deployment.up()
+        try:
+            endpoint = _start_lookup(deployment) if lookup else None
+        except BaseException:
+            deployment.down()
+            raise
     elapsed = time.monotonic() - started
     click.echo(f"run {deployment.run_id}: {len(deployment.nodes)} nodes serving after "
                f"{elapsed:.1f} s (image {deployment.image.tag if deployment.image else '?'})")
@@ -87,7 +102,33 @@ def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
                    f"(bookies and brokers use {nodes.metadata_url})")
         for service, admin in zip(nodes.service_urls, nodes.admin_urls, strict=True):
             click.echo(f"  broker {service}  admin {admin}")
+    if endpoint is not None:
+        click.echo(f"lookup service {endpoint.service_url}  admin {endpoint.admin_url}")
+    if target_file is not None:
+        from harness.targets.docker.described import described_deployment
+
+        target_file.write_text(described_deployment(deployment, endpoint))
+        click.echo(f"target file: {target_file}")
     click.echo(f"remove with: starquake cluster down {deployment.run_id}")
+
+
+def _start_lookup(deployment: DockerDeployment) -> LookupEndpoint:
+    """Our lookup service in a container of the first cluster, its records beside that
+    cluster's metadata."""
+    from harness.target import LookupEndpoint
+    from harness.targets.docker.node_specs import (
+        BROKER_ADMIN_PORT,
+        BROKER_PORT,
+        lookup_spec,
+    )
+    from harness.targets.lookup import CHROOT
+
+    first = next(iter(deployment.clusters.values()))
+    assert deployment.image is not None
+    node = deployment.add_node(first.name, f"{first.name}-lookup", "lookup",
+                               lookup_spec(deployment.image, first.zk_connect_string + CHROOT))
+    return LookupEndpoint(f"pulsar://{node.advertised_ip}:{BROKER_PORT}",
+                          f"http://{node.advertised_ip}:{BROKER_ADMIN_PORT}")
 
 
 @cluster.command()

@@ -1,5 +1,7 @@
 """`starquake serve`: one cluster of the reference implementation on this machine, for
-exploring by hand (and, in the conformance suite, validated like a third party's system).
+exploring by hand, and for `starquake conform` to validate like a third party's system:
+with `--target-file` it writes a target file whose shell hooks kill, pause, resume and
+start its nodes (harness/targets/local/served_control.py).
 """
 
 from __future__ import annotations
@@ -10,8 +12,13 @@ from pathlib import Path
 
 import click
 
-from harness.foreground import stop_on_signal, wait_until
-from harness.targets.local.cluster import ClusterSettings, LocalCluster
+from harness.foreground import stop_on_signal
+from harness.target import Node, Role, TargetCluster
+from harness.targets.external.describe import target_file_text
+from harness.targets.local.cluster import HOST, ClusterSettings, LocalCluster
+from harness.targets.local.cluster import Node as LocalNode
+from harness.targets.local.served_control import ServedControl
+from harness.topology import node_name
 
 
 @click.command()
@@ -29,13 +36,24 @@ from harness.targets.local.cluster import ClusterSettings, LocalCluster
 @click.option("--session-timeout-ms", default=4000, show_default=True,
               type=click.IntRange(1000, 60_000), help="The brokers' ZooKeeper session timeout.")
 @click.option("--mutants", default="", help="Comma-separated mutant switches (docs/mutants.md).")
+@click.option("--service-port", type=click.IntRange(0, 65535), default=0,
+              help="The first broker's binary protocol port, the others' counting up from "
+                   "it (with --admin-port) [free ports].")
+@click.option("--admin-port", type=click.IntRange(0, 65535), default=0,
+              help="The first broker's admin port, the others' counting up from it.")
+@click.option("--target-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write a target file for `starquake conform` here, once serving.")
 def serve(brokers: int, bookies: int, zookeepers: str, name: str, directory: Path | None,
-          session_expired_policy: str, session_timeout_ms: int, mutants: str) -> None:
+          session_expired_policy: str, session_timeout_ms: int, mutants: str,
+          service_port: int, admin_port: int, target_file: Path | None) -> None:
     """Start ZooKeeper, bookies and brokers; print each broker's URLs; stop on Ctrl-C."""
+    if bool(service_port) != bool(admin_port):
+        raise click.UsageError("give both --service-port and --admin-port, or neither")
     settings = ClusterSettings(
         name=name, brokers=brokers, bookies=bookies, zookeepers=int(zookeepers),
         session_timeout_ms=session_timeout_ms, session_expired_policy=session_expired_policy,
-        mutants=tuple(m.strip() for m in mutants.split(",") if m.strip()))
+        mutants=tuple(m.strip() for m in mutants.split(",") if m.strip()),
+        first_broker_ports=(service_port, admin_port) if service_port else None)
     base = directory or Path(tempfile.mkdtemp(prefix="starquake-serve-"))
     with stop_on_signal() as requested:
         cluster = LocalCluster(base, settings)
@@ -48,11 +66,41 @@ def serve(brokers: int, bookies: int, zookeepers: str, name: str, directory: Pat
             for broker in cluster.brokers:
                 click.echo(f"broker {broker.index}: service URL {broker.service_url} "
                            f"admin URL {broker.admin_url} (pid {broker.pid})")
+            control = ServedControl(base / "control", _named_nodes(cluster))
+            if target_file is not None:
+                target_file.write_text(_target_file(cluster, control))
+                click.echo(f"target file: {target_file}")
             click.echo("press Ctrl-C to stop", err=True)
-            wait_until(requested)
+            while not requested.wait(0.5):
+                control.serve_requests()
             click.echo("stopping", err=True)
         finally:
             cluster.stop()
             if directory is None:
                 shutil.rmtree(base, ignore_errors=True)
     click.echo("stopped")
+
+
+def _roles(cluster: LocalCluster) -> tuple[tuple[Role, list[LocalNode]], ...]:
+    return (("bookie", list(cluster.bookies)), ("broker", list(cluster.brokers)))
+
+
+def _named_nodes(cluster: LocalCluster) -> dict[str, LocalNode]:
+    """Bookies and brokers under the names our deployments give them."""
+    return {node_name(cluster.settings.name, role, n): node
+            for role, nodes in _roles(cluster) for n, node in enumerate(nodes, start=1)}
+
+
+def _target_file(cluster: LocalCluster, control: ServedControl) -> str:
+    name = cluster.settings.name
+    nodes = tuple(Node(node_name(name, role, n), role, name, HOST)
+                  for role, members in _roles(cluster) for n in range(1, len(members) + 1))
+    described = TargetCluster(name, tuple(cluster.service_urls), tuple(cluster.admin_urls),
+                              cluster.zookeeper.connect_string, nodes)
+    return target_file_text(
+        f"serve-{name}", [described], cluster.settings.session_timeout_ms / 1000,
+        {node.name: {"control": "hooks"} for node in nodes},
+        header="Written by `starquake serve`: its nodes, killed, paused, resumed and started\n"
+               "through its control directory by shell hooks. Local processes share the\n"
+               "loopback interface, so they cannot be partitioned.",
+        hooks=control.hooks())

@@ -661,6 +661,84 @@ class CommandGetLastMessageIdResponse(_message.Message):
     consumer_mark_delete_position: MessageIdData
     def __init__(self, last_message_id: _Optional[_Union[MessageIdData, _Mapping]] = ..., request_id: _Optional[int] = ..., consumer_mark_delete_position: _Optional[_Union[MessageIdData, _Mapping]] = ...) -> None: ...
 
+class CommandConsumerStats(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandGetTopicsOfNamespace(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandGetSchema(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandGetOrCreateSchema(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandNewTxn(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandAddPartitionToTxn(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandAddSubscriptionToTxn(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandEndTxn(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandEndTxnOnPartition(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandEndTxnOnSubscription(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandTcClientConnectRequest(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandWatchTopicList(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
+class CommandWatchTopicListClose(_message.Message):
+    __slots__ = ("request_id",)
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+
 class SegmentInfoProto(_message.Message):
     __slots__ = ("segment_id", "hash_start", "hash_end", "state", "parent_ids", "child_ids", "created_at_epoch", "sealed_at_epoch")
     SEGMENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -800,7 +878,7 @@ class CommandScalableSegmentDrained(_message.Message):
     def __init__(self, consumer_id: _Optional[int] = ..., segment_id: _Optional[int] = ...) -> None: ...
 
 class BaseCommand(_message.Message):
-    __slots__ = ("type", "connect", "connected", "subscribe", "producer", "send", "send_receipt", "send_error", "message", "ack", "flow", "unsubscribe", "success", "error", "close_producer", "close_consumer", "producer_success", "ping", "pong", "redeliverUnacknowledgedMessages", "partitionMetadata", "partitionMetadataResponse", "lookupTopic", "lookupTopicResponse", "reachedEndOfTopic", "seek", "getLastMessageId", "getLastMessageIdResponse", "active_consumer_change", "ackResponse", "scalableTopicLookup", "scalableTopicUpdate", "scalableTopicClose", "scalableConsumerRegister", "scalableConsumerAssignment", "scalableConsumerUnregister", "scalableSegmentDrained")
+    __slots__ = ("type", "connect", "connected", "subscribe", "producer", "send", "send_receipt", "send_error", "message", "ack", "flow", "unsubscribe", "success", "error", "close_producer", "close_consumer", "producer_success", "ping", "pong", "redeliverUnacknowledgedMessages", "partitionMetadata", "partitionMetadataResponse", "lookupTopic", "lookupTopicResponse", "consumerStats", "reachedEndOfTopic", "seek", "getLastMessageId", "getLastMessageIdResponse", "active_consumer_change", "getTopicsOfNamespace", "getSchema", "ackResponse", "getOrCreateSchema", "newTxn", "addPartitionToTxn", "addSubscriptionToTxn", "endTxn", "endTxnOnPartition", "endTxnOnSubscription", "tcClientConnectRequest", "watchTopicList", "watchTopicListClose", "scalableTopicLookup", "scalableTopicUpdate", "scalableTopicClose", "scalableConsumerRegister", "scalableConsumerAssignment", "scalableConsumerUnregister", "scalableSegmentDrained")
     class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         CONNECT: _ClassVar[BaseCommand.Type]
@@ -842,6 +920,15 @@ class BaseCommand(_message.Message):
         ACK_RESPONSE: _ClassVar[BaseCommand.Type]
         GET_OR_CREATE_SCHEMA: _ClassVar[BaseCommand.Type]
         GET_OR_CREATE_SCHEMA_RESPONSE: _ClassVar[BaseCommand.Type]
+        NEW_TXN: _ClassVar[BaseCommand.Type]
+        ADD_PARTITION_TO_TXN: _ClassVar[BaseCommand.Type]
+        ADD_SUBSCRIPTION_TO_TXN: _ClassVar[BaseCommand.Type]
+        END_TXN: _ClassVar[BaseCommand.Type]
+        END_TXN_ON_PARTITION: _ClassVar[BaseCommand.Type]
+        END_TXN_ON_SUBSCRIPTION: _ClassVar[BaseCommand.Type]
+        TC_CLIENT_CONNECT_REQUEST: _ClassVar[BaseCommand.Type]
+        WATCH_TOPIC_LIST: _ClassVar[BaseCommand.Type]
+        WATCH_TOPIC_LIST_CLOSE: _ClassVar[BaseCommand.Type]
         SCALABLE_TOPIC_LOOKUP: _ClassVar[BaseCommand.Type]
         SCALABLE_TOPIC_UPDATE: _ClassVar[BaseCommand.Type]
         SCALABLE_TOPIC_CLOSE: _ClassVar[BaseCommand.Type]
@@ -888,6 +975,15 @@ class BaseCommand(_message.Message):
     ACK_RESPONSE: BaseCommand.Type
     GET_OR_CREATE_SCHEMA: BaseCommand.Type
     GET_OR_CREATE_SCHEMA_RESPONSE: BaseCommand.Type
+    NEW_TXN: BaseCommand.Type
+    ADD_PARTITION_TO_TXN: BaseCommand.Type
+    ADD_SUBSCRIPTION_TO_TXN: BaseCommand.Type
+    END_TXN: BaseCommand.Type
+    END_TXN_ON_PARTITION: BaseCommand.Type
+    END_TXN_ON_SUBSCRIPTION: BaseCommand.Type
+    TC_CLIENT_CONNECT_REQUEST: BaseCommand.Type
+    WATCH_TOPIC_LIST: BaseCommand.Type
+    WATCH_TOPIC_LIST_CLOSE: BaseCommand.Type
     SCALABLE_TOPIC_LOOKUP: BaseCommand.Type
     SCALABLE_TOPIC_UPDATE: BaseCommand.Type
     SCALABLE_TOPIC_CLOSE: BaseCommand.Type
@@ -919,12 +1015,25 @@ class BaseCommand(_message.Message):
     PARTITIONMETADATARESPONSE_FIELD_NUMBER: _ClassVar[int]
     LOOKUPTOPIC_FIELD_NUMBER: _ClassVar[int]
     LOOKUPTOPICRESPONSE_FIELD_NUMBER: _ClassVar[int]
+    CONSUMERSTATS_FIELD_NUMBER: _ClassVar[int]
     REACHEDENDOFTOPIC_FIELD_NUMBER: _ClassVar[int]
     SEEK_FIELD_NUMBER: _ClassVar[int]
     GETLASTMESSAGEID_FIELD_NUMBER: _ClassVar[int]
     GETLASTMESSAGEIDRESPONSE_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_CONSUMER_CHANGE_FIELD_NUMBER: _ClassVar[int]
+    GETTOPICSOFNAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    GETSCHEMA_FIELD_NUMBER: _ClassVar[int]
     ACKRESPONSE_FIELD_NUMBER: _ClassVar[int]
+    GETORCREATESCHEMA_FIELD_NUMBER: _ClassVar[int]
+    NEWTXN_FIELD_NUMBER: _ClassVar[int]
+    ADDPARTITIONTOTXN_FIELD_NUMBER: _ClassVar[int]
+    ADDSUBSCRIPTIONTOTXN_FIELD_NUMBER: _ClassVar[int]
+    ENDTXN_FIELD_NUMBER: _ClassVar[int]
+    ENDTXNONPARTITION_FIELD_NUMBER: _ClassVar[int]
+    ENDTXNONSUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    TCCLIENTCONNECTREQUEST_FIELD_NUMBER: _ClassVar[int]
+    WATCHTOPICLIST_FIELD_NUMBER: _ClassVar[int]
+    WATCHTOPICLISTCLOSE_FIELD_NUMBER: _ClassVar[int]
     SCALABLETOPICLOOKUP_FIELD_NUMBER: _ClassVar[int]
     SCALABLETOPICUPDATE_FIELD_NUMBER: _ClassVar[int]
     SCALABLETOPICCLOSE_FIELD_NUMBER: _ClassVar[int]
@@ -956,12 +1065,25 @@ class BaseCommand(_message.Message):
     partitionMetadataResponse: CommandPartitionedTopicMetadataResponse
     lookupTopic: CommandLookupTopic
     lookupTopicResponse: CommandLookupTopicResponse
+    consumerStats: CommandConsumerStats
     reachedEndOfTopic: CommandReachedEndOfTopic
     seek: CommandSeek
     getLastMessageId: CommandGetLastMessageId
     getLastMessageIdResponse: CommandGetLastMessageIdResponse
     active_consumer_change: CommandActiveConsumerChange
+    getTopicsOfNamespace: CommandGetTopicsOfNamespace
+    getSchema: CommandGetSchema
     ackResponse: CommandAckResponse
+    getOrCreateSchema: CommandGetOrCreateSchema
+    newTxn: CommandNewTxn
+    addPartitionToTxn: CommandAddPartitionToTxn
+    addSubscriptionToTxn: CommandAddSubscriptionToTxn
+    endTxn: CommandEndTxn
+    endTxnOnPartition: CommandEndTxnOnPartition
+    endTxnOnSubscription: CommandEndTxnOnSubscription
+    tcClientConnectRequest: CommandTcClientConnectRequest
+    watchTopicList: CommandWatchTopicList
+    watchTopicListClose: CommandWatchTopicListClose
     scalableTopicLookup: CommandScalableTopicLookup
     scalableTopicUpdate: CommandScalableTopicUpdate
     scalableTopicClose: CommandScalableTopicClose
@@ -969,4 +1091,4 @@ class BaseCommand(_message.Message):
     scalableConsumerAssignment: CommandScalableConsumerAssignment
     scalableConsumerUnregister: CommandScalableConsumerUnregister
     scalableSegmentDrained: CommandScalableSegmentDrained
-    def __init__(self, type: _Optional[_Union[BaseCommand.Type, str]] = ..., connect: _Optional[_Union[CommandConnect, _Mapping]] = ..., connected: _Optional[_Union[CommandConnected, _Mapping]] = ..., subscribe: _Optional[_Union[CommandSubscribe, _Mapping]] = ..., producer: _Optional[_Union[CommandProducer, _Mapping]] = ..., send: _Optional[_Union[CommandSend, _Mapping]] = ..., send_receipt: _Optional[_Union[CommandSendReceipt, _Mapping]] = ..., send_error: _Optional[_Union[CommandSendError, _Mapping]] = ..., message: _Optional[_Union[CommandMessage, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., flow: _Optional[_Union[CommandFlow, _Mapping]] = ..., unsubscribe: _Optional[_Union[CommandUnsubscribe, _Mapping]] = ..., success: _Optional[_Union[CommandSuccess, _Mapping]] = ..., error: _Optional[_Union[CommandError, _Mapping]] = ..., close_producer: _Optional[_Union[CommandCloseProducer, _Mapping]] = ..., close_consumer: _Optional[_Union[CommandCloseConsumer, _Mapping]] = ..., producer_success: _Optional[_Union[CommandProducerSuccess, _Mapping]] = ..., ping: _Optional[_Union[CommandPing, _Mapping]] = ..., pong: _Optional[_Union[CommandPong, _Mapping]] = ..., redeliverUnacknowledgedMessages: _Optional[_Union[CommandRedeliverUnacknowledgedMessages, _Mapping]] = ..., partitionMetadata: _Optional[_Union[CommandPartitionedTopicMetadata, _Mapping]] = ..., partitionMetadataResponse: _Optional[_Union[CommandPartitionedTopicMetadataResponse, _Mapping]] = ..., lookupTopic: _Optional[_Union[CommandLookupTopic, _Mapping]] = ..., lookupTopicResponse: _Optional[_Union[CommandLookupTopicResponse, _Mapping]] = ..., reachedEndOfTopic: _Optional[_Union[CommandReachedEndOfTopic, _Mapping]] = ..., seek: _Optional[_Union[CommandSeek, _Mapping]] = ..., getLastMessageId: _Optional[_Union[CommandGetLastMessageId, _Mapping]] = ..., getLastMessageIdResponse: _Optional[_Union[CommandGetLastMessageIdResponse, _Mapping]] = ..., active_consumer_change: _Optional[_Union[CommandActiveConsumerChange, _Mapping]] = ..., ackResponse: _Optional[_Union[CommandAckResponse, _Mapping]] = ..., scalableTopicLookup: _Optional[_Union[CommandScalableTopicLookup, _Mapping]] = ..., scalableTopicUpdate: _Optional[_Union[CommandScalableTopicUpdate, _Mapping]] = ..., scalableTopicClose: _Optional[_Union[CommandScalableTopicClose, _Mapping]] = ..., scalableConsumerRegister: _Optional[_Union[CommandScalableConsumerRegister, _Mapping]] = ..., scalableConsumerAssignment: _Optional[_Union[CommandScalableConsumerAssignment, _Mapping]] = ..., scalableConsumerUnregister: _Optional[_Union[CommandScalableConsumerUnregister, _Mapping]] = ..., scalableSegmentDrained: _Optional[_Union[CommandScalableSegmentDrained, _Mapping]] = ...) -> None: ...
+    def __init__(self, type: _Optional[_Union[BaseCommand.Type, str]] = ..., connect: _Optional[_Union[CommandConnect, _Mapping]] = ..., connected: _Optional[_Union[CommandConnected, _Mapping]] = ..., subscribe: _Optional[_Union[CommandSubscribe, _Mapping]] = ..., producer: _Optional[_Union[CommandProducer, _Mapping]] = ..., send: _Optional[_Union[CommandSend, _Mapping]] = ..., send_receipt: _Optional[_Union[CommandSendReceipt, _Mapping]] = ..., send_error: _Optional[_Union[CommandSendError, _Mapping]] = ..., message: _Optional[_Union[CommandMessage, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., flow: _Optional[_Union[CommandFlow, _Mapping]] = ..., unsubscribe: _Optional[_Union[CommandUnsubscribe, _Mapping]] = ..., success: _Optional[_Union[CommandSuccess, _Mapping]] = ..., error: _Optional[_Union[CommandError, _Mapping]] = ..., close_producer: _Optional[_Union[CommandCloseProducer, _Mapping]] = ..., close_consumer: _Optional[_Union[CommandCloseConsumer, _Mapping]] = ..., producer_success: _Optional[_Union[CommandProducerSuccess, _Mapping]] = ..., ping: _Optional[_Union[CommandPing, _Mapping]] = ..., pong: _Optional[_Union[CommandPong, _Mapping]] = ..., redeliverUnacknowledgedMessages: _Optional[_Union[CommandRedeliverUnacknowledgedMessages, _Mapping]] = ..., partitionMetadata: _Optional[_Union[CommandPartitionedTopicMetadata, _Mapping]] = ..., partitionMetadataResponse: _Optional[_Union[CommandPartitionedTopicMetadataResponse, _Mapping]] = ..., lookupTopic: _Optional[_Union[CommandLookupTopic, _Mapping]] = ..., lookupTopicResponse: _Optional[_Union[CommandLookupTopicResponse, _Mapping]] = ..., consumerStats: _Optional[_Union[CommandConsumerStats, _Mapping]] = ..., reachedEndOfTopic: _Optional[_Union[CommandReachedEndOfTopic, _Mapping]] = ..., seek: _Optional[_Union[CommandSeek, _Mapping]] = ..., getLastMessageId: _Optional[_Union[CommandGetLastMessageId, _Mapping]] = ..., getLastMessageIdResponse: _Optional[_Union[CommandGetLastMessageIdResponse, _Mapping]] = ..., active_consumer_change: _Optional[_Union[CommandActiveConsumerChange, _Mapping]] = ..., getTopicsOfNamespace: _Optional[_Union[CommandGetTopicsOfNamespace, _Mapping]] = ..., getSchema: _Optional[_Union[CommandGetSchema, _Mapping]] = ..., ackResponse: _Optional[_Union[CommandAckResponse, _Mapping]] = ..., getOrCreateSchema: _Optional[_Union[CommandGetOrCreateSchema, _Mapping]] = ..., newTxn: _Optional[_Union[CommandNewTxn, _Mapping]] = ..., addPartitionToTxn: _Optional[_Union[CommandAddPartitionToTxn, _Mapping]] = ..., addSubscriptionToTxn: _Optional[_Union[CommandAddSubscriptionToTxn, _Mapping]] = ..., endTxn: _Optional[_Union[CommandEndTxn, _Mapping]] = ..., endTxnOnPartition: _Optional[_Union[CommandEndTxnOnPartition, _Mapping]] = ..., endTxnOnSubscription: _Optional[_Union[CommandEndTxnOnSubscription, _Mapping]] = ..., tcClientConnectRequest: _Optional[_Union[CommandTcClientConnectRequest, _Mapping]] = ..., watchTopicList: _Optional[_Union[CommandWatchTopicList, _Mapping]] = ..., watchTopicListClose: _Optional[_Union[CommandWatchTopicListClose, _Mapping]] = ..., scalableTopicLookup: _Optional[_Union[CommandScalableTopicLookup, _Mapping]] = ..., scalableTopicUpdate: _Optional[_Union[CommandScalableTopicUpdate, _Mapping]] = ..., scalableTopicClose: _Optional[_Union[CommandScalableTopicClose, _Mapping]] = ..., scalableConsumerRegister: _Optional[_Union[CommandScalableConsumerRegister, _Mapping]] = ..., scalableConsumerAssignment: _Optional[_Union[CommandScalableConsumerAssignment, _Mapping]] = ..., scalableConsumerUnregister: _Optional[_Union[CommandScalableConsumerUnregister, _Mapping]] = ..., scalableSegmentDrained: _Optional[_Union[CommandScalableSegmentDrained, _Mapping]] = ...) -> None: ...

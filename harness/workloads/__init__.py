@@ -1,7 +1,8 @@
 """Workloads: what drives a run's clients, chosen by the scenario's `[workload] kind`.
 
-Each is a `Workload` (harness/workloads/base.py): `topic` (harness/workloads/topic.py)
-and `scalable` (harness/workloads/scalable.py) on one cluster; `geo`
+Each is a `Workload` (harness/workloads/base.py): `topic` (harness/workloads/topic.py),
+`scalable` (harness/workloads/scalable.py) and `contract` (harness/workloads/contract.py,
+the client contract's probes) on one cluster; `geo`
 (harness/workloads/geo.py) and `migration` (harness/workloads/migration.py) on two or
 more.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from harness.workloads.base import Workload, WorkloadContext
 
-ONE_CLUSTER = ("topic", "scalable")
+ONE_CLUSTER = ("topic", "scalable", "contract")
 SEVERAL_CLUSTERS = ("geo", "migration")
 
 
@@ -38,6 +39,10 @@ def make_workload(context: WorkloadContext) -> Workload:
         from harness.workloads.migration import MigrationWorkload
 
         return MigrationWorkload(context)
+    if kind == "contract":
+        from harness.workloads.contract import ContractWorkload
+
+        return ContractWorkload(context)
     from harness.workloads.topic import TopicWorkload  # imports the client library
 
     return TopicWorkload(context)

@@ -55,6 +55,7 @@ from harness.workloads.official_client import (
     PRODUCER_OPTIONS,
     RECEIVE_POLL_MS,
     SEND_TIMEOUT_MS,
+    close_client,
     close_quietly,
     next_message,
     produce,
@@ -276,10 +277,7 @@ class GeoWorkload:
         self._stop_readers(list(self._readers))
         clients, self._clients = self._clients, {}
         for client in clients.values():
-            try:
-                client.close()
-            except pulsar.PulsarException as exc:
-                log.warning("closing a client: %s", exc)
+            close_client(client)
 
 
 def _replication_backlogs(cluster: TargetCluster, topic: str) -> dict[str, int] | None:

@@ -28,22 +28,31 @@ def replicate_namespace(clusters: Sequence[TargetCluster], namespace: str) -> No
     for cluster in clusters:
         for other in clusters:
             if other is not cluster:
-                _put(cluster, f"/admin/v2/clusters/{other.name}",
-                     {"serviceUrl": other.admin_urls[0],
-                      "brokerServiceUrl": other.service_urls[0]})
-        _put(cluster, f"/admin/v2/tenants/{tenant}", {"allowedClusters": names})
-        _put(cluster, f"/admin/v2/namespaces/{namespace}", {"replication_clusters": names})
+                path = f"/admin/v2/clusters/{other.name}"
+                urls = {"serviceUrl": other.admin_urls[0],
+                        "brokerServiceUrl": other.service_urls[0]}
+                _put(cluster, path, urls, (path, urls))
+        path = f"/admin/v2/tenants/{tenant}"
+        _put(cluster, path, {"allowedClusters": names}, (path, {"allowedClusters": names}))
+        _put(cluster, f"/admin/v2/namespaces/{namespace}", {"replication_clusters": names},
+             (f"/admin/v2/namespaces/{namespace}/replication", names))
 
 
-def _put(cluster: TargetCluster, path: str, body: Any) -> None:
+def _put(cluster: TargetCluster, path: str, body: Any, update: tuple[str, Any]) -> None:
+    """Create with PUT; when it exists already (an earlier attempt whose answer was lost,
+    or an earlier run on a Target that outlives runs, perhaps with other URLs), make it
+    what this run needs with the POST `update` (path, body)."""
     deadline = time.monotonic() + LINK_TIMEOUT_S
     while True:
         try:
-            admin_request(cluster.admin_urls[0], "PUT", path, body)
+            try:
+                admin_request(cluster.admin_urls[0], "PUT", path, body)
+            except AdminError as exc:
+                if exc.status != 409:
+                    raise
+                admin_request(cluster.admin_urls[0], "POST", *update)
             return
         except AdminError as exc:
-            if exc.status == 409:  # made by an earlier attempt whose answer was lost
-                return
             problem: Exception = exc
         except OSError as exc:
             problem = exc

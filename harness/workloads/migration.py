@@ -45,6 +45,7 @@ from harness.workloads.official_client import (
     PRODUCER_OPTIONS,
     RECEIVE_POLL_MS,
     SEND_TIMEOUT_MS,
+    close_client,
     next_message,
     produce,
     record_and_acknowledge,
@@ -56,7 +57,9 @@ from history.writer import ClientProcess, SequentialIds
 
 log = logging.getLogger(__name__)
 
-TENANT = "starquake-move"
+TENANT_PREFIX = "starquake-move"
+"""The moving tenant is `starquake-move-<the run's topic name>`: its own in every run, since
+a Target that outlives runs keeps the tenants earlier runs moved."""
 NAMESPACE = "moving"
 STARTS_AT = 1 / 3
 """The migration starts this far into the load."""
@@ -72,7 +75,9 @@ def _endpoint(cluster: TargetCluster) -> ClusterEndpoint:
 class MigrationWorkload:
     def __init__(self, context: WorkloadContext) -> None:
         self.source, self.target = context.clusters[0], context.clusters[1]
-        self.topic = f"persistent://{TENANT}/{NAMESPACE}/{context.topic.rsplit('/', 1)[-1]}"
+        name = context.topic.rsplit("/", 1)[-1]
+        self.tenant = f"{TENANT_PREFIX}-{name}"
+        self.topic = f"persistent://{self.tenant}/{NAMESPACE}/{name}"
         self.context = context
         self._ids = SequentialIds("p")
         if context.lookup is None:
@@ -94,12 +99,12 @@ class MigrationWorkload:
         for cluster in (self.source, self.target):
             admin_request(self._lookup.admin_url, "PUT", f"/lookup/v2/clusters/{cluster.name}",
                           {"brokerServiceUrl": cluster.service_urls[0]})
-        admin_request(self._lookup.admin_url, "PUT", f"/lookup/v2/tenants/{TENANT}",
+        admin_request(self._lookup.admin_url, "PUT", f"/lookup/v2/tenants/{self.tenant}",
                       {"cluster": self.source.name})
         source_admin = self.source.admin_urls[0]
-        admin_request(source_admin, "PUT", f"/admin/v2/tenants/{TENANT}",
+        admin_request(source_admin, "PUT", f"/admin/v2/tenants/{self.tenant}",
                       {"allowedClusters": [self.source.name]})
-        admin_request(source_admin, "PUT", f"/admin/v2/namespaces/{TENANT}/{NAMESPACE}", {})
+        admin_request(source_admin, "PUT", f"/admin/v2/namespaces/{self.tenant}/{NAMESPACE}", {})
         c.client_log.parent.mkdir(parents=True, exist_ok=True)
         self._client = client = pulsar.Client(
             self._lookup.service_url, operation_timeout_seconds=10,
@@ -156,7 +161,7 @@ class MigrationWorkload:
             history.record("admin", "invoke", MIGRATE, value=step,
                            detail={"step": step, **detail})
 
-        plan = MigrationPlan(TENANT, (NAMESPACE,), _endpoint(self.source),
+        plan = MigrationPlan(self.tenant, (NAMESPACE,), _endpoint(self.source),
                              _endpoint(self.target), self._lookup.admin_url,
                              timeout=STEP_TIMEOUT_S)
         try:
@@ -202,8 +207,4 @@ class MigrationWorkload:
         for thread, _ in self._consumers:
             thread.join(RECEIVE_POLL_MS / 1000 * 5 + 1)
         client, self._client = self._client, None
-        if client is not None:
-            try:
-                client.close()
-            except pulsar.PulsarException as exc:
-                log.warning("closing the client: %s", exc)
+        close_client(client)

@@ -13,9 +13,11 @@ checker has nothing to judge. A client with acknowledgement receipts would let i
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pulsar
@@ -24,6 +26,8 @@ from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.loops import paced_slots
 from harness.workloads.plan import message_plan
 from history.writer import ClientProcess, SequentialIds
+
+log = logging.getLogger(__name__)
 
 LIVE = "live"
 """The subscription the scenario's consumers read throughout the load."""
@@ -74,20 +78,23 @@ def retry_until(make: Callable[[], T], deadline: float, what: str) -> T:
 
 def subscribe_recorded(process: ClientProcess, client: pulsar.Client, topic: str,
                        subscription: str, mode: str, deadline: float, *,
-                       fields: dict[str, Any], replicated: bool) -> pulsar.Consumer:
+                       fields: dict[str, Any], replicated: bool,
+                       options: dict[str, Any] | None = None) -> pulsar.Consumer:
     """Subscribe from the earliest message, recording each attempt (the subscription
     exists from the first `ok`); retried until `deadline`. `fields` names the consumer
-    and the cluster."""
+    and the cluster; `options` are further `Client.subscribe` arguments, over the
+    defaults here (a receiver queue of 100)."""
     fields = {"topic": topic, "subscription": subscription, "detail": {"mode": mode},
               **fields}
+    arguments = {"receiver_queue_size": 100, **(options or {})}
     while True:
         process.invoke("subscribe", value=subscription, **fields)
         try:
             consumer = client.subscribe(
                 topic, subscription, consumer_type=CONSUMER_TYPES[mode],
                 consumer_name=fields["consumer"],
-                initial_position=pulsar.InitialPosition.Earliest, receiver_queue_size=100,
-                replicate_subscription_state_enabled=replicated)
+                initial_position=pulsar.InitialPosition.Earliest,
+                replicate_subscription_state_enabled=replicated, **arguments)
         except pulsar.PulsarException as exc:
             process.complete("info", value=subscription, error=type(exc).__name__, **fields)
             if time.monotonic() > deadline:
@@ -99,24 +106,36 @@ def subscribe_recorded(process: ClientProcess, client: pulsar.Client, topic: str
         return consumer
 
 
+@dataclass(frozen=True)
+class Sent:
+    """How a recorded send ended."""
+
+    usable: bool
+    """False when the producer is unusable from now on (closed): the caller makes anew."""
+    message_id: Any = None
+    """The id the broker assigned, when the send was `ok`."""
+    error: str | None = None
+    """The client's error, when it was not."""
+
+
 def send_recorded(process: ClientProcess, producer: pulsar.Producer, value: str,
-                  fields: dict[str, Any], *, position: bool = True) -> bool:
+                  fields: dict[str, Any], *, position: bool = True) -> Sent:
     """One `send` of `value` keyed `fields["key"]`: `ok` with the position, `fail` when the
-    client refused it before it left, `info` otherwise. False when the producer is
-    unusable from now on (closed here): the caller makes a new one."""
+    client refused it before it left, `info` otherwise."""
     process.invoke("send", value=value, **fields)
     try:
         message_id = producer.send(value.encode(), partition_key=fields["key"])
     except pulsar.PulsarException as exc:
         outcome = "fail" if isinstance(exc, NOT_SENT) else "info"
-        process.complete(outcome, value=value, error=type(exc).__name__, **fields)
+        error = type(exc).__name__
+        process.complete(outcome, value=value, error=error, **fields)
         if isinstance(exc, PRODUCER_GONE):
             close_quietly(producer)
-            return False
-        return True
+            return Sent(False, error=error)
+        return Sent(True, error=error)
     extra = {"position": position_of(message_id)} if position else {}
     process.complete("ok", value=value, **extra, **fields)
-    return True
+    return Sent(True, message_id)
 
 
 def produce(context: WorkloadContext, ids: SequentialIds, worker: int, workers: int,
@@ -137,7 +156,7 @@ def produce(context: WorkloadContext, ids: SequentialIds, worker: int, workers: 
             except pulsar.PulsarException:
                 continue  # the next slot tries again; no operation was attempted
         key, value = next(plan)
-        if not send_recorded(process, current, value, fields(key), position=position):
+        if not send_recorded(process, current, value, fields(key), position=position).usable:
             current = None
 
 
@@ -146,6 +165,17 @@ def close_quietly(closable: pulsar.Producer | pulsar.Consumer) -> None:
         closable.close()
     except pulsar.PulsarException:
         pass
+
+
+def close_client(client: pulsar.Client | None) -> None:
+    """Close a workload's client at the end of a run, whatever state the cluster is in: a
+    failure is logged, never raised, so the run still tears down and is judged."""
+    if client is None:
+        return
+    try:
+        client.close()
+    except pulsar.PulsarException as exc:
+        log.warning("closing a client: %s", exc)
 
 
 def next_message(consumer: pulsar.Consumer, stop: threading.Event) -> pulsar.Message | None:
@@ -160,14 +190,30 @@ def next_message(consumer: pulsar.Consumer, stop: threading.Event) -> pulsar.Mes
         return None
 
 
+def record_delivery(process: ClientProcess, message: pulsar.Message, fields: dict[str, Any],
+                    *, position: bool = True) -> str:
+    """The `recv` of one delivered message; its value. `fields`: the topic, subscription,
+    consumer and cluster every event carries."""
+    value: str = message.data().decode(errors="replace")
+    extra = {"position": position_of(message.message_id())} if position else {}
+    process.observe("recv", value=value, key=message.partition_key() or None,
+                    redelivery=message.redelivery_count(), **extra, **fields)
+    return value
+
+
 def record_and_acknowledge(process: ClientProcess, consumer: pulsar.Consumer,
                            message: pulsar.Message, fields: dict[str, Any], *,
                            position: bool = True) -> None:
     """`fields`: the topic, subscription, consumer and cluster every event carries."""
-    value = message.data().decode(errors="replace")
-    extra = {"position": position_of(message.message_id())} if position else {}
-    process.observe("recv", value=value, key=message.partition_key() or None,
-                    redelivery=message.redelivery_count(), **extra, **fields)
+    value = record_delivery(process, message, fields, position=position)
+    acknowledge_unconfirmed(process, consumer, message, value, fields)
+
+
+def acknowledge_unconfirmed(process: ClientProcess, consumer: pulsar.Consumer,
+                            message: pulsar.Message, value: str,
+                            fields: dict[str, Any]) -> None:
+    """The `ack` of a message already recorded as received: `info`, as the client gives
+    no receipt (see the module)."""
     process.invoke("ack", value=value, **fields)
     try:
         consumer.acknowledge(message)

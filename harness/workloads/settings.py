@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-WORKLOADS = ("topic", "scalable", "geo", "migration")
+WORKLOADS = ("topic", "scalable", "geo", "migration", "contract")
 SUBSCRIPTION_MODES = ("exclusive", "failover", "shared", "key_shared")
 
 

@@ -23,7 +23,6 @@ client with acknowledgement receipts would let it.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from harness.workloads.official_client import (
     PRODUCER_OPTIONS,
     RECEIVE_POLL_MS,
     SEND_TIMEOUT_MS,
+    close_client,
     next_message,
     produce,
     record_and_acknowledge,
@@ -46,8 +46,6 @@ from harness.workloads.official_client import (
 )
 from harness.workloads.stats import subscription_backlogs
 from history.writer import ClientProcess, SequentialIds
-
-log = logging.getLogger(__name__)
 
 LATE = "late"
 
@@ -162,8 +160,4 @@ class TopicWorkload:
         for thread in self._consumer_threads:
             thread.join(RECEIVE_POLL_MS / 1000 * 5 + 1)
         client, self._client = self._client, None
-        if client is not None:
-            try:
-                client.close()
-            except pulsar.PulsarException as exc:
-                log.warning("closing the client: %s", exc)
+        close_client(client)

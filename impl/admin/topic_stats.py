@@ -2,7 +2,9 @@
 for `/internalStats`), from its managed ledger and the front end's client counters.
 
 Only what is cheap is filled in; the cursor facts the checkers and tests rely on
-(`msgBacklog`, `markDeletePosition`, `individuallyDeletedMessages`) are exact.
+(`msgBacklog`, `markDeletePosition`, `individuallyDeletedMessages`) are exact for durable
+subscriptions. A reader's (non-durable) subscription is listed while it is open, with
+`isDurable` false and the front end's figures only.
 """
 
 from __future__ import annotations
@@ -35,10 +37,15 @@ def topic_stats(ledger: ManagedLedger, clients: dict[str, Any]) -> dict[str, Any
     for name, cursor in ledger.cursors().items():
         if is_replicator_cursor(name):
             continue  # a replicator's, reported under `replication` (as in Pulsar)
-        sub = {"consumers": [], "msgRateOut": 0.0, "msgThroughputOut": 0.0}
+        sub = {"consumers": [], "msgRateOut": 0.0, "msgThroughputOut": 0.0, "isDurable": True}
         sub.update(client_subs.get(name, {}))
         sub.update(_cursor_facts(cursor))
         subscriptions[name] = sub
+    # Readers' subscriptions have no cursor in the ledger: only the front end knows them,
+    # and only while a reader is connected.
+    for name, sub in client_subs.items():
+        if not sub.get("isDurable", True):
+            subscriptions[name] = {"msgRateOut": 0.0, "msgThroughputOut": 0.0, **sub}
     stats: dict[str, Any] = {
         "msgRateIn": 0.0,
         "msgThroughputIn": 0.0,

@@ -143,8 +143,13 @@ def reached_end_of_topic(consumer_id: int) -> BaseCommand:
                        reachedEndOfTopic=CommandReachedEndOfTopic(consumer_id=consumer_id))
 
 
-def last_message_id(request_id: int, last: Position, mark_delete: Position) -> BaseCommand:
+def last_message_id(request_id: int, last: Position, batch_index: int,
+                    mark_delete: Position) -> BaseCommand:
+    """`batch_index` -1: the last entry is no batch, and the id names the entry whole."""
+    last_id = message_id(last)
+    if batch_index >= 0:
+        last_id.batch_index = batch_index
     return BaseCommand(type=BaseCommand.GET_LAST_MESSAGE_ID_RESPONSE,
                        getLastMessageIdResponse=CommandGetLastMessageIdResponse(
-                           request_id=request_id, last_message_id=message_id(last),
+                           request_id=request_id, last_message_id=last_id,
                            consumer_mark_delete_position=message_id(mark_delete)))

@@ -5,7 +5,8 @@ Commands that need ZooKeeper or storage run as tasks so that the connection keep
 turn in arrival order (a client that closes and re-creates a consumer relies on it).
 Keep-alive as in Pulsar: after `keepalive` seconds of silence the broker pings, and after
 twice that it closes the connection. Bytes that are not a valid frame close this
-connection only.
+connection only. A request this broker does not serve is refused with ERROR, never left
+unanswered.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from typing import Any
 
 from impl.broker import commands
 from impl.broker.consumer import Consumer
-from impl.broker.errors import ConsumerNotFound, server_error
+from impl.broker.errors import ConsumerNotFound, SeekRefused, server_error
 from impl.broker.producer import Producer
 from impl.broker.scalable_commands import ScalableCommands
 from impl.broker.service import BrokerService
-from impl.broker.subscription import Subscription
+from impl.broker.subscription import Subscription, position_of
 from impl.broker.topic import Topic
 from impl.ownership.topic_name import TopicName
 from impl.storage.api import Position
@@ -33,8 +34,6 @@ log = logging.getLogger(__name__)
 
 READ_SIZE = 256 * 1024
 DEFAULT_KEEPALIVE = 30.0
-NOTHING_WRITTEN = Position(-1, -1)
-"""The last message id of an empty topic, as Pulsar answers it."""
 CPP_CLIENT_PREFIX = "Pulsar-CPP-"
 """How the C++ client and those built on it (Python, Node.js) name themselves in CONNECT."""
 
@@ -72,6 +71,7 @@ class ServerConnection:
             BaseCommand.CLOSE_CONSUMER: self._close_consumer,
             BaseCommand.UNSUBSCRIBE: self._unsubscribe,
             BaseCommand.GET_LAST_MESSAGE_ID: self._last_message_id,
+            BaseCommand.SEEK: self._seek,
         }
         self._scalable = ScalableCommands(self, service.scalable, self._owner_url)
         self._handlers.update(self._scalable.handlers())
@@ -114,9 +114,8 @@ class ServerConnection:
         self._writer.close()
         for topic, producer in self._producers.values():
             topic.remove_producer(producer)
-        for _topic, subscription, consumer in self._consumers.values():
-            consumer.closed = True
-            subscription.remove_consumer(consumer)
+        for topic, subscription, consumer in self._consumers.values():
+            topic.remove_consumer(subscription, consumer)
         self._producers.clear()
         self._consumers.clear()
         self._scalable.close()
@@ -130,12 +129,28 @@ class ServerConnection:
     # --- dispatching -------------------------------------------------------------------
 
     def _dispatch(self, frame: Frame) -> None:
-        handler = self._handlers.get(frame.command.type)
+        # A type number our protocol does not know parses as no type at all (and would
+        # read as CONNECT, the default), so it is checked first.
+        handler = (self._handlers.get(frame.command.type)
+                   if frame.command.HasField("type") else None)
         if handler is None:
-            log.info("%s sent unsupported %s; ignored", self.address,
-                     BaseCommand.Type.Name(frame.command.type))
+            self._refuse(frame.command)
             return
         handler(frame)
+
+    def _refuse(self, command: BaseCommand) -> None:
+        """A command this broker does not serve. With a request id it is answered with
+        ERROR (NotAllowedError, as Pulsar refuses a feature it has turned off, such as
+        transactions), so the client fails now rather than at its operation timeout;
+        without one there is no one to answer, and it is only logged."""
+        name = (BaseCommand.Type.Name(command.type) if command.HasField("type")
+                else "a command of unknown type")
+        request_id = request_id_of(command)
+        log.info("%s sent unsupported %s; %s", self.address, name,
+                 "ignored" if request_id is None else "refused")
+        if request_id is not None:
+            self.send(commands.error(request_id, ServerError.NotAllowedError,
+                                     f"{name} is not supported by this broker"))
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -235,7 +250,7 @@ class ServerConnection:
             topic = await self._service.topic(TopicName.parse(request.topic))
             subscription, consumer = await topic.subscribe(self, request)
             if self.closed:
-                subscription.remove_consumer(consumer)
+                topic.remove_consumer(subscription, consumer)
             else:
                 self._consumers[request.consumer_id] = (topic, subscription, consumer)
             return commands.success(request.request_id)
@@ -269,8 +284,7 @@ class ServerConnection:
         async def answer() -> BaseCommand:
             found = self._consumers.pop(request.consumer_id, None)
             if found is not None:
-                found[2].closed = True
-                found[1].remove_consumer(found[2])
+                found[0].remove_consumer(found[1], found[2])
             return commands.success(request.request_id)
         self._in_turn(request.request_id, answer)
 
@@ -283,10 +297,34 @@ class ServerConnection:
             if found is None:
                 raise ConsumerNotFound(request.consumer_id)
             topic, subscription, _ = found
-            last = topic.ledger.last_confirmed or NOTHING_WRITTEN
-            return commands.last_message_id(request.request_id, last,
+            last, batch_index = await topic.last_message()
+            return commands.last_message_id(request.request_id, last, batch_index,
                                             subscription.cursor.mark_delete_position)
         self._in_turn(request.request_id, answer, ordered=False)
+
+    def _seek(self, frame: Frame) -> None:
+        """Reset the consumer's subscription to a message id or a publish time. In turn with
+        SUBSCRIBE: the consumers it disconnects come back after the reset is done."""
+        request = frame.command.seek
+
+        async def answer() -> BaseCommand:
+            found = self._consumer(request.consumer_id)
+            if found is None:
+                raise SeekRefused(f"no consumer {request.consumer_id} on this connection")
+            topic, subscription, _ = found
+            read_from: Position
+            if request.HasField("message_id"):
+                read_from = position_of(request.message_id)
+            elif request.HasField("message_publish_time"):
+                read_from = await topic.first_published_at_or_after(
+                    request.message_publish_time)
+            else:
+                raise SeekRefused("SEEK names neither a message id nor a publish time")
+            await subscription.reset(read_from)
+            log.info("%s reset subscription %s of %s to %s", self.address, subscription.name,
+                     topic.name, read_from)
+            return commands.success(request.request_id)
+        self._in_turn(request.request_id, answer)
 
     def _unsubscribe(self, frame: Frame) -> None:
         request = frame.command.unsubscribe
@@ -298,3 +336,17 @@ class ServerConnection:
                 self._consumers.pop(request.consumer_id, None)
             return commands.success(request.request_id)
         self._in_turn(request.request_id, answer)
+
+
+def request_id_of(command: BaseCommand) -> int | None:
+    """The request id a command carries, if any. Pulsar's envelope puts the body of a
+    command of type N in field N, so this needs no table of commands."""
+    if not command.HasField("type"):
+        return None
+    field = BaseCommand.DESCRIPTOR.fields_by_number.get(command.type)
+    if field is None or not command.HasField(field.name):
+        return None
+    body = getattr(command, field.name)
+    if "request_id" not in body.DESCRIPTOR.fields_by_name or not body.HasField("request_id"):
+        return None
+    return int(body.request_id)

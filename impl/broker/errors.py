@@ -31,6 +31,13 @@ class ConsumerNotFound(BrokerRequestError):
         super().__init__(f"no consumer {consumer_id} on this connection")
 
 
+class SeekRefused(BrokerRequestError):
+    """A SEEK without a target, or for a consumer this connection does not have (Pulsar
+    answers both with MetadataError)."""
+
+    code = ServerError.MetadataError
+
+
 class TopicClosing(BrokerRequestError):
     """The topic is being unloaded here; the client must look it up again."""
 

@@ -11,6 +11,9 @@ redelivery count grows, and MESSAGE carries it.
 An entry leaves the cursor only once every message in it is acknowledged (impl/broker/
 acks.py); a partly acknowledged batch is redelivered with an ack set, so the client skips
 what it acknowledged already.
+
+A reader's subscription is non-durable: its cursor lives in memory only, and the topic
+drops it with its last consumer. SEEK resets any subscription (`reset`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from impl.broker.acks import bits_of, covers_entry_through, remaining_after, wor
 from impl.broker.consumer import Consumer
 from impl.broker.dispatch import Dispatcher, dispatcher_for
 from impl.broker.entries import DispatchEntry
-from impl.broker.errors import ConsumerBusy, server_error
+from impl.broker.errors import ConsumerBusy, ConsumerNotFound, server_error
 from impl.replication.broker_hooks import NO_SUBSCRIPTION_HOOKS, SubscriptionHooks
 from impl.storage.api import ManagedCursor, Position, StorageError
 from wire.pulsar_api_pb2 import CommandAck, CommandSubscribe, MessageIdData
@@ -42,9 +45,14 @@ IDLE_CHECK = 1.0
 
 
 def position_of(message: MessageIdData) -> Position:
-    """The position a message id names; an entry id of -1 (sent as 2**64 - 1) stays -1."""
-    entry = message.entryId
-    return Position(message.ledgerId, entry - 2**64 if entry >= 2**63 else entry)
+    """The position a message id names. Ids travel as unsigned 64-bit numbers but mean
+    signed ones: -1 (the earliest message id, an entry before the first) arrives as
+    2**64 - 1 and stays -1."""
+    return Position(_signed(message.ledgerId), _signed(message.entryId))
+
+
+def _signed(value: int) -> int:
+    return value - 2**64 if value >= 2**63 else value
 
 
 @dataclass
@@ -56,10 +64,11 @@ class _Unacked:
 class Subscription:
     def __init__(self, name: str, cursor: ManagedCursor, sub_type: int,
                  terminated: Callable[[], bool],
-                 hooks: SubscriptionHooks = NO_SUBSCRIPTION_HOOKS) -> None:
+                 hooks: SubscriptionHooks = NO_SUBSCRIPTION_HOOKS, durable: bool = True) -> None:
         self.name = name
         self._hooks = hooks
         self.cursor = cursor
+        self.durable = durable
         self.sub_type = sub_type
         self.dispatcher: Dispatcher = dispatcher_for(sub_type)
         self._terminated = terminated
@@ -113,6 +122,21 @@ class Subscription:
                           if p in self._unacked and self._unacked[p].consumer is consumer])
         self._wakeup.set()
 
+    async def reset(self, read_from: Position) -> None:
+        """SEEK, as Pulsar's resetCursor does it: every consumer is disconnected (CLOSE_CONSUMER;
+        the clients subscribe again), what was out at them and their redelivery counts
+        are forgotten, and the cursor starts over at `read_from`, so everything from there
+        on is delivered again. A consumer that subscribes meanwhile reads from the new
+        position: the cursor moves before the first wait."""
+        for consumer in self.consumers:
+            consumer.close_by_broker()
+        self.stop_dispatching()
+        self.dispatcher = dispatcher_for(self.sub_type)
+        for pending in (self._unacked, self._to_deliver, self._remaining, self._redeliveries):
+            pending.clear()
+        await self.cursor.reset(read_from)
+        self._hooks.acknowledged()  # replicated subscriptions: mark-delete may have moved
+
     def _take_back(self, consumers: list[Consumer]) -> None:
         if consumers:
             self._return([p for p, u in self._unacked.items() if u.consumer in consumers])
@@ -130,15 +154,21 @@ class Subscription:
         """Apply an ACK (persisted through the cursor), answering ACK_RESPONSE when the
         client asked for one."""
         error: BaseException | None = None
-        try:
-            if ack.ack_type == CommandAck.Cumulative:
-                await self._ack_cumulative(ack.message_id[0])
-            else:
-                await self._ack_individual(list(ack.message_id))
-        except StorageError as exc:
-            log.warning("acknowledgement on %s failed: %s", self.name, exc)
-            error = exc
-        self._hooks.acknowledged()  # replicated subscriptions: mark-delete may have moved
+        if consumer.closed:
+            # Disconnected since the ACK arrived: by a SEEK that came just before it (the
+            # client flushes its pending acknowledgements as it seeks), whose reset must
+            # win as it does in Pulsar, or by an unload. Either way the ACK goes with it.
+            error = ConsumerNotFound(consumer.consumer_id)
+        else:
+            try:
+                if ack.ack_type == CommandAck.Cumulative:
+                    await self._ack_cumulative(ack.message_id[0])
+                else:
+                    await self._ack_individual(list(ack.message_id))
+            except StorageError as exc:
+                log.warning("acknowledgement on %s failed: %s", self.name, exc)
+                error = exc
+            self._hooks.acknowledged()  # replicated subscriptions: mark-delete may have moved
         if ack.HasField("request_id"):
             consumer.peer.send(commands.ack_response(
                 consumer.consumer_id, ack.request_id,
@@ -217,7 +247,8 @@ class Subscription:
     # --- dispatching ---------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while True:
+        # A stopped loop ends at its next turn even if a cancel got lost on the way.
+        while self._task is asyncio.current_task():
             self._wakeup.clear()
             try:
                 progressed = await self._pass()
@@ -287,24 +318,29 @@ class Subscription:
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    async def close(self) -> None:
-        """Stop dispatching (the topic is unloading or the subscription is deleted)."""
+    def stop_dispatching(self) -> None:
+        """Cancel the dispatch loop; the next consumer to join starts a new one."""
         for task in (self._task, self._more):
             if task is not None:
                 task.cancel()
-        for task in (self._task, self._more):
-            if task is not None:
-                try:
-                    await task
-                except (asyncio.CancelledError, Exception):
-                    pass
         self._task = self._more = None
+
+    async def close(self) -> None:
+        """Stop dispatching (the topic is unloading or the subscription is deleted)."""
+        tasks = [task for task in (self._task, self._more) if task is not None]
+        self.stop_dispatching()
+        for task in tasks:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
         # What was out at consumers goes out again from whoever opens the cursor next.
         self.cursor.rewind()
 
     def stats(self) -> dict[str, object]:
         return {
             "type": self.dispatcher.sub_type_name,
+            "isDurable": self.durable,
             "consumers": [c.stats() for c in self.dispatcher.consumers],
             "msgOutCounter": self.messages_out,
             "unackedMessages": sum(u.entry.num_messages for u in self._unacked.values()),

@@ -1,4 +1,8 @@
-"""One topic loaded on this broker: its managed ledger, its producers and subscriptions."""
+"""One topic loaded on this broker: its managed ledger, its producers and subscriptions.
+
+Subscriptions are durable (their cursor persists) or, for readers, non-durable: opened at
+the reader's start message id, and dropped with their last consumer, as Pulsar drops them.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +14,27 @@ from impl.broker.consumer import Consumer
 from impl.broker.errors import ConsumerBusy, TopicClosing
 from impl.broker.peer import Peer
 from impl.broker.producer import Producer
-from impl.broker.subscription import Subscription
+from impl.broker.subscription import Subscription, position_of
 from impl.ownership.topic_name import TopicName
 from impl.replication.broker_hooks import NO_REPLICATION, TopicHooks
 from impl.replication.stopping import finish
-from impl.storage.api import InitialPosition, ManagedLedger, Position, TopicTerminated
+from impl.storage.api import (
+    Entry,
+    InitialPosition,
+    ManagedCursor,
+    ManagedLedger,
+    Position,
+    TopicTerminated,
+)
+from wire.frames import split_entry
 from wire.pulsar_api_pb2 import CommandSubscribe
 
 log = logging.getLogger(__name__)
+
+NOTHING_WRITTEN = Position(-1, -1)
+"""The last message id of an empty topic, as Pulsar answers it."""
+PAST_THE_END = Position(2**63 - 1, 2**63 - 1)
+"""Pulsar's MessageId.latest: a position after every entry."""
 
 
 class Topic:
@@ -69,24 +86,46 @@ class Topic:
         self._check_open()
         subscription = self.subscriptions.get(command.subscription)
         if subscription is None:
-            initial = (InitialPosition.EARLIEST
-                       if command.initialPosition == CommandSubscribe.Earliest
-                       else InitialPosition.LATEST)
-            cursor = await self.ledger.open_cursor(command.subscription, initial)
-            self._check_open()
-            # Another SUBSCRIBE may have opened it while we waited for the cursor.
-            subscription = self.subscriptions.setdefault(
-                command.subscription,
-                Subscription(command.subscription, cursor, command.subType,
-                             lambda: self.ledger.terminated,
-                             self.replication.subscription_hooks(cursor)))
-        await self.replication.subscribed(subscription.cursor,
-                                          command.replicate_subscription_state)
+            subscription = await self._open_subscription(command)
+        await self.replication.subscribed(
+            subscription.cursor, command.replicate_subscription_state and subscription.durable)
         consumer = Consumer(peer, command.consumer_id,
                             command.consumer_name or f"consumer-{command.consumer_id}",
                             command.priority_level)
         subscription.add_consumer(consumer, command.subType)
         return subscription, consumer
+
+    async def _open_subscription(self, command: CommandSubscribe) -> Subscription:
+        initial = (InitialPosition.EARLIEST
+                   if command.initialPosition == CommandSubscribe.Earliest
+                   else InitialPosition.LATEST)
+        cursor: ManagedCursor
+        if command.durable:
+            cursor = await self.ledger.open_cursor(command.subscription, initial)
+            self._check_open()
+        else:
+            # A reader: the client sends the message id it starts from and, when that
+            # message is not wanted (start_message_id_inclusive off), skips it itself.
+            start = (position_of(command.start_message_id)
+                     if command.HasField("start_message_id") else None)
+            cursor = self.ledger.open_non_durable_cursor(command.subscription, start, initial)
+        # Another SUBSCRIBE may have opened it while we waited for the cursor.
+        return self.subscriptions.setdefault(
+            command.subscription,
+            Subscription(command.subscription, cursor, command.subType,
+                         lambda: self.ledger.terminated,
+                         self.replication.subscription_hooks(cursor), durable=command.durable))
+
+    def remove_consumer(self, subscription: Subscription, consumer: Consumer) -> None:
+        """A consumer left (closed, disconnected). A reader's subscription goes with its last
+        consumer, leaving nothing behind; a SEEK's disconnects do not come this way, so
+        the subscription it reset waits for its consumers to return."""
+        consumer.closed = True
+        subscription.remove_consumer(consumer)
+        if (not subscription.durable and not subscription.consumers
+                and self.subscriptions.get(subscription.name) is subscription):
+            del self.subscriptions[subscription.name]
+            subscription.stop_dispatching()
 
     async def unsubscribe(self, subscription: Subscription, consumer: Consumer) -> None:
         """Delete the subscription; only its last consumer may (as in Pulsar)."""
@@ -96,7 +135,32 @@ class Topic:
         subscription.remove_consumer(consumer)
         await subscription.close()
         self.subscriptions.pop(subscription.name, None)
-        await self.ledger.delete_cursor(subscription.name)
+        if subscription.durable:
+            await self.ledger.delete_cursor(subscription.name)
+
+    # --- reading back ------------------------------------------------------------------
+
+    async def last_message(self) -> tuple[Position, int]:
+        """The last message id, as GET_LAST_MESSAGE_ID answers it: the last entry and, when
+        that entry is a batch, the index of its last message (else -1). The client
+        compares batch indices too: without it, a reader would think it had read
+        everything once it took the first message of the last batch."""
+        last = self.ledger.last_confirmed
+        if last is None:
+            return NOTHING_WRITTEN, -1
+        (entry,) = await self.ledger.read([last])
+        metadata, _ = split_entry(entry.data)
+        size = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 0
+        return last, size - 1 if size > 0 else -1
+
+    async def first_published_at_or_after(self, timestamp_ms: int) -> Position:
+        """Where a SEEK to a publish time starts reading (Pulsar resets to the entry after
+        the last one published before the time): the first entry published at or after
+        `timestamp_ms`, or past the last entry when there is none."""
+        def published_then(entry: Entry) -> bool:
+            return bool(split_entry(entry.data)[0].publish_time >= timestamp_ms)
+        found = await self.ledger.find_first(published_then)
+        return found if found is not None else PAST_THE_END
 
     # --- unloading ---------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ contract in one small module lets either side be read, tested and replaced alone
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -104,6 +105,14 @@ class ManagedCursor(Protocol):
         """The given entries, for redelivering specific messages; acknowledged ones skipped."""
         ...
 
+    async def reset(self, read_from: Position) -> None:
+        """Start over at `read_from` (Pulsar's resetCursor, what SEEK does): mark-delete
+        moves, backwards or forwards, to just before it, every individual acknowledgement
+        is forgotten, and the next read returns the entry at `read_from` or the first one
+        after it. A ledger id below 0 (the earliest message id) means the first entry; a
+        position past the last entry, the next entry to be added. Persisted when durable."""
+        ...
+
     async def mark_delete(self, position: Position) -> None:
         """Cumulative acknowledgement of everything at or before position; persisted."""
         ...
@@ -141,6 +150,26 @@ class ManagedLedger(Protocol):
 
     async def open_cursor(self, name: str, initial: InitialPosition) -> ManagedCursor:
         """Open (or create, at `initial`) the named durable cursor."""
+        ...
+
+    def open_non_durable_cursor(self, name: str, start: Position | None,
+                                initial: InitialPosition) -> ManagedCursor:
+        """A cursor in memory only, for a reader: nothing of it is persisted, it is not among
+        `cursors()` (so it holds nothing back and leaves nothing behind), and it ends with
+        its subscription. Its first read is the entry at `start` (a message id; a ledger
+        id below 0 names the earliest), or at `initial` when `start` is None or lies
+        beyond the last entry (Pulsar's NonDurableCursorImpl)."""
+        ...
+
+    async def read(self, positions: list[Position]) -> list[Entry]:
+        """The entries at `positions` (which must exist), in the order given, whatever
+        any cursor acknowledged."""
+        ...
+
+    async def find_first(self, matches: Callable[[Entry], bool]) -> Position | None:
+        """The first entry that `matches`, searched in halves on the assumption that every
+        entry after a match matches too (publish times, as Pulsar's message finder
+        assumes); None when none does."""
         ...
 
     async def delete_cursor(self, name: str) -> None: ...

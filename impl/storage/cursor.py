@@ -6,6 +6,8 @@ call returns, as one compare-and-set of the cursor's node; acknowledgements that
 while a write is under way are folded into the next write, so a burst of acks costs a few
 ZooKeeper writes, not one each. The read position lives in memory only: after a reopen
 it starts again at the first unacknowledged entry (redelivery, as in Pulsar).
+
+`NonDurableCursorImpl` is a reader's cursor: the same state and reads, never persisted.
 """
 
 from __future__ import annotations
@@ -103,6 +105,10 @@ class ManagedCursorImpl:
                   if p > self._mark_delete and not self._acks.contains(p) and sequence.exists(p)]
         return await self._ledger.read(wanted)
 
+    async def reset(self, read_from: Position) -> None:
+        self._place_before(read_from)
+        await self._persist()
+
     async def mark_delete(self, position: Position) -> None:
         if position > self._mark_delete:
             self._mark_delete = self._acks.advance(position, self._ledger.sequence)
@@ -125,6 +131,20 @@ class ManagedCursorImpl:
         return sequence.count_between(self._mark_delete, last) - self._acks.count(sequence)
 
     # --- internals ---------------------------------------------------------------------
+
+    def _place_before(self, read_from: Position) -> None:
+        """Mark-delete just before `read_from`, kept between "nothing acknowledged" and
+        the last entry; every acknowledgement above it and the read position start over."""
+        sequence = self._ledger.sequence
+        first, last = sequence.before_first(), sequence.last_position
+        if read_from.ledger_id < 0 or last is None:
+            self._mark_delete = first
+        else:
+            before = Position(read_from.ledger_id, max(read_from.entry_id, 0) - 1)
+            self._mark_delete = max(first, min(last, before))
+        self._acks = AckRanges()
+        self._changes += 1
+        self.rewind()
 
     def _first_unacked(self, position: Position) -> Position:
         """The first position at or after `position` (and after mark-delete) that is not
@@ -156,3 +176,22 @@ class ManagedCursorImpl:
                 raise OwnershipLost(f"cursor {self.name} of {self._ledger.name} was written "
                                     "by another owner") from None
             self._persisted_changes = changes
+
+
+class NonDurableCursorImpl(ManagedCursorImpl):
+    """A reader's cursor (Pulsar's NonDurableCursorImpl): positions, reads and
+    acknowledgements as a durable cursor has them, but nothing reaches ZooKeeper, and the
+    managed ledger does not list it among its cursors."""
+
+    def __init__(self, name: str, ledger: ManagedLedgerImpl, initial_mark_delete: Position,
+                 start: Position | None) -> None:
+        super().__init__(name, ledger, CursorInfo(initial_mark_delete), version=-1)
+        last = ledger.last_confirmed
+        # Pulsar places the cursor by the position before `start`; past the last entry
+        # (MessageId.latest among them) the initial position decides instead.
+        if (start is not None and last is not None
+                and Position(start.ledger_id, start.entry_id - 1) <= last):
+            self._place_before(start)
+
+    async def _persist(self) -> None:
+        """Nothing to write: a reader's position lives as long as the reader."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from impl.metadata import paths
@@ -26,7 +27,7 @@ from impl.storage.api import (
     TopicTerminated,
 )
 from impl.storage.context import StorageContext
-from impl.storage.cursor import ManagedCursorImpl
+from impl.storage.cursor import ManagedCursorImpl, NonDurableCursorImpl
 from impl.storage.errors import BookieError, LedgerFenced, ManagedLedgerClosed, NoSuchLedger
 from impl.storage.ledger_info import (
     CursorInfo,
@@ -183,11 +184,7 @@ class ManagedLedgerImpl:
         self._check_open()
         if name in self._cursors:
             return self._cursors[name]
-        if initial == InitialPosition.EARLIEST:
-            mark_delete = self.sequence.before_first()
-        else:
-            mark_delete = self.last_confirmed or self.sequence.before_first()
-        info = CursorInfo(mark_delete)
+        info = CursorInfo(self._initial_mark_delete(initial))
         path = cursor_path(self.name, name)
         try:
             await self._ctx.blocking(self._ctx.store.create, path, info.to_json())
@@ -197,6 +194,16 @@ class ManagedLedgerImpl:
             info = CursorInfo.from_json(raw)
         cursor = self._cursors.setdefault(name, ManagedCursorImpl(name, self, info, version))
         return cursor
+
+    def open_non_durable_cursor(self, name: str, start: Position | None,
+                                initial: InitialPosition) -> ManagedCursor:
+        self._check_open()
+        return NonDurableCursorImpl(name, self, self._initial_mark_delete(initial), start)
+
+    def _initial_mark_delete(self, initial: InitialPosition) -> Position:
+        if initial == InitialPosition.EARLIEST:
+            return self.sequence.before_first()
+        return self.last_confirmed or self.sequence.before_first()
 
     async def delete_cursor(self, name: str) -> None:
         self._cursors.pop(name, None)
@@ -265,6 +272,18 @@ class ManagedLedgerImpl:
                         found[Position(ledger_id, entry.entry_id)] = entry.data
                 first = batch[-1].entry_id + 1
         return [Entry(position, found[position]) for position in positions]
+
+    async def find_first(self, matches: Callable[[Entry], bool]) -> Position | None:
+        positions = list(self.sequence.positions_from(self.sequence.before_first()))
+        low, high = 0, len(positions)  # the first match lies in positions[low:high + 1]
+        while low < high:
+            middle = (low + high) // 2
+            (entry,) = await self.read([positions[middle]])
+            if matches(entry):
+                high = middle
+            else:
+                low = middle + 1
+        return positions[low] if low < len(positions) else None
 
     async def wait_for_entries(self) -> None:
         """Return after the next add is confirmed, or when the ledger terminates or

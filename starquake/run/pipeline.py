@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from rich.console import Console
 
 from checkers.load import prepare
 from harness.signals import sigterm_interrupts
-from harness.target import Deployment
+from harness.target import Target
 from harness.targets import deploy
 from harness.workloads import make_workload
 from harness.workloads.base import Workload, WorkloadContext
@@ -67,6 +69,12 @@ class RunOptions:
     backend: str | None = None
     """Overrides the scenario's `topology.backend`."""
     runs_dir: Path = Path("runs")
+    target: Target | None = None
+    """A system starquake did not start (`starquake conform`): the run aims its workload
+    and faults at it, and neither starts nor stops anything. None: the scenario's
+    topology is deployed for the run and torn down after it."""
+    command: str | None = None
+    """The command that reproduces the run, when it is not `starquake run` (conform)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,10 @@ def resolve(options: RunOptions) -> tuple[Scenario, Schedule]:
     topology = dataclasses.replace(scenario.topology,
                                    backend=options.backend or scenario.topology.backend)
     scenario = dataclasses.replace(scenario, seed=seed, topology=topology)
-    return scenario, schedule_for(scenario, seed)
+    nodes = None
+    if options.target is not None:
+        nodes = [node for cluster in options.target.clusters for node in cluster.nodes]
+    return scenario, schedule_for(scenario, seed, nodes=nodes)
 
 
 def run(options: RunOptions, console: Console) -> RunOutcome:
@@ -94,28 +105,31 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
     assert scenario.seed is not None
     seed, backend_name = scenario.seed, scenario.topology.backend
     run_dir = create_run_dir(options.runs_dir, scenario, seed)
-    command = reproducing_command(options.scenario, seed, backend_name, options.runs_dir)
+    command = options.command or reproducing_command(options.scenario, seed, backend_name,
+                                                     options.runs_dir)
     write_inputs(run_dir, scenario, command)
-    console.print(f"run {run_dir} (seed {seed}, {backend_name} backend)", markup=False)
+    where = "a given target" if options.target is not None else f"{backend_name} backend"
+    console.print(f"run {run_dir} (seed {seed}, {where})", markup=False)
     history = CountingHistory(run_dir / "history.jsonl")
     history.record("harness", "ok", "meta", detail={
         "scenario": scenario.name, "seed": seed,
         "duplicate_window_bound_ms": scenario.checkers.duplicate_window_bound_ms,
         "mutants": list(scenario.mutants), "expected": scenario.expected, "command": command})
     faults = FaultStatus()
+    ended = "cluster torn down" if options.target is None else "faults healed, target left running"
     started = time.monotonic()
     try:
         with sigterm_interrupts(), \
                 Progress(console, history, faults, scenario.duration_s) as progress:
-            _execute(scenario, schedule, run_dir, history, faults, progress)
+            _execute(scenario, schedule, run_dir, history, faults, progress, options.target)
     except KeyboardInterrupt:
         raise RunInterrupted(f"run interrupted after {time.monotonic() - started:.0f} s; "
-                             f"cluster torn down, history so far in {run_dir}") from None
+                             f"{ended}, history so far in {run_dir}") from None
     except StarquakeError:
         raise
     except Exception as exc:
         (run_dir / "harness-error.txt").write_text(traceback.format_exc())
-        raise RunCrashed(f"run failed: {type(exc).__name__}: {exc} (cluster torn down; "
+        raise RunCrashed(f"run failed: {type(exc).__name__}: {exc} ({ended}; "
                          f"traceback in {run_dir / 'harness-error.txt'})") from exc
     finally:
         history.close()
@@ -123,45 +137,66 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
 
 
 def _execute(scenario: Scenario, schedule: Schedule, run_dir: Path, history: CountingHistory,
-             faults: FaultStatus, progress: Progress) -> None:
-    """Boot, load under faults, heal, drain, tear down: everything that needs the cluster."""
-    target = deploy(scenario.topology, scenario.mutants, run_dir,
-                    lookup_service=scenario.workload.kind == "migration")
-    progress.phase(f"starting the {scenario.topology.backend} cluster: {target.where}")
-    workload: Workload | None = None
+             faults: FaultStatus, progress: Progress, given: Target | None) -> None:
+    """Load under faults, heal, drain: everything that needs the cluster."""
+    topic = workload_topic(scenario, run_dir, fresh=given is None)
+    with _serving(scenario, run_dir, progress, given) as target:
+        workload: Workload | None = None
+        try:
+            workload = make_workload(_context(scenario, target, history, run_dir, topic))
+            progress.phase("opening the workload")
+            workload.open()
+            _load_under_faults(scenario, schedule, target, workload, history, faults, progress,
+                               topic)
+            progress.phase("draining")
+            drained = workload.drain()
+            progress.phase("drained" if drained else
+                           "drain timed out: the verdict can be unknown")
+        finally:
+            if workload is not None:
+                workload.close()
+
+
+@contextmanager
+def _serving(scenario: Scenario, run_dir: Path, progress: Progress,
+             given: Target | None) -> Iterator[Target]:
+    """The Target the run aims at: `given` as it is, or the scenario's topology deployed
+    for this run and torn down (its logs saved) on every way out."""
+    if given is not None:
+        yield given
+        return
+    deployment = deploy(scenario.topology, scenario.mutants, run_dir,
+                        lookup_service=scenario.workload.kind == "migration")
+    progress.phase(f"starting the {scenario.topology.backend} cluster: {deployment.where}")
     try:
-        target.start()
-        workload = make_workload(_context(scenario, target, history, run_dir))
-        progress.phase("opening the workload")
-        workload.open()
-        _load_under_faults(scenario, schedule, target, workload, history, faults, progress)
-        progress.phase("draining")
-        drained = workload.drain()
-        progress.phase("drained" if drained else "drain timed out: the verdict can be unknown")
+        deployment.start()
+        yield deployment
     finally:
         progress.phase("stopping the cluster, saving logs")
-        if workload is not None:
-            workload.close()
-        target.stop()
+        deployment.stop()
 
 
-def _context(scenario: Scenario, target: Deployment, history: CountingHistory,
-             run_dir: Path) -> WorkloadContext:
+def _context(scenario: Scenario, target: Target, history: CountingHistory,
+             run_dir: Path, topic: str) -> WorkloadContext:
     first = target.clusters[0]
     return WorkloadContext(
         history=history, settings=scenario.workload, seed=scenario.seed or 0,
         cluster=first.name, service_url=first.service_url, admin_urls=first.admin_urls,
-        topic=workload_topic(scenario), client_log=run_dir / "logs" / "client.log",
+        topic=topic, client_log=run_dir / "logs" / "client.log",
         clusters=target.clusters, lookup=target.lookup)
 
 
-def workload_topic(scenario: Scenario) -> str:
-    return f"persistent://public/default/{scenario.name}"
+def workload_topic(scenario: Scenario, run_dir: Path, fresh: bool) -> str:
+    """The run's topic. On a cluster deployed for the run it is named after the scenario;
+    on a given Target, which outlives runs and keeps what earlier ones wrote, the run's
+    directory name (`<timestamp>-<seed>`) is added, so no run reads another's messages."""
+    suffix = "" if fresh else f"-{run_dir.name}"
+    return f"persistent://public/default/{scenario.name}{suffix}"
 
 
-def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Deployment,
+def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Target,
                        workload: Workload, history: CountingHistory, faults: FaultStatus,
-                       progress: Progress) -> None:
+                       progress: Progress, topic: str) -> None:
     """The workload in a thread until the deadline; the nemesis in this thread (so Ctrl-C
     reaches it) until the final heal."""
     stop = threading.Event()
@@ -173,7 +208,7 @@ def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Deploymen
                    load_started=started)
     load.start()
     try:
-        NemesisRunner(schedule, target, history, workload_topic(scenario), faults
+        NemesisRunner(schedule, target, history, topic, faults
                       ).run(started, stop)
     finally:
         stop.set()

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import pulsar
 import pytest
 
+from impl.admin.topic_stats import topic_stats
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
 from impl.ownership.brokers import BrokerInfo
@@ -65,6 +66,13 @@ class MemoryBroker:
     def backlog(self, topic: str, subscription: str) -> int:
         async def read() -> int:
             return self.ledger(topic).cursors()[subscription].backlog()
+        return self.run(read())
+
+    def topic_stats(self, topic: str) -> dict[str, Any]:
+        """What the admin API's `/stats` answers for `topic`."""
+        async def read() -> dict[str, Any]:
+            clients = self.service.client_stats(TopicName.parse(topic))
+            return topic_stats(self.ledger(topic), clients)
         return self.run(read())
 
 

@@ -5,6 +5,7 @@ id 1; positions are `1:index`."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from impl.storage.api import Entry, InitialPosition, Position, TopicTerminated
 
@@ -58,6 +59,19 @@ class MemoryCursor:
         return [self._ledger.entries[p.entry_id] for p in positions
                 if p.entry_id not in self._acked]
 
+    async def reset(self, read_from: Position) -> None:
+        self.place_at(read_from)
+
+    def place_at(self, read_from: Position) -> None:
+        """Everything before `read_from` acknowledged, nothing after it."""
+        count = len(self._ledger.entries)
+        if read_from.ledger_id != LEDGER_ID:
+            start = 0 if read_from.ledger_id < LEDGER_ID else count
+        else:
+            start = min(max(read_from.entry_id, 0), count)
+        self._acked = set(range(start))
+        self._read = start
+
     async def mark_delete(self, position: Position) -> None:
         self._acked.update(range(position.entry_id + 1))
 
@@ -102,6 +116,22 @@ class MemoryLedger:
             start = 0 if initial == InitialPosition.EARLIEST else len(self.entries)
             self._cursors[name] = MemoryCursor(name, self, start)
         return self._cursors[name]
+
+    def open_non_durable_cursor(self, name: str, start: Position | None,
+                                initial: InitialPosition) -> MemoryCursor:
+        cursor = MemoryCursor(name, self, 0 if initial == InitialPosition.EARLIEST
+                              else len(self.entries))
+        last = self.last_confirmed
+        if (start is not None and last is not None
+                and Position(start.ledger_id, start.entry_id - 1) <= last):
+            cursor.place_at(start)
+        return cursor
+
+    async def read(self, positions: list[Position]) -> list[Entry]:
+        return [self.entries[p.entry_id] for p in positions]
+
+    async def find_first(self, matches: Callable[[Entry], bool]) -> Position | None:
+        return next((e.position for e in self.entries if matches(e)), None)
 
     async def delete_cursor(self, name: str) -> None:
         self._cursors.pop(name, None)

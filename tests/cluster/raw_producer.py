@@ -55,6 +55,11 @@ class RawConnection:
     def close(self) -> None:
         self._sock.close()
 
+    def send_bytes(self, data: bytes) -> None:
+        """Write any bytes (a frame our codec would refuse to build, say); what comes back
+        is for `collect`."""
+        self._sock.sendall(data)
+
     def _send(self, command: BaseCommand) -> None:
         self._sock.sendall(encode_command(command))
 

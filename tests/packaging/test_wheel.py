@@ -96,7 +96,7 @@ def test_scenario_ls_lists_every_packaged_suite(installed: Installed) -> None:
     done = installed.run("scenario", "ls")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert {"smoke:", "full:", "mutants:"} <= set(lines)
+    assert {"smoke:", "full:", "mutants:", "conformance:"} <= set(lines)
     topic_faults = next(line for line in lines if "smoke/topic-faults " in line)
     assert topic_faults.split()[1:3] == ["topic", "valid"]
     assert any("mutants/scalable-child-cursor-at-latest" in line and " invalid " in line
@@ -116,7 +116,7 @@ def test_validate_accepts_a_packaged_name(installed: Installed) -> None:
 def test_suite_refuses_an_unknown_name_before_running_anything(installed: Installed) -> None:
     done = installed.run("suite", "no-such-suite", "--runs-dir", str(installed.work / "runs"))
     assert done.returncode == 3
-    assert "suites: smoke, full, mutants" in done.stderr
+    assert "suites: smoke, full, mutants, conformance" in done.stderr
     assert not (installed.work / "runs").exists()
 
 

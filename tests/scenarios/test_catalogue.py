@@ -31,7 +31,7 @@ def test_every_scenario_file_of_a_suite_is_packaged_under_its_name() -> None:
     on_disk = {f"{p.parent.name}/{p.stem}": p.resolve()
                for suite in SUITES for p in (REPO / "scenarios" / suite).glob("*.toml")}
     assert {name: path.resolve() for name, path in packaged_scenarios().items()} == on_disk
-    assert list(suites()) == ["smoke", "full", "mutants"]
+    assert list(suites()) == ["smoke", "full", "mutants", "conformance"]
     assert all(files == sorted(files) and files for files in suites().values())
     assert "smoke/topic-faults" in packaged_scenarios()
 
@@ -66,7 +66,7 @@ def test_an_unknown_name_is_one_line_naming_it_and_the_known_names() -> None:
     with pytest.raises(ScenarioError) as error:
         resolve_suite("nightly")
     assert str(error.value).startswith("nightly: no such scenario file, directory or "
-                                       "packaged suite; suites: smoke, full, mutants;")
+                                       "packaged suite; suites: smoke, full, mutants, conformance;")
 
 
 def test_a_directory_is_not_a_scenario(tmp_path: Path) -> None:
@@ -99,7 +99,8 @@ def test_scenario_ls_lists_each_suite_with_kind_verdict_and_description(tmp_path
     done = _starquake("scenario", "ls", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert [line for line in lines if line.endswith(":")] == ["smoke:", "full:", "mutants:"]
+    assert [line for line in lines if line.endswith(":")] == ["smoke:", "full:", "mutants:",
+                                                              "conformance:"]
     for name, path in packaged_scenarios().items():
         scenario = load_scenario(path)
         (line,) = [line for line in lines if line.split()[:1] == [name]]

@@ -9,6 +9,10 @@ never touched).
 
 Only INPUT is filtered, as Jepsen does: a node drops what it receives. The host's own
 traffic (the clients the harness runs) is never dropped, since no node name stands for it.
+
+`apply_drops` and `remove_chain` work on any `Namespace`, anything that runs a command in
+a network namespace: our nodes' netns holders (`docker exec`), and a third party's
+containers entered from the host (`harness/targets/external/docker_control.py`, `nsenter`).
 """
 
 from __future__ import annotations
@@ -25,22 +29,34 @@ _APPLY_SCRIPT = (
     f"iptables -w -C INPUT -j {CHAIN} 2>/dev/null || iptables -w -I INPUT 1 -j {CHAIN} || exit 1; "
     'printf "%s" "$1" | iptables-restore -w --noflush'
 )
+# Every jump to our chain, then the chain: a namespace as it was before our first drop.
+_REMOVE_SCRIPT = (
+    f"while iptables -w -D INPUT -j {CHAIN} 2>/dev/null; do :; done; "
+    f"iptables -w -F {CHAIN} 2>/dev/null; iptables -w -X {CHAIN} 2>/dev/null; "
+    f"if iptables -w -S {CHAIN} >/dev/null 2>&1; then echo 'chain {CHAIN} remains'; exit 1; fi"
+)
 
 
 class PartitionFailed(EnvironmentProblem):
     """iptables failed in a node's network namespace; the message has its output."""
 
 
-class NetworkNode(Protocol):
-    """What a drop needs of a node (harness.targets.docker.containers.ContainerNode has it)."""
+class Namespace(Protocol):
+    """A network namespace we can run iptables in, named for messages."""
 
     @property
     def name(self) -> str: ...
 
+    def run_in_netns(self, argv: Sequence[str]) -> tuple[int, str]:
+        """Run `argv` in the namespace with NET_ADMIN; exit code and output."""
+        ...
+
+
+class NetworkNode(Namespace, Protocol):
+    """What a drop needs of a node (harness.targets.docker.containers.ContainerNode has it)."""
+
     @property
     def ips(self) -> tuple[str, ...]: ...
-
-    def run_in_netns(self, argv: Sequence[str]) -> tuple[int, str]: ...
 
 
 def restore_input(drop_from: Iterable[str], to_port: int | None = None) -> str:
@@ -50,6 +66,26 @@ def restore_input(drop_from: Iterable[str], to_port: int | None = None) -> str:
     lines = ["*filter", f":{CHAIN} - [0:0]"]
     lines += [f"-A {CHAIN} -s {ip}/32{match} -j DROP" for ip in sorted(drop_from)]
     return "\n".join([*lines, "COMMIT", ""])
+
+
+def apply_drops(namespace: Namespace, drop_from: Iterable[str], to_port: int | None = None
+                ) -> None:
+    """Make `namespace` drop what it receives from the addresses `drop_from` (all of it, or
+    only TCP to `to_port`), replacing our previous rules there in one step."""
+    _run(namespace, _APPLY_SCRIPT, restore_input(drop_from, to_port))
+
+
+def remove_chain(namespace: Namespace) -> None:
+    """Remove our chain and every jump to it: nothing of ours stays in a namespace that is
+    not ours once its partition is healed."""
+    _run(namespace, _REMOVE_SCRIPT)
+
+
+def _run(namespace: Namespace, script: str, *args: str) -> None:
+    code, output = namespace.run_in_netns(["sh", "-c", script, "sh", *args])
+    if code != 0:
+        raise PartitionFailed(f"iptables in {namespace.name}'s network namespace exited "
+                              f"{code}: {output.strip()}")
 
 
 class IptablesNetwork:
@@ -64,8 +100,4 @@ class IptablesNetwork:
 
     def drop(self, node: str, sources: Iterable[str], to_port: int | None = None) -> None:
         ips = [ip for source in sources for ip in self._nodes[source].ips]
-        code, output = self._nodes[node].run_in_netns(
-            ["sh", "-c", _APPLY_SCRIPT, "sh", restore_input(ips, to_port)])
-        if code != 0:
-            raise PartitionFailed(f"iptables in {node}'s network namespace exited {code}: "
-                                  f"{output.strip()}")
+        apply_drops(self._nodes[node], ips, to_port)

@@ -96,3 +96,18 @@ def broker_spec(image: NodeImage, cluster: str, zk_connect: str, advertised_host
         wait=HttpStatus(BROKER_ADMIN_PORT, BROKER_HEALTH_PATH, host=advertised_host),
         ports={"service": BROKER_PORT, "admin": BROKER_ADMIN_PORT},
     )
+
+
+LOOKUP_HEALTH_PATH = "/lookup/v2/health"
+
+
+def lookup_spec(image: NodeImage, zk_connect: str) -> NodeSpec:
+    """Our lookup service (the tenant-migration document's) as a node of its own, on the
+    brokers' ports: `zk_connect` includes the chroot its records live under."""
+    return NodeSpec(
+        command=(image.python, "-m", "impl.lookup", "--port", str(BROKER_PORT),
+                 "--admin-port", str(BROKER_ADMIN_PORT), "--zk", zk_connect,
+                 "--bind-host", "0.0.0.0"),
+        wait=HttpStatus(BROKER_ADMIN_PORT, LOOKUP_HEALTH_PATH),
+        ports={"service": BROKER_PORT, "admin": BROKER_ADMIN_PORT},
+    )

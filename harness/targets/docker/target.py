@@ -45,7 +45,7 @@ class DockerTarget:
 
     @property
     def clusters(self) -> tuple[TargetCluster, ...]:
-        return tuple(_cluster(nodes) for nodes in self._deployment.clusters.values())
+        return tuple(cluster_of(nodes) for nodes in self._deployment.clusters.values())
 
     @property
     def session_timeout_s(self) -> float:
@@ -63,7 +63,9 @@ class DockerTarget:
         return self._network
 
 
-def _cluster(nodes: ClusterNodes) -> TargetCluster:
+def cluster_of(nodes: ClusterNodes) -> TargetCluster:
+    """One cluster's ZooKeeper, bookie and broker nodes as a Target shows them (nodes
+    added for other jobs, such as a lookup service, are not the cluster's)."""
     roles: tuple[tuple[Role, list[ContainerNode]], ...] = (
         ("zookeeper", nodes.zookeepers), ("bookie", nodes.bookies), ("broker", nodes.brokers))
     return TargetCluster(nodes.name, tuple(nodes.service_urls), tuple(nodes.admin_urls),

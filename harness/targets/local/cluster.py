@@ -46,6 +46,9 @@ class ClusterSettings:
     """Further `python -m impl.broker` flags, e.g. `--replicate-individually-deleted`."""
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
     start_timeout: float = 60.0
+    first_broker_ports: tuple[int, int] | None = None
+    """Service and admin port of the first broker, the others' counting up from them, so
+    a target file can name them; None: free ports."""
 
 
 def _port_open(port: int) -> bool:
@@ -146,6 +149,10 @@ class LocalCluster:
         self.zookeeper = ZooKeeperEnsemble(settings.zookeepers, self.base_dir / "zookeeper",
                                            settings=settings.zookeeper)
         ports = free_ports(settings.bookies + 2 * settings.brokers, HOST)
+        if settings.first_broker_ports is not None:
+            service, admin = settings.first_broker_ports
+            ports[settings.bookies:] = [port for i in range(settings.brokers)
+                                        for port in (service + i, admin + i)]
         python = sys.executable
         mutants = ",".join(settings.mutants)
         self.bookies = [

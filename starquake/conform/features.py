@@ -1,0 +1,124 @@
+"""The conformance suite's features: what each one checks, what it needs of a Target, and
+the scenario that checks it (a packaged file under `scenarios/conformance/`).
+
+A feature is one short seeded scenario through the Target's public interfaces, judged by
+the ordinary checkers. Before anything runs, each feature is planned against the Target:
+a feature whose system capability the Target lacks (`persistent`, `scalable`,
+`geo-replication`, `replicated-subscriptions`, `migration`) is *unsupported*; a supported
+feature whose fault the Target cannot take (no node offers the control it needs) is
+*skipped*, with the reason; the rest run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.target import Target
+from harness.targets.external.file import Feature as SystemFeature
+from harness.workloads import ONE_CLUSTER
+from nemesis.faults.session import OUTLAST
+from scenarios.catalogue import resolve_scenario
+from scenarios.format import Scenario, ScenarioError, load_scenario
+from scenarios.plan import schedule_for
+
+SETTLE_S = 8.0
+"""Load kept up after a fault of a stretched schedule ends, before the final heal."""
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    scenario: str
+    """The packaged scenario that checks it (`scenarios/conformance/<name>.toml`)."""
+    needs: tuple[SystemFeature, ...]
+    """The system features the Target must offer (`harness.targets.external.file.FEATURES`:
+    probed, or claimed in the target file)."""
+    checks: str
+    """What it checks, in one line, for the table and the docs."""
+    outlast_session: bool = False
+    """Its faults must last past the Target's metadata-store session timeout: the
+    durations of the scenario's timeline (and the run, to fit) are stretched to it."""
+
+    def scenario_path(self) -> Path:
+        return resolve_scenario(f"conformance/{self.scenario}")
+
+
+FEATURES: tuple[Feature, ...] = (
+    Feature("client-contract", "client-contract", ("persistent",),
+            "the official client's contract without faults: queues, acks, redelivery, "
+            "readers, seek, last message id, termination"),
+    Feature("durability-kill", "durability-kill", ("persistent",),
+            "brokers killed and restarted: nothing acknowledged lost, no forked position"),
+    Feature("durability-pause", "durability-pause", ("persistent",),
+            "brokers paused past the metadata session: nothing lost, no forked position",
+            outlast_session=True),
+    Feature("durability-partition", "durability-partition", ("persistent",),
+            "the topic's owner cut off the network: nothing lost, no forked position"),
+    Feature("durability-metadata-cut", "durability-metadata-cut", ("persistent",),
+            "brokers cut from the metadata store past the session: nothing lost, "
+            "no forked position", outlast_session=True),
+    Feature("scalable-topics", "scalable-topics", ("scalable",),
+            "PIP-468 splits and merges under load: no dual-writable segment, key order "
+            "across splits, nothing lost"),
+    Feature("geo-replication", "geo-replication", ("geo-replication",
+                                                   "replicated-subscriptions"),
+            "a replicated subscription failing over between clusters: nothing lost, "
+            "duplicates only within the window"),
+    Feature("tenant-migration", "tenant-migration", ("migration",),
+            "a tenant moved between clusters behind the lookup service: nothing lost"),
+)
+FEATURE_NAMES = tuple(f.name for f in FEATURES)
+
+
+@dataclass(frozen=True)
+class PlannedFeature:
+    """A feature as it will run against one Target, or why it will not."""
+
+    feature: Feature
+    status: str
+    """`run`, `unsupported` or `skipped`."""
+    reason: str = ""
+    scenario: Scenario | None = None
+    """The scenario fitted to the Target (`run` only)."""
+
+
+def plan_feature(feature: Feature, target: Target,
+                 support: dict[SystemFeature, tuple[bool, str]],
+                 seed: int) -> PlannedFeature:
+    """What becomes of `feature` on `target`, whose system features are `support`
+    (feature -> offered, why)."""
+    for need in feature.needs:
+        offered, why = support[need]
+        if not offered:
+            return PlannedFeature(feature, "unsupported", f"{need}: {why}")
+    scenario = fit(load_scenario(feature.scenario_path()), feature, target)
+    nodes = [node for cluster in target.clusters for node in cluster.nodes]
+    try:
+        schedule_for(scenario, seed, nodes=nodes)
+    except ScenarioError as exc:
+        # The message names the file and key; the row needs only what the target lacks.
+        return PlannedFeature(feature, "skipped", str(exc).split(": ", 2)[-1])
+    return PlannedFeature(feature, "run", scenario=scenario)
+
+
+def fit(scenario: Scenario, feature: Feature, target: Target) -> Scenario:
+    """The scenario as it runs against `target`: the target's cluster names (the first
+    only, for a one-cluster workload, which acts on the first), and faults that outlast
+    its metadata session where the feature asks for that."""
+    names = tuple(cluster.name for cluster in target.clusters)
+    topology = dataclasses.replace(
+        scenario.topology, clusters=names[:1] if scenario.workload.kind in ONE_CLUSTER else names)
+    scenario = dataclasses.replace(scenario, topology=topology)
+    if not feature.outlast_session:
+        return scenario
+    # A timeline's faults last at least OUTLAST session timeouts, and the run lasts until
+    # SETTLE_S after the last of them ends.
+    least = round(OUTLAST * target.session_timeout_s, 1)
+    timeline = tuple(dataclasses.replace(step, duration_s=max(step.duration_s, least))
+                     for step in scenario.nemesis.timeline)
+    nemesis = dataclasses.replace(scenario.nemesis, timeline=timeline)
+    ends = [step.at_s + step.duration_s for step in timeline]
+    duration_s = max([scenario.duration_s, *(end + SETTLE_S for end in ends)])
+    return dataclasses.replace(scenario, nemesis=nemesis, duration_s=duration_s)

@@ -1,0 +1,95 @@
+"""Our reference implementation started on its own (`starquake serve`) and validated as a
+third party's system through the target file it writes, whose shell hooks signal its
+processes; the same cluster with no fault control; and a mutant caught by the feature that
+should catch it while the others pass."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conform.helpers import REPO, conform, explain, statuses
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
+
+
+def _serve(tmp: Path, *args: str) -> Iterator[Path]:
+    """`starquake serve` in the background until its target file appears; Ctrl-C after."""
+    target = tmp / "target.toml"
+    process = subprocess.Popen([sys.executable, "-m", "starquake", "serve", "--dir",
+                                str(tmp / "cluster"), "--target-file", str(target), *args],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not target.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert target.exists(), f"serve did not come up (exit {process.poll()})"
+        yield target
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    yield from _serve(tmp_path_factory.mktemp("serve"))
+
+
+def test_hooks_on_served_processes_pass_every_feature_they_can_take(
+        served: Path, tmp_path: Path) -> None:
+    done, document = conform(served, tmp_path, "--features",
+                             "client-contract,durability-kill,durability-pause,"
+                             "durability-partition,geo-replication")
+    assert done.returncode == 0, explain(done)
+    assert statuses(document) == {
+        "client-contract": "pass", "durability-kill": "pass", "durability-pause": "pass",
+        "durability-partition": "skipped", "geo-replication": "unsupported"}
+    reasons = {row["feature"]: row["reason"] for row in document["features"]}
+    assert "partition" in reasons["durability-partition"]
+    assert "cluster" in reasons["geo-replication"]
+    directory = next(tmp_path.glob("conform/*/*"))
+    for name in ("conformance.html", "junit.xml", "target.toml"):
+        assert (directory / name).is_file()
+    junit = (directory / "junit.xml").read_text()
+    assert junit.count("<skipped") == 2 and "<failure" not in junit
+    assert re.search(r"durability-kill\s.*pass", done.stdout)
+    kill_run = next(row for row in document["features"] if row["feature"] == "durability-kill")
+    history = (directory / kill_run["run"] / "history.jsonl").read_text()
+    assert '"f":"kill"' in history and '"f":"start"' in history  # the hooks acted
+
+
+def test_without_fault_control_the_fault_rows_are_skipped(served: Path,
+                                                         tmp_path: Path) -> None:
+    text = served.read_text()
+    no_control = tmp_path / "no-control.toml"
+    no_control.write_text(text.split("[hooks]")[0] + "[[clusters]]"
+                          + text.split("[[clusters]]", 1)[1].replace('control = "hooks"',
+                                                                    'control = "none"'))
+    done, document = conform(no_control, tmp_path / "runs", "--features",
+                             "durability-kill,durability-pause,scalable-topics")
+    assert done.returncode == 0, explain(done)
+    assert statuses(document) == {"durability-kill": "skipped", "durability-pause": "skipped",
+                                  "scalable-topics": "pass"}
+
+
+def test_a_mutant_fails_the_feature_that_should_catch_it(tmp_path: Path) -> None:
+    for target in _serve(tmp_path, "--mutants", "child-cursor-at-latest"):
+        done, document = conform(target, tmp_path / "runs", "--features",
+                                 "durability-kill,scalable-topics")
+        assert done.returncode == 1, explain(done)
+        assert statuses(document) == {"durability-kill": "pass", "scalable-topics": "fail"}
+        failed = next(row for row in document["features"] if row["feature"] == "scalable-topics")
+        assert failed["anomalies"].get("lost", 0) > 0
+        assert failed["report"] and failed["report"].endswith("report.html")
