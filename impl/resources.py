@@ -9,6 +9,7 @@ calls block on ZooKeeper; asyncio callers run them in a thread.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from impl.metadata.errors import AlreadyExists, NotEmpty, NotFound
 from impl.metadata.store import MetadataStore
 from impl.ownership.bundles import DEFAULT_NUM_BUNDLES, NamespaceBundles, even_boundaries
 from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.retention import BacklogQuota, RetentionPolicies, exceeds_retention, quota_type
 
 
 class ResourceError(Exception):
@@ -87,6 +89,9 @@ class NamespacePolicies:
     )
     message_ttl_in_seconds: int | None = None
     """Pulsar's namespace message TTL: older messages expire (replicators skip them)."""
+    retention_policies: RetentionPolicies | None = None
+    backlog_quota_map: tuple[tuple[str, BacklogQuota], ...] = ()
+    """(`BacklogQuotaType` name, quota) pairs; stored, not enforced (impl/retention.py)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +101,9 @@ class NamespacePolicies:
                 "numBundles": len(self.bundle_boundaries) - 1,
             },
             "message_ttl_in_seconds": self.message_ttl_in_seconds,
+            "retention_policies": (None if self.retention_policies is None
+                                   else self.retention_policies.to_json()),
+            "backlog_quota_map": {kind: quota.to_json() for kind, quota in self.backlog_quota_map},
         }
 
     @classmethod
@@ -111,8 +119,13 @@ class NamespacePolicies:
         except (TypeError, ValueError) as exc:
             raise InvalidResource(f"invalid bundles in namespace policies: {exc}") from None
         ttl = value.get("message_ttl_in_seconds")
+        retention = value.get("retention_policies")
+        quotas = value.get("backlog_quota_map") or {}
         return cls(tuple(value.get("replication_clusters") or ()), boundaries,
-                   None if ttl is None else int(ttl))
+                   None if ttl is None else int(ttl),
+                   None if retention is None else RetentionPolicies.from_json(retention),
+                   tuple(sorted((quota_type(kind), BacklogQuota.from_json(quota))
+                                for kind, quota in quotas.items())))
 
 
 class PulsarResources:
@@ -187,18 +200,53 @@ class PulsarResources:
         self._check_clusters(clusters)
         self._set_policy(namespace, "replication_clusters", list(clusters))
 
-    def set_message_ttl(self, namespace: NamespaceName, seconds: int) -> None:
-        if seconds < 0:
+    def set_message_ttl(self, namespace: NamespaceName, seconds: int | None) -> None:
+        """None removes the TTL."""
+        if seconds is not None and seconds < 0:
             raise InvalidResource(f"a message TTL cannot be negative: {seconds}")
         self._set_policy(namespace, "message_ttl_in_seconds", seconds)
 
+    def set_retention(self, namespace: NamespaceName,
+                      retention: RetentionPolicies | None) -> None:
+        """None removes it; refused below a backlog quota already set (as Pulsar does)."""
+        def change(policies: dict[str, Any]) -> None:
+            current = NamespacePolicies.from_json(policies)
+            if retention is not None and any(exceeds_retention(quota, retention)
+                                             for _, quota in current.backlog_quota_map):
+                raise InvalidResource("retention must exceed the namespace's backlog quota")
+            policies["retention_policies"] = None if retention is None else retention.to_json()
+        self._update_policies(namespace, change)
+
+    def set_backlog_quota(self, namespace: NamespaceName, kind: str,
+                          quota: BacklogQuota | None) -> None:
+        """The quota of one `BacklogQuotaType`; None removes it. Refused at or above the
+        namespace's retention (as Pulsar does)."""
+        def change(policies: dict[str, Any]) -> None:
+            current = NamespacePolicies.from_json(policies)
+            quotas = dict(current.backlog_quota_map)
+            if quota is None:
+                quotas.pop(kind, None)
+            elif exceeds_retention(quota, current.retention_policies):
+                raise InvalidResource("the backlog quota exceeds the namespace's retention; "
+                                      "increase the retention first")
+            else:
+                quotas[kind] = quota
+            policies["backlog_quota_map"] = {k: q.to_json() for k, q in sorted(quotas.items())}
+        self._update_policies(namespace, change)
+
     def _set_policy(self, namespace: NamespaceName, key: str, value: Any) -> None:
         """Change one field of the namespace's policies, leaving the others as they are."""
+        self._update_policies(namespace, lambda policies: policies.update({key: value}))
+
+    def _update_policies(self, namespace: NamespaceName,
+                         change: Callable[[dict[str, Any]], None]) -> None:
+        """Apply `change` to the stored policies as one compare-and-set (it may refuse by
+        raising)."""
         path = paths.namespace_policies(namespace.tenant, namespace.namespace)
 
         def replace(data: bytes) -> bytes:
             policies = _load(data)
-            policies[key] = value
+            change(policies)
             return _dump(policies)
 
         try:

@@ -7,9 +7,12 @@ from aiohttp import web
 from impl.admin import (
     broker_routes,
     cluster_routes,
+    metrics_routes,
+    namespace_policy_routes,
     namespace_routes,
     scalable_routes,
     segment_routes,
+    subscription_routes,
     tenant_routes,
     topic_routes,
 )
@@ -20,7 +23,9 @@ from impl.admin.errors import errors_middleware
 def build_admin_app(ctx: AdminContext) -> web.Application:
     app = web.Application(middlewares=[errors_middleware])
     app[CONTEXT] = ctx
-    for module in (cluster_routes, tenant_routes, namespace_routes, topic_routes, broker_routes,
-                   scalable_routes, segment_routes):
+    for module in (cluster_routes, tenant_routes, namespace_routes, namespace_policy_routes,
+                   topic_routes, subscription_routes, broker_routes, scalable_routes,
+                   segment_routes):
         app.add_routes(module.routes)
+    metrics_routes.install(app)
     return app

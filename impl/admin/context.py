@@ -8,6 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
+from impl.broker.service import BrokerService
+from impl.broker.topic import Topic
 from impl.metadata.store import MetadataStore
 from impl.ownership.namespace_service import NamespaceService
 from impl.ownership.topic_name import TopicName
@@ -30,6 +32,9 @@ class AdminContext:
     """PIP-468 scalable topics (`/admin/v2/scalable`); None when disabled."""
     segments: SegmentStorage | None = None
     """Segment topics owned here (`/admin/v2/segments`); None when disabled."""
+    broker: BrokerService | None = None
+    """The protocol front end: subscription operations act on its topics, so that
+    connected consumers see them; `/metrics` reads them. None: those paths answer 503."""
 
 
 CONTEXT: web.AppKey[AdminContext] = web.AppKey("starquake.admin.context", AdminContext)
@@ -37,3 +42,16 @@ CONTEXT: web.AppKey[AdminContext] = web.AppKey("starquake.admin.context", AdminC
 
 def context(request: web.Request) -> AdminContext:
     return request.app[CONTEXT]
+
+
+def front_end(request: web.Request) -> BrokerService:
+    broker = context(request).broker
+    if broker is None:
+        raise web.HTTPServiceUnavailable(reason="this admin API has no protocol front end")
+    return broker
+
+
+async def served_topic(request: web.Request, name: TopicName) -> Topic:
+    """The topic as the front end serves it (loaded here if it is not yet); the caller has
+    made sure this broker owns it."""
+    return await front_end(request).topic(name)

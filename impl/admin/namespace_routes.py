@@ -1,5 +1,6 @@
 """`/admin/v2/namespaces`: create, list, get policies, delete; replication clusters (for
-geo-replication); bundles and bundle unload."""
+geo-replication); bundles and bundle unload. Single policies (TTL, retention, backlog
+quotas) are in namespace_policy_routes.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import dataclasses
 
 from aiohttp import web
 
-from impl.admin.bodies import json_body, json_object, json_string_list
+from impl.admin.bodies import json_object, json_string_list
 from impl.admin.context import context
 from impl.admin.redirect import redirect_to
 from impl.ownership.bundles import BundleRange, NamespaceBundle
@@ -62,16 +63,6 @@ async def set_replication(request: web.Request) -> web.Response:
     clusters = await json_string_list(request)
     await asyncio.to_thread(context(request).resources.set_replication_clusters,
                             namespace_of(request), clusters)
-    return web.Response(status=204)
-
-
-@routes.post("/admin/v2/namespaces/{tenant}/{namespace}/messageTTL")
-async def set_message_ttl(request: web.Request) -> web.Response:
-    seconds = await json_body(request)
-    if not isinstance(seconds, int) or isinstance(seconds, bool):
-        raise ValueError("request body must be a whole number of seconds")
-    await asyncio.to_thread(context(request).resources.set_message_ttl, namespace_of(request),
-                            seconds)
     return web.Response(status=204)
 
 

@@ -118,7 +118,7 @@ class BrokerProcess:
         admin = web.AppRunner(build_admin_app(AdminContext(
             config.cluster, store, resources, namespaces, healthy=healthy,
             client_stats=service.client_stats, scalable=scalable,
-            segments=SegmentStorage(store, namespaces))), access_log=None)
+            segments=SegmentStorage(store, namespaces), broker=service)), access_log=None)
         await admin.setup()
         await web.TCPSite(admin, config.bind_host, config.admin_port).start()
         await loop.run_in_executor(self._executor, registry.register)

@@ -102,6 +102,10 @@ class BrokerService:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
+    def loaded_topics(self) -> list[Topic]:
+        """The topics served here now (what `/metrics` reports on)."""
+        return [topic for topic in self._topics.values() if not topic.closing]
+
     def client_stats(self, name: TopicName) -> dict[str, Any]:
         """The front end's part of `/stats` (publishers, subscriptions' consumers)."""
         topic = self._topics.get(name)

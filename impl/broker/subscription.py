@@ -216,17 +216,12 @@ class Subscription:
             self._remaining[position] = left & self._remaining.get(position, left)
             await self._ack_before(position)
             return
-        for p in [p for p in (*self._unacked, *self._to_deliver) if p <= position]:
-            self._forget(p)
-        await self.cursor.mark_delete(position)
+        await self._mark_delete_through(position)
 
     async def _ack_before(self, position: Position) -> None:
         """Acknowledge everything before `position` (exclusive)."""
         if position.entry_id > 0:
-            through = Position(position.ledger_id, position.entry_id - 1)
-            for p in [p for p in (*self._unacked, *self._to_deliver) if p <= through]:
-                self._forget(p)
-            await self.cursor.mark_delete(through)
+            await self._mark_delete_through(Position(position.ledger_id, position.entry_id - 1))
             return
         # The entry before the first of a ledger is in an earlier ledger we cannot name
         # here: acknowledge what we delivered before it one by one.
@@ -235,6 +230,20 @@ class Subscription:
             self._forget(p)
         if earlier:
             await self.cursor.delete(earlier)
+
+    async def _mark_delete_through(self, position: Position) -> None:
+        for p in [p for p in (*self._unacked, *self._to_deliver) if p <= position]:
+            self._forget(p)
+        await self.cursor.mark_delete(position)
+
+    async def skip_through(self, position: Position) -> None:
+        """The admin API's skip, clear-backlog and expiry: everything at or before
+        `position` counts as acknowledged, delivered or not. As in Pulsar only the
+        cursor moves: consumers keep what they already hold, and acknowledging it later
+        changes nothing."""
+        await self._mark_delete_through(position)
+        self._hooks.acknowledged()  # replicated subscriptions: mark-delete moved
+        self._wakeup.set()
 
     def _forget(self, position: Position) -> None:
         unacked = self._unacked.pop(position, None)

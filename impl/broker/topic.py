@@ -17,7 +17,9 @@ from impl.broker.producer import Producer
 from impl.broker.subscription import Subscription, position_of
 from impl.ownership.topic_name import TopicName
 from impl.replication.broker_hooks import NO_REPLICATION, TopicHooks
+from impl.replication.replicator import is_replicator_cursor
 from impl.replication.stopping import finish
+from impl.resources import ResourceExists, ResourceNotFound
 from impl.storage.api import (
     Entry,
     InitialPosition,
@@ -109,12 +111,64 @@ class Topic:
             start = (position_of(command.start_message_id)
                      if command.HasField("start_message_id") else None)
             cursor = self.ledger.open_non_durable_cursor(command.subscription, start, initial)
-        # Another SUBSCRIBE may have opened it while we waited for the cursor.
+        return self._adopt(command.subscription, cursor, command.subType, command.durable)
+
+    def _adopt(self, name: str, cursor: ManagedCursor, sub_type: int,
+               durable: bool) -> Subscription:
+        """The subscription over `cursor`; another request may have made it while we
+        waited for the cursor, and then that one stays."""
         return self.subscriptions.setdefault(
-            command.subscription,
-            Subscription(command.subscription, cursor, command.subType,
-                         lambda: self.ledger.terminated,
-                         self.replication.subscription_hooks(cursor), durable=command.durable))
+            name, Subscription(name, cursor, sub_type, lambda: self.ledger.terminated,
+                               self.replication.subscription_hooks(cursor), durable=durable))
+
+    # --- administering subscriptions (the admin API) ------------------------------------
+
+    def subscription_names(self) -> list[str]:
+        """Durable subscriptions (the ledger's cursors, replicators' aside) and those of
+        open readers, as Pulsar lists a topic's subscriptions."""
+        durable = {name for name in self.ledger.cursors() if not is_replicator_cursor(name)}
+        return sorted(durable | set(self.subscriptions))
+
+    async def existing_subscription(self, name: str) -> Subscription:
+        """The subscription the admin API acts on: the one consumers are served by, or,
+        for a durable cursor nobody subscribed to since the topic loaded here, one made
+        for it now, which consumers that subscribe later share. `ResourceNotFound` when
+        there is neither."""
+        self._check_open()
+        subscription = self.subscriptions.get(name)
+        if subscription is not None:
+            return subscription
+        if name not in self.ledger.cursors() or is_replicator_cursor(name):
+            raise ResourceNotFound("subscription", name)
+        cursor = await self.ledger.open_cursor(name, InitialPosition.LATEST)
+        self._check_open()
+        return self._adopt(name, cursor, CommandSubscribe.Exclusive, durable=True)
+
+    async def create_subscription(self, name: str, start: Position) -> None:
+        """A durable subscription without consumers whose first message is the one at
+        `start` (`ResourceExists` if the name is taken)."""
+        self._check_open()
+        if name in self.subscriptions or name in self.ledger.cursors():
+            raise ResourceExists("subscription", name)
+        cursor = await self.ledger.open_cursor(name, InitialPosition.LATEST)
+        await cursor.reset(start)
+        self._check_open()
+        self._adopt(name, cursor, CommandSubscribe.Exclusive, durable=True)
+
+    async def delete_subscription(self, name: str, force: bool) -> None:
+        """Refused (`ConsumerBusy`) while consumers are connected, unless forced: then they
+        are disconnected first, and a client that subscribes again creates it anew (as
+        in Pulsar)."""
+        subscription = await self.existing_subscription(name)
+        if subscription.consumers and not force:
+            raise ConsumerBusy(f"subscription {name} has active connected consumers")
+        for consumer in subscription.consumers:
+            consumer.close_by_broker()
+        await subscription.close()
+        if self.subscriptions.get(name) is subscription:
+            del self.subscriptions[name]
+        if subscription.durable:
+            await self.ledger.delete_cursor(name)
 
     def remove_consumer(self, subscription: Subscription, consumer: Consumer) -> None:
         """A consumer left (closed, disconnected). A reader's subscription goes with its last

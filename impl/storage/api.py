@@ -7,7 +7,7 @@ contract in one small module lets either side be read, tested and replaced alone
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
@@ -123,6 +123,11 @@ class ManagedCursor(Protocol):
 
     def backlog(self) -> int:
         """Entries not yet acknowledged."""
+        ...
+
+    def unacknowledged(self) -> Iterator[Position]:
+        """The entries not yet acknowledged, oldest first, lazily (the admin API's peek,
+        skip and expiry count along it). Consume it before the next await."""
         ...
 
 

@@ -13,6 +13,7 @@ it starts again at the first unacknowledged entry (redelivery, as in Pulsar).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from impl.metadata.errors import VersionConflict
@@ -129,6 +130,11 @@ class ManagedCursorImpl:
             return 0
         sequence = self._ledger.sequence
         return sequence.count_between(self._mark_delete, last) - self._acks.count(sequence)
+
+    def unacknowledged(self) -> Iterator[Position]:
+        sequence = self._ledger.sequence
+        start = sequence.next_position(self._mark_delete)
+        return (p for p in sequence.positions_from(start) if not self._acks.contains(p))
 
     # --- internals ---------------------------------------------------------------------
 

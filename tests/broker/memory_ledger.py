@@ -5,7 +5,7 @@ id 1; positions are `1:index`."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from impl.storage.api import Entry, InitialPosition, Position, TopicTerminated
 
@@ -80,6 +80,9 @@ class MemoryCursor:
 
     def backlog(self) -> int:
         return len(self._unacked_from(0))
+
+    def unacknowledged(self) -> Iterator[Position]:
+        return (Position(LEDGER_ID, i) for i in self._unacked_from(0))
 
 
 class MemoryLedger:
