@@ -1,6 +1,6 @@
 """`contract`: every `probe` operation whose observation differs from its expectation.
 
-A conformance run's client-contract probes (harness/workloads/contract.py) record each
+A conformance run's client-contract probes (harness/workloads/contract/) record each
 particular expectation as one `probe` operation, `value` the probe's name and the
 completion's `detail` holding `expected` and `observed`, both JSON values. They are
 compared here as JSON values (an object's keys in any order), whatever the completion's

@@ -1,7 +1,7 @@
 """Workloads: what drives a run's clients, chosen by the scenario's `[workload] kind`.
 
 Each is a `Workload` (harness/workloads/base.py): `topic` (harness/workloads/topic.py),
-`scalable` (harness/workloads/scalable.py) and `contract` (harness/workloads/contract.py,
+`scalable` (harness/workloads/scalable.py) and `contract` (harness/workloads/contract/,
 the client contract's probes) on one cluster; `geo`
 (harness/workloads/geo.py) and `migration` (harness/workloads/migration.py) on two or
 more.

@@ -1,0 +1,226 @@
+"""The recorded client operations the probes are made of: subscribes, readers, producers,
+sends one by one or batched, acknowledgements the broker confirmed, and termination
+through the admin API. Each is recorded as the `topic` workload records it, so the
+ordinary checkers judge it; a setup that fails raises `CouldNotRun`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pulsar
+
+from harness.admin_api import AdminError, admin_request
+from harness.workloads.base import WorkloadContext
+from harness.workloads.contract.limits import (
+    CONFIRM_POLL_S,
+    CONFIRM_S,
+    KEYS,
+    OPERATION_TIMEOUT_S,
+    RECEIVER_QUEUE,
+    SETUP_S,
+)
+from harness.workloads.contract.receiving import value_of
+from harness.workloads.contract.recording import CouldNotRun, Group, Member
+from harness.workloads.official_client import (
+    PRODUCER_OPTIONS,
+    SEND_TIMEOUT_MS,
+    Sent,
+    close_client,
+    position_of,
+    retry_until,
+    send_recorded,
+    subscribe_recorded,
+)
+from harness.workloads.stats import subscription_backlogs
+from history.writer import ClientProcess, SequentialIds
+
+
+class Clients:
+    """The workload's one client, the history its operations are recorded in and the ids
+    of the processes that record them."""
+
+    def __init__(self, context: WorkloadContext, ids: SequentialIds) -> None:
+        self.context = context
+        self._ids = ids
+        self._client: pulsar.Client | None = None
+
+    def connect(self) -> None:
+        c = self.context
+        c.client_log.parent.mkdir(parents=True, exist_ok=True)
+        self._client = pulsar.Client(
+            c.service_url, operation_timeout_seconds=OPERATION_TIMEOUT_S,
+            logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(c.client_log)))
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        close_client(client)
+
+    def _connected(self) -> pulsar.Client:
+        assert self._client is not None, "connect() first"
+        return self._client
+
+    def subscribe(self, group: Group, name: str, subscription: str, mode: str,
+                  **options: Any) -> Member:
+        """A consumer with a small receiver queue, its subscribe recorded."""
+        c = self.context
+        process = ClientProcess(c.history, self._ids)
+        consumer = subscribe_recorded(
+            process, self._connected(), group.topic, subscription, mode,
+            time.monotonic() + SETUP_S, replicated=False,
+            fields={"consumer": name, "cluster": c.cluster},
+            options={"receiver_queue_size": RECEIVER_QUEUE, **options})
+        group.closables.append(consumer)
+        fields = {"topic": group.topic, "subscription": subscription, "consumer": name,
+                  "cluster": c.cluster}
+        return Member(process, fields, consumer.receive, consumer)
+
+    def reader(self, group: Group, probe: str, start: Any) -> Member | dict[str, str]:
+        """A reader from `start`, its deliveries recorded under the probe's name as
+        subscription and consumer (a reader's own subscription is the client's secret);
+        the error, as an observation, when the client could not make it."""
+        try:
+            reader = self._connected().create_reader(group.topic, start,
+                                                     receiver_queue_size=RECEIVER_QUEUE)
+        except pulsar.PulsarException as exc:
+            return {"error": type(exc).__name__}
+        group.closables.append(reader)
+        fields = {"topic": group.topic, "subscription": probe, "consumer": probe,
+                  "cluster": self.context.cluster}
+        return Member(ClientProcess(self.context.history, self._ids), fields,
+                      reader.read_next)
+
+    def _producer(self, topic: str, **options: Any) -> pulsar.Producer:
+        return self._connected().create_producer(topic, **{**PRODUCER_OPTIONS, **options})
+
+    def accepted_producer(self, group: Group) -> dict[str, bool]:
+        """A producer the cluster accepted (closed with the group)."""
+        group.closables.append(self._producer(group.topic))
+        return {"accepted": True}
+
+    def send(self, group: Group, values: Sequence[str]) -> list[Any]:
+        """Each value sent on its own, keyed, recorded; the ids the broker gave them."""
+        producer = retry_until(lambda: self._producer(group.topic), time.monotonic() + SETUP_S,
+                               f"create a producer on {group.topic}")
+        group.closables.append(producer)
+        process = ClientProcess(self.context.history, self._ids)
+        ids = []
+        for n, value in enumerate(values):
+            sent = send_recorded(process, producer, value, self._send_fields(group, n))
+            if sent.message_id is None:
+                raise CouldNotRun(f"the send of {value} failed: {sent.error}")
+            ids.append(sent.message_id)
+        return ids
+
+    def send_once(self, group: Group, value: str) -> Sent:
+        """One more send on the group's last producer, whatever comes of it."""
+        producer = next(p for p in reversed(group.closables) if isinstance(p, pulsar.Producer))
+        return send_recorded(ClientProcess(self.context.history, self._ids), producer, value,
+                             self._send_fields(group, 0))
+
+    def _send_fields(self, group: Group, n: int) -> dict[str, Any]:
+        return {"key": f"k{n % KEYS}", "topic": group.topic, "cluster": self.context.cluster}
+
+    def send_batched(self, group: Group, values: Sequence[str], *, key_based: bool) -> None:
+        """Every value sent asynchronously, so the client batches them; each send under a
+        process of its own, as a batch holds many sends outstanding at once (Key_Shared
+        needs batches of one key, so there the batching is by key)."""
+        producer = retry_until(
+            lambda: self._producer(
+                group.topic, batching_enabled=True, batching_max_messages=RECEIVER_QUEUE,
+                batching_max_publish_delay_ms=20, max_pending_messages=len(values),
+                batching_type=(pulsar.BatchingType.KeyBased if key_based
+                               else pulsar.BatchingType.Default)),
+            time.monotonic() + SETUP_S, f"create a batching producer on {group.topic}")
+        group.closables.append(producer)
+        done = _Countdown(len(values))
+        for n, value in enumerate(values):
+            process = ClientProcess(self.context.history, self._ids)
+            fields = self._send_fields(group, n)
+            process.invoke("send", value=value, **fields)
+
+            def sent(result: pulsar.Result, message_id: Any, process: ClientProcess = process,
+                     value: str = value, fields: dict[str, Any] = fields) -> None:
+                if result == pulsar.Result.Ok:
+                    process.complete("ok", value=value, position=position_of(message_id),
+                                     **fields)
+                else:
+                    process.complete("info", value=value, error=result.name, **fields)
+                done.tick()
+
+            producer.send_async(value.encode(), sent, partition_key=fields["key"])
+        producer.flush()
+        if not done.wait(SEND_TIMEOUT_MS / 1000):
+            raise CouldNotRun("a batched send never completed")
+
+    def acknowledge_confirmed(self, group: Group, member: Member, message: pulsar.Message,
+                              *, backlog: int, cumulative: bool = False) -> None:
+        """An `ack` completed `ok` only once the broker counts at most `backlog` messages
+        left in the subscription: it applied the acknowledgement. Not confirmed within
+        `CONFIRM_S`, the `ack` is `info` and the group cannot judge what follows."""
+        assert member.consumer is not None
+        value = value_of(message)
+        fields = member.fields
+        detail = {"cumulative": True} if cumulative else None
+        member.process.invoke("ack", value=value, detail=detail, **fields)
+        try:
+            if cumulative:
+                member.consumer.acknowledge_cumulative(message)
+            else:
+                member.consumer.acknowledge(message)
+        except pulsar.PulsarException as exc:
+            member.process.complete("info", value=value, error=type(exc).__name__, **fields)
+            raise
+        deadline = time.monotonic() + CONFIRM_S
+        while time.monotonic() < deadline:
+            left = (subscription_backlogs(self.context.admin_urls, group.topic) or {}).get(
+                fields["subscription"])
+            if left is not None and left <= backlog:
+                member.process.complete("ok", value=value, detail=detail, **fields)
+                return
+            time.sleep(CONFIRM_POLL_S)
+        member.process.complete("info", value=value, error="unconfirmed", **fields)
+        raise CouldNotRun(f"the broker never counted the acknowledgement of {value}")
+
+    def terminate_topic(self, topic: str) -> str | dict[str, str]:
+        """Terminate through the admin API; the last position it answers. A broker that
+        does not own the topic redirects, which `admin_request` cannot follow for a POST,
+        so each broker is asked in turn until the owner answers."""
+        path = "/admin/v2/" + topic.replace("://", "/") + "/terminate"
+        for url in self.context.admin_urls:
+            try:
+                answer = admin_request(url, "POST", path)
+            except AdminError as exc:
+                if exc.status == 307:
+                    continue
+                return {"error": f"HTTP {exc.status}"}
+            if isinstance(answer, dict) and "ledgerId" in answer and "entryId" in answer:
+                return f"{answer['ledgerId']}:{answer['entryId']}"
+            return {"answer": repr(answer)}
+        raise CouldNotRun(f"no broker would terminate {topic}")
+
+
+Probe = Callable[[Clients, Group], None]
+"""What runs one group of probes."""
+
+
+class _Countdown:
+    """Waits for `count` completions from the client's callback threads."""
+
+    def __init__(self, count: int) -> None:
+        self._left = count
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        if count == 0:
+            self._done.set()
+
+    def tick(self) -> None:
+        with self._lock:
+            self._left -= 1
+            if self._left <= 0:
+                self._done.set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._done.wait(timeout)

@@ -1,0 +1,65 @@
+"""The probes of a subscription as a queue: more messages than the receiver queue on every
+subscription type, batched and not, judged by the ordinary checkers; and acknowledgements,
+individual and cumulative, that a consumer reconnecting to the subscription must honour."""
+
+from __future__ import annotations
+
+from harness.workloads.contract.clients import Clients, Probe
+from harness.workloads.contract.limits import MESSAGES, QUEUE_MESSAGES, SETTLE_S
+from harness.workloads.contract.receiving import (
+    acknowledged,
+    collect,
+    receive,
+    recorded,
+    value_of,
+)
+from harness.workloads.contract.recording import Group, in_order
+
+
+def queue_probe(mode: str, batched: bool) -> Probe:
+    """Many more messages than the receiver queue, on one subscription of `mode`
+    (two consumers where the mode lets both receive or stand by), batched or not:
+    judged by the ordinary checkers alone."""
+    def probe(clients: Clients, group: Group) -> None:
+        count = 1 if mode == "exclusive" else 2
+        members = [clients.subscribe(group, f"c{n}", "queue", mode) for n in range(count)]
+        values = group.values(QUEUE_MESSAGES)
+        if batched:
+            clients.send_batched(group, values, key_based=mode == "key_shared")
+        else:
+            clients.send(group, values)
+        receive(members, acknowledged, lambda: sum(len(m.got) for m in members) >= len(values))
+    return probe
+
+
+def ack_individual(clients: Clients, group: Group) -> None:
+    """Every other message acknowledged individually, each confirmed by the broker;
+    a consumer reconnecting to the Shared subscription gets the rest, none of those."""
+    first = clients.subscribe(group, "c0", "acks", "shared")
+    values = group.values(MESSAGES)
+    clients.send(group, values)
+    messages = collect(first, len(values))
+    for n, message in enumerate(messages[::2]):
+        clients.acknowledge_confirmed(group, first, message, backlog=len(values) - n - 1)
+    group.close_consumer(first)
+    unacknowledged = in_order(values, [value_of(m) for m in messages[1::2]])
+    again = clients.subscribe(group, "c1", "acks", "shared")
+    receive([again], acknowledged, lambda: set(unacknowledged) <= set(again.got),
+            settle_s=SETTLE_S)
+    group.expect("ack-individual-resume", unacknowledged, in_order(values, again.got))
+
+
+def ack_cumulative(clients: Clients, group: Group) -> None:
+    """The first half acknowledged by one cumulative acknowledgement, confirmed; a
+    consumer reconnecting to the Exclusive subscription resumes after it."""
+    first = clients.subscribe(group, "c0", "acks", "exclusive")
+    values = group.values(MESSAGES)
+    clients.send(group, values)
+    messages = collect(first, len(values))
+    half = len(values) // 2
+    clients.acknowledge_confirmed(group, first, messages[half - 1], backlog=half,
+                                  cumulative=True)
+    group.close_consumer(first)
+    again = clients.subscribe(group, "c1", "acks", "exclusive")
+    receive([again], recorded, lambda: values[-1] in again.got, settle_s=SETTLE_S)
+    group.expect("ack-cumulative-resume", values[half:], again.got)
