@@ -36,6 +36,24 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
     Mutant("ack-before-durable", "bookie",
            "ledger store contract: an entry id is returned only once the entry is fsynced",
            "acknowledged messages lost when a bookie is killed"),
+    Mutant("producer-name-not-exclusive", "broker front end",
+           "Pulsar's AbstractTopic.internalAddProducer: a producer name is unique on a "
+           "topic (a second one is refused with ProducerBusy)",
+           "two producers write under one name: their sequence ids interleave, and "
+           "deduplication by producer name and sequence id would drop one's messages"),
+    Mutant("exclusive-producer-not-enforced", "broker front end",
+           "PIP-68: an Exclusive producer is the topic's single writer; others are "
+           "refused (ProducerFenced, ProducerBusy)",
+           "a second writer is accepted beside an exclusive one: interleaved history"),
+    Mutant("deliver-at-ignored", "broker front end",
+           "PIP-26 delayed delivery: a Shared or Key_Shared subscription holds a message "
+           "until its deliver_at_time",
+           "delayed messages are dispatched at once"),
+    Mutant("frame-limit-without-padding", "broker front end",
+           "Pulsar's Commands.MESSAGE_SIZE_FRAME_PADDING: the frame limit is the max "
+           "message size plus room for the command and metadata",
+           "a full-size message or chunk is refused by closing the connection; the client "
+           "reconnects and resends until its send times out"),
     # --- scalable topics ---------------------------------------------------------------
     Mutant("metadata-before-children", "scalable topic controller",
            "PIP-468 split/merge protocol: children and their cursors exist before the "

@@ -20,7 +20,14 @@ from wire.pulsar_api_pb2 import BaseCommand, MessageMetadata, SingleMessageMetad
 
 CHECKSUM_MAGIC = b"\x0e\x01"
 BROKER_ENTRY_MAGIC = b"\x0e\x02"
-DEFAULT_MAX_FRAME_SIZE = 5 * 1024 * 1024
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+"""Pulsar's default `maxMessageSize`: the largest entry (metadata and payload) a producer
+may send, which the broker announces in CONNECTED."""
+MESSAGE_SIZE_FRAME_PADDING = 10 * 1024
+"""Room for the command, checksum and metadata around an entry of the maximum size
+(Pulsar's `Commands.MESSAGE_SIZE_FRAME_PADDING`): a frame limit of the bare message size
+would refuse the largest legal message, and every full-size chunk of a chunked one."""
+DEFAULT_MAX_FRAME_SIZE = DEFAULT_MAX_MESSAGE_SIZE + MESSAGE_SIZE_FRAME_PADDING
 _U32 = struct.Struct(">I")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from impl.storage.api import Position
+from wire.frames import DEFAULT_MAX_MESSAGE_SIZE
 from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandAckResponse,
@@ -29,7 +30,7 @@ from wire.pulsar_api_pb2 import (
 
 SERVER_VERSION = "starquake-broker"
 MAX_PROTOCOL_VERSION = 19
-MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+MAX_MESSAGE_SIZE = DEFAULT_MAX_MESSAGE_SIZE
 SERVER_REQUEST_ID = 2**64 - 1
 """The request id of a close the broker starts itself (Pulsar sends -1)."""
 
@@ -82,10 +83,16 @@ def lookup_failed(request_id: int, code: ServerError, message: str) -> BaseComma
                                    error=code, message=message)))
 
 
-def producer_success(request_id: int, producer_name: str) -> BaseCommand:
-    return BaseCommand(type=BaseCommand.PRODUCER_SUCCESS, producer_success=CommandProducerSuccess(
-        request_id=request_id, producer_name=producer_name, last_sequence_id=-1,
-        producer_ready=True))
+def producer_success(request_id: int, producer_name: str, topic_epoch: int | None = None,
+                     ready: bool = True) -> BaseCommand:
+    """`ready` False: a WaitForExclusive producer is queued, and a second PRODUCER_SUCCESS
+    with the same request id follows once it holds the topic. An exclusive producer
+    learns the topic epoch, which it sends back when it reconnects."""
+    success = CommandProducerSuccess(request_id=request_id, producer_name=producer_name,
+                                     last_sequence_id=-1, producer_ready=ready)
+    if topic_epoch is not None:
+        success.topic_epoch = topic_epoch
+    return BaseCommand(type=BaseCommand.PRODUCER_SUCCESS, producer_success=success)
 
 
 def message_id(position: Position) -> MessageIdData:

@@ -18,7 +18,7 @@ from typing import Any
 
 from impl.broker import commands
 from impl.broker.consumer import Consumer
-from impl.broker.errors import ConsumerNotFound, SeekRefused, server_error
+from impl.broker.errors import BrokerRequestError, ConsumerNotFound, SeekRefused, server_error
 from impl.broker.producer import Producer
 from impl.broker.scalable_commands import ScalableCommands
 from impl.broker.service import BrokerService
@@ -26,7 +26,14 @@ from impl.broker.subscription import Subscription, position_of
 from impl.broker.topic import Topic
 from impl.ownership.topic_name import TopicName
 from impl.storage.api import Position
-from wire.frames import Frame, FrameDecoder, MalformedFrame, encode_command
+from wire.frames import (
+    DEFAULT_MAX_MESSAGE_SIZE,
+    MESSAGE_SIZE_FRAME_PADDING,
+    Frame,
+    FrameDecoder,
+    MalformedFrame,
+    encode_command,
+)
 from wire.keep_alive import Silence, keep_alive, ping, pong
 from wire.pulsar_api_pb2 import BaseCommand, ServerError
 
@@ -34,6 +41,9 @@ log = logging.getLogger(__name__)
 
 READ_SIZE = 256 * 1024
 DEFAULT_KEEPALIVE = 30.0
+LIVENESS_TIMEOUT = 5.0
+"""Seconds a connection has to answer the PING of a liveness check (Pulsar's
+`connectionLivenessCheckTimeoutMillis`)."""
 CPP_CLIENT_PREFIX = "Pulsar-CPP-"
 """How the C++ client and those built on it (Python, Node.js) name themselves in CONNECT."""
 
@@ -47,7 +57,8 @@ class ServerConnection:
         self._keepalive = keepalive
         peer = writer.get_extra_info("peername") or ("?", 0)
         self.address = f"{peer[0]}:{peer[1]}"
-        self._decoder = FrameDecoder()
+        self._decoder = FrameDecoder(frame_limit(service))
+        self._pongs: list[asyncio.Future[None]] = []
         self._producers: dict[int, tuple[Topic, Producer]] = {}
         self._consumers: dict[int, tuple[Topic, Subscription, Consumer]] = {}
         self._control = asyncio.Lock()
@@ -58,7 +69,7 @@ class ServerConnection:
         self._handlers: dict[int, Callable[[Frame], None]] = {
             BaseCommand.CONNECT: self._connect,
             BaseCommand.PING: lambda _f: self.send(pong()),
-            BaseCommand.PONG: lambda _f: None,
+            BaseCommand.PONG: self._pong,
             BaseCommand.PARTITIONED_METADATA: self._partitioned_metadata,
             BaseCommand.LOOKUP: self._lookup,
             BaseCommand.PRODUCER: self._producer,
@@ -121,6 +132,32 @@ class ServerConnection:
         self._scalable.close()
         for task in self._tasks:
             task.cancel()
+
+    async def alive(self) -> bool:
+        """Ping the client and wait a bounded time for its PONG; close the connection
+        (and with it its producers and consumers) when none comes."""
+        if self.closed:
+            return False
+        answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pongs.append(answered)
+        self.send(ping())
+        try:
+            async with asyncio.timeout(LIVENESS_TIMEOUT):
+                await answered
+            return True
+        except TimeoutError:
+            log.warning("closing connection from %s: no PONG within %.0f s", self.address,
+                        LIVENESS_TIMEOUT)
+            self.close()
+            return False
+        finally:
+            if answered in self._pongs:
+                self._pongs.remove(answered)
+
+    def _pong(self, _frame: Frame) -> None:
+        for answered in self._pongs:
+            if not answered.done():
+                answered.set_result(None)
 
     def _silent(self, seconds: float) -> None:
         log.warning("closing connection from %s: silent for %.0f s", self.address, seconds)
@@ -214,13 +251,29 @@ class ServerConnection:
         async def answer() -> BaseCommand:
             existing = self._producers.get(request.producer_id)
             if existing is not None and not existing[1].closed:
-                return commands.producer_success(request.request_id, existing[1].name)
+                return commands.producer_success(request.request_id, existing[1].name,
+                                                 existing[1].topic_epoch)
             topic = await self._service.topic(TopicName.parse(request.topic))
             name = request.producer_name or self._service.producer_name()
-            producer = topic.add_producer(self, request.producer_id, name)
+            producer, admitted = await topic.add_producer(self, request, name)
             self._producers[request.producer_id] = (topic, producer)
-            return commands.producer_success(request.request_id, name)
+            if admitted is None:
+                return commands.producer_success(request.request_id, name, producer.topic_epoch)
+            self._spawn(self._when_admitted(request.request_id, producer, admitted))
+            return commands.producer_success(request.request_id, name, ready=False)
         self._in_turn(request.request_id, answer)
+
+    async def _when_admitted(self, request_id: int, producer: Producer,
+                             admitted: asyncio.Future[None]) -> None:
+        """A queued WaitForExclusive producer: answer PRODUCER_SUCCESS again, ready this
+        time, once it holds the topic, or ERROR when it was fenced out meanwhile."""
+        try:
+            await admitted
+        except BrokerRequestError as exc:
+            self._producers.pop(producer.producer_id, None)
+            self.send(commands.error(request_id, exc.code, str(exc)))
+            return
+        self.send(commands.producer_success(request_id, producer.name, producer.topic_epoch))
 
     def _send(self, frame: Frame) -> None:
         send = frame.command.send
@@ -336,6 +389,17 @@ class ServerConnection:
                 self._consumers.pop(request.consumer_id, None)
             return commands.success(request.request_id)
         self._in_turn(request.request_id, answer)
+
+
+def frame_limit(service: BrokerService) -> int:
+    """The largest frame a client may send: the max message size announced in CONNECTED
+    plus Pulsar's padding for the command and metadata around it. The official client
+    refuses a larger message itself (`MessageTooBig`) unless it chunks it, so only a
+    client that ignores CONNECTED meets this limit, and its connection is closed, as
+    Pulsar's frame decoder closes it."""
+    if service.mutants.on("frame-limit-without-padding"):
+        return DEFAULT_MAX_MESSAGE_SIZE  # a full-size message or chunk no longer fits
+    return DEFAULT_MAX_MESSAGE_SIZE + MESSAGE_SIZE_FRAME_PADDING
 
 
 def request_id_of(command: BaseCommand) -> int | None:

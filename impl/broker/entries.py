@@ -1,5 +1,6 @@
 """An entry on its way to consumers: the stored bytes plus what dispatch decisions need
-(how many messages it holds for permits, its key for Key_Shared), parsed once."""
+(how many messages it holds for permits, its key for Key_Shared, the time before which it
+must not be delivered), parsed once."""
 
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ class DispatchEntry:
     position: Position
     data: bytes
     num_messages: int = field(init=False)
+    deliver_at: int | None = field(init=False)
+    """`deliver_at_time` (ms since the epoch) of a delayed message, else None."""
 
     def __post_init__(self) -> None:
         metadata, _ = split_entry(self.data)
         self.num_messages = (metadata.num_messages_in_batch
                              if metadata.HasField("num_messages_in_batch") else 1)
+        self.deliver_at = (metadata.deliver_at_time if metadata.HasField("deliver_at_time")
+                           else None)
 
     @classmethod
     def of(cls, entry: Entry) -> DispatchEntry:

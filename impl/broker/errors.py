@@ -24,6 +24,20 @@ class ConsumerBusy(BrokerRequestError):
     code = ServerError.ConsumerBusy
 
 
+class ProducerBusy(BrokerRequestError):
+    """The producer's name is taken on the topic, or a Shared producer met an exclusive
+    one (Pulsar's NamingException and ProducerBusyException)."""
+
+    code = ServerError.ProducerBusy
+
+
+class ProducerFenced(BrokerRequestError):
+    """An exclusive producer cannot have the topic: another producer holds it, or a newer
+    exclusive producer fenced this one out (PIP-68)."""
+
+    code = ServerError.ProducerFenced
+
+
 class ConsumerNotFound(BrokerRequestError):
     code = ServerError.ConsumerNotFound
 

@@ -88,7 +88,8 @@ class BrokerProcess:
                                       executor=self._executor)
         service = BrokerService(namespaces, name_prefix=f"{config.cluster}-{config.port}",
                                 replication=BrokerReplication(config.cluster, resources,
-                                                              config.replication, config.mutants))
+                                                              config.replication, config.mutants),
+                                mutants=config.mutants)
         scalable = ScalableTopicService(store, registry, ScalableTopicsConfig(
             self.me.broker_url, self.me.web_url, grace_period=config.scalable_grace_period),
             config.mutants)

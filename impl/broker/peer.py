@@ -27,3 +27,8 @@ class Peer(Protocol):
     async def drain(self) -> None:
         """Wait until the socket buffer is below its high-water mark."""
         ...
+
+    async def alive(self) -> bool:
+        """Whether the client still answers (a PING, within a bound); a connection that
+        does not is closed. Pulsar's `checkConnectionLiveness`."""
+        ...

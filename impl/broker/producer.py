@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from impl.broker import commands
 from impl.broker.peer import Peer
 from impl.storage.api import OwnershipLost, Position, TopicTerminated
-from wire.pulsar_api_pb2 import CommandSend, ServerError
+from wire.pulsar_api_pb2 import CommandSend, ProducerAccessMode, ServerError
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +24,16 @@ log = logging.getLogger(__name__)
 class Producer:
     def __init__(self, peer: Peer, producer_id: int, name: str,
                  append: Callable[[bytes], Awaitable[Position]],
-                 on_fenced: Callable[[], None]) -> None:
+                 on_fenced: Callable[[], None],
+                 access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
+                 topic_epoch: int | None = None) -> None:
         self.peer = peer
         self.producer_id = producer_id
         self.name = name
+        self.access_mode = access_mode
+        self.topic_epoch = topic_epoch
+        """The epoch the client brought back (a reconnecting exclusive producer), then
+        the one it was granted (impl/broker/access.py)."""
         self._append = append
         self._on_fenced = on_fenced
         self._last: asyncio.Future[None] | None = None
@@ -78,4 +84,5 @@ class Producer:
 
     def stats(self) -> dict[str, object]:
         return {"producerName": self.name, "producerId": self.producer_id,
+                "accessMode": ProducerAccessMode.Name(self.access_mode),
                 "address": self.peer.address, "msgInCounter": self.messages_in}

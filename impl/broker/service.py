@@ -15,6 +15,7 @@ import logging
 from typing import Any, Protocol
 
 from impl.broker.topic import Topic
+from impl.mutants import NONE, Mutants
 from impl.ownership.namespace_service import LookupResult, TopicCloser
 from impl.ownership.topic_name import TopicName
 from impl.replication.broker_hooks import NO_REPLICATION, ReplicationService
@@ -38,8 +39,10 @@ class TopicOwnership(Protocol):
 
 class BrokerService:
     def __init__(self, ownership: TopicOwnership, name_prefix: str,
-                 replication: ReplicationService = NO_REPLICATION) -> None:
+                 replication: ReplicationService = NO_REPLICATION,
+                 mutants: Mutants = NONE) -> None:
         self.ownership = ownership
+        self.mutants = mutants
         self._replication = replication
         self._topics: dict[TopicName, Topic] = {}
         self._names = (f"{name_prefix}-{n}" for n in itertools.count())
@@ -59,7 +62,8 @@ class BrokerService:
         ledger = await self.ownership.load_topic(name)
         topic = self._topics.get(name)
         if topic is None or topic.ledger is not ledger or topic.closing:
-            topic = Topic(name, ledger, self._fenced, self._replication.for_topic(name, ledger))
+            topic = Topic(name, ledger, self._fenced, self._replication.for_topic(name, ledger),
+                          self.mutants)
             self._topics[name] = topic
         await topic.replication.ready()  # replicator cursors exist before the first write
         return topic

@@ -12,6 +12,9 @@ An entry leaves the cursor only once every message in it is acknowledged (impl/b
 acks.py); a partly acknowledged batch is redelivered with an ack set, so the client skips
 what it acknowledged already.
 
+Delayed messages (`deliver_at_time`) read by a Shared or Key_Shared subscription wait in
+the delayed-delivery tracker (impl/broker/delayed.py) and are read again once due.
+
 A reader's subscription is non-durable: its cursor lives in memory only, and the topic
 drops it with its last consumer. SEEK resets any subscription (`reset`).
 """
@@ -20,15 +23,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from impl.broker import commands
 from impl.broker.acks import bits_of, covers_entry_through, remaining_after, words_of
 from impl.broker.consumer import Consumer
+from impl.broker.delayed import DelayedDeliveryTracker
 from impl.broker.dispatch import Dispatcher, dispatcher_for
 from impl.broker.entries import DispatchEntry
 from impl.broker.errors import ConsumerBusy, ConsumerNotFound, server_error
+from impl.mutants import NONE, Mutants
 from impl.replication.broker_hooks import NO_SUBSCRIPTION_HOOKS, SubscriptionHooks
 from impl.storage.api import ManagedCursor, Position, StorageError
 from wire.pulsar_api_pb2 import CommandAck, CommandSubscribe, MessageIdData
@@ -51,6 +57,11 @@ def position_of(message: MessageIdData) -> Position:
     return Position(_signed(message.ledgerId), _signed(message.entryId))
 
 
+def _now_ms() -> int:
+    """Wall-clock milliseconds, the clock `deliver_at_time` is written in."""
+    return int(time.time() * 1000)
+
+
 def _signed(value: int) -> int:
     return value - 2**64 if value >= 2**63 else value
 
@@ -64,8 +75,10 @@ class _Unacked:
 class Subscription:
     def __init__(self, name: str, cursor: ManagedCursor, sub_type: int,
                  terminated: Callable[[], bool],
-                 hooks: SubscriptionHooks = NO_SUBSCRIPTION_HOOKS, durable: bool = True) -> None:
+                 hooks: SubscriptionHooks = NO_SUBSCRIPTION_HOOKS, durable: bool = True,
+                 mutants: Mutants = NONE) -> None:
         self.name = name
+        self._mutants = mutants
         self._hooks = hooks
         self.cursor = cursor
         self.durable = durable
@@ -76,6 +89,7 @@ class Subscription:
         self._to_deliver: dict[Position, DispatchEntry] = {}
         self._remaining: dict[Position, set[int]] = {}
         self._redeliveries: dict[Position, int] = {}
+        self._delayed = DelayedDeliveryTracker()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._more: asyncio.Task[None] | None = None
@@ -134,6 +148,7 @@ class Subscription:
         self.dispatcher = dispatcher_for(self.sub_type)
         for pending in (self._unacked, self._to_deliver, self._remaining, self._redeliveries):
             pending.clear()
+        self._delayed.clear()
         await self.cursor.reset(read_from)
         self._hooks.acknowledged()  # replicated subscriptions: mark-delete may have moved
 
@@ -252,6 +267,7 @@ class Subscription:
         self._to_deliver.pop(position, None)
         self._remaining.pop(position, None)
         self._redeliveries.pop(position, None)
+        self._delayed.discard(position)
 
     # --- dispatching ---------------------------------------------------------------------
 
@@ -282,12 +298,30 @@ class Subscription:
             read = len(batch)  # markers count as progress although none is delivered
             for stored in await self._hooks.admit(batch):
                 if stored.position not in self._unacked:
-                    self._to_deliver[stored.position] = DispatchEntry.of(stored)
+                    self._hold_or_queue(DispatchEntry.of(stored))
+        await self._release_due()
         sent = self._deliver()
         if sent:
             peers = {id(c.peer): c.peer for c in self.consumers}.values()
             await asyncio.gather(*(peer.drain() for peer in peers))
         return bool(read or sent)
+
+    def _hold_or_queue(self, entry: DispatchEntry) -> None:
+        """Queue `entry` for delivery, unless it is a delayed message not yet due."""
+        honoured = (self.dispatcher.honours_delivery_time
+                    and not self._mutants.on("deliver-at-ignored"))  # PIP-26's contract
+        if not (honoured and self._delayed.track(entry.position, entry.deliver_at, _now_ms())):
+            self._to_deliver[entry.position] = entry
+
+    async def _release_due(self) -> None:
+        """Read again the delayed messages whose time has come (all of them once the
+        subscription's type no longer honours delivery times) and queue them."""
+        due = (self._delayed.take_due(_now_ms()) if self.dispatcher.honours_delivery_time
+               else self._delayed.take_all())
+        if due:
+            for stored in await self.cursor.read_positions(due):
+                if stored.position not in self._unacked:
+                    self._to_deliver[stored.position] = DispatchEntry.of(stored)
 
     def _deliver(self) -> int:
         sent = 0
@@ -322,7 +356,9 @@ class Subscription:
             if self._more is None or self._more.done():
                 self._more = asyncio.create_task(self.cursor.wait_for_more())
             waits.append(self._more)  # type: ignore[arg-type]
-        await asyncio.wait(waits, timeout=IDLE_CHECK, return_when=asyncio.FIRST_COMPLETED)
+        next_due = self._delayed.seconds_to_next(_now_ms())
+        timeout = IDLE_CHECK if next_due is None else min(IDLE_CHECK, next_due)
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         waits[0].cancel()
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -353,4 +389,5 @@ class Subscription:
             "consumers": [c.stats() for c in self.dispatcher.consumers],
             "msgOutCounter": self.messages_out,
             "unackedMessages": sum(u.entry.num_messages for u in self._unacked.values()),
+            "msgDelayed": len(self._delayed),
         }

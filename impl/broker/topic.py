@@ -6,15 +6,18 @@ the reader's start message id, and dropped with their last consumer, as Pulsar d
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
 
+from impl.broker.access import ProducerAccess
 from impl.broker.consumer import Consumer
-from impl.broker.errors import ConsumerBusy, TopicClosing
+from impl.broker.errors import ConsumerBusy, ProducerBusy, TopicClosing
 from impl.broker.peer import Peer
 from impl.broker.producer import Producer
 from impl.broker.subscription import Subscription, position_of
+from impl.mutants import NONE, Mutants
 from impl.ownership.topic_name import TopicName
 from impl.replication.broker_hooks import NO_REPLICATION, TopicHooks
 from impl.replication.replicator import is_replicator_cursor
@@ -29,7 +32,7 @@ from impl.storage.api import (
     TopicTerminated,
 )
 from wire.frames import split_entry
-from wire.pulsar_api_pb2 import CommandSubscribe
+from wire.pulsar_api_pb2 import CommandProducer, CommandSubscribe, ProducerAccessMode
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +45,14 @@ PAST_THE_END = Position(2**63 - 1, 2**63 - 1)
 class Topic:
     def __init__(self, name: TopicName, ledger: ManagedLedger,
                  on_fenced: Callable[[TopicName], None],
-                 replication: TopicHooks = NO_REPLICATION) -> None:
+                 replication: TopicHooks = NO_REPLICATION, mutants: Mutants = NONE) -> None:
         self.name = name
         self.ledger = ledger
         self.replication = replication
         self._on_fenced = on_fenced
+        self._mutants = mutants
         self.producers: list[Producer] = []
+        self._access = ProducerAccess()
         self.subscriptions: dict[str, Subscription] = {}
         self.closing = False
         self.messages_in = 0
@@ -59,21 +64,58 @@ class Topic:
 
     # --- producing ---------------------------------------------------------------------
 
-    def add_producer(self, peer: Peer, producer_id: int, name: str) -> Producer:
-        """Refused on a terminated topic: that refusal, not SEND_ERROR (after which the
-        client only reconnects), is how the client learns the topic is terminated."""
+    async def add_producer(self, peer: Peer, request: CommandProducer,
+                           name: str) -> tuple[Producer, asyncio.Future[None] | None]:
+        """The producer, and None when it may write now or a future that resolves when it
+        may (WaitForExclusive). Refused on a terminated topic: that refusal, not
+        SEND_ERROR (after which the client only reconnects), is how the client learns the
+        topic is terminated. Raises `ProducerBusy` or `ProducerFenced` (access.py)."""
         self._check_open()
         if self.ledger.terminated:
             raise TopicTerminated(f"topic {self.name} is terminated")
-        producer = Producer(peer, producer_id, name, self._append,
-                            lambda: self._on_fenced(self.name))
-        self.producers.append(producer)
-        return producer
+        await self._claim_name(peer, name)
+        producer = Producer(peer, request.producer_id, name, self._append,
+                            lambda: self._on_fenced(self.name),
+                            access_mode=request.producer_access_mode,
+                            topic_epoch=(request.topic_epoch if request.HasField("topic_epoch")
+                                         else None))
+        if self._mutants.on("exclusive-producer-not-enforced"):
+            # PIP-68's single writer: every producer is let in as if it were Shared.
+            producer.access_mode = ProducerAccessMode.Shared
+        if producer.access_mode == ProducerAccessMode.ExclusiveWithFencing:
+            for fenced in [*self._access.fence_all(), *self.producers]:
+                fenced.close_by_broker()
+            self.producers.clear()
+        admitted = self._access.admit(producer, self.producers)
+        if admitted is None:
+            self.producers.append(producer)
+        return producer, admitted
+
+    async def _claim_name(self, peer: Peer, name: str) -> None:
+        """A producer name is unique on a topic (Pulsar's NamingException, answered as
+        `ProducerBusy`). A holder on another connection that no longer answers a PING is
+        dropped with its connection, as Pulsar's liveness check does, so a client back
+        from a network cut is not locked out by its own ghost until keep-alive notices."""
+        if self._mutants.on("producer-name-not-exclusive"):
+            return  # the name check Pulsar does in AbstractTopic.internalAddProducer
+        holder = self._named(name)
+        if holder is not None and holder.peer is not peer and not await holder.peer.alive():
+            holder = self._named(name)  # the dead connection took its producers with it
+        if holder is not None:
+            raise ProducerBusy(f"producer with name {name!r} is already connected to topic "
+                               f"{self.name}")
+
+    def _named(self, name: str) -> Producer | None:
+        return next((p for p in (*self.producers, *self._access.waiting)
+                     if p.name == name and not p.closed), None)
 
     def remove_producer(self, producer: Producer) -> None:
         producer.closed = True
         if producer in self.producers:
             self.producers.remove(producer)
+        successor = self._access.release(producer, self.producers)
+        if successor is not None:
+            self.producers.append(successor)
 
     async def _append(self, entry: bytes) -> Position:
         position = await self.ledger.add_entry(entry)
@@ -119,7 +161,8 @@ class Topic:
         waited for the cursor, and then that one stays."""
         return self.subscriptions.setdefault(
             name, Subscription(name, cursor, sub_type, lambda: self.ledger.terminated,
-                               self.replication.subscription_hooks(cursor), durable=durable))
+                               self.replication.subscription_hooks(cursor), durable=durable,
+                               mutants=self._mutants))
 
     # --- administering subscriptions (the admin API) ------------------------------------
 
@@ -222,7 +265,7 @@ class Topic:
         """Tell every client to look the topic up again and stop dispatching; the ledger
         itself is closed by the namespace service."""
         self.closing = True
-        for producer in self.producers:
+        for producer in [*self.producers, *self._access.refuse_waiting(TopicClosing(self.name))]:
             producer.close_by_broker()
         for subscription in self.subscriptions.values():
             for consumer in subscription.consumers:

@@ -5,6 +5,7 @@ tests/cluster)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ import pytest
 from impl.admin.topic_stats import topic_stats
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
+from impl.mutants import NONE, Mutants
 from impl.ownership.brokers import BrokerInfo
 from impl.ownership.namespace_service import LookupResult, TopicCloser
 from impl.ownership.topic_name import TopicName
@@ -49,9 +51,9 @@ class OwnsEverything:
 
 
 class MemoryBroker:
-    def __init__(self, keepalive: float) -> None:
+    def __init__(self, keepalive: float, mutants: Mutants = NONE) -> None:
         self.ownership = OwnsEverything()
-        self.service = BrokerService(self.ownership, "test")
+        self.service = BrokerService(self.ownership, "test", mutants=mutants)
         self.server = BinaryServer(self.service, keepalive)
         self.url = ""
         self.loop = asyncio.new_event_loop()
@@ -76,11 +78,10 @@ class MemoryBroker:
         return self.run(read())
 
 
-@pytest.fixture
-def memory_broker(request: pytest.FixtureRequest) -> Iterator[MemoryBroker]:
-    """Parametrize indirectly with a keep-alive interval in seconds (default 30)."""
-    broker = MemoryBroker(keepalive=getattr(request, "param", 30.0))
-    started = threading.Event()
+@contextlib.contextmanager
+def serving(keepalive: float = 30.0, mutants: Mutants = NONE) -> Iterator[MemoryBroker]:
+    """A broker on its own loop and thread for the duration of the block."""
+    broker = MemoryBroker(keepalive, mutants)
     thread = threading.Thread(target=broker.loop.run_forever, daemon=True)
     thread.start()
 
@@ -88,19 +89,31 @@ def memory_broker(request: pytest.FixtureRequest) -> Iterator[MemoryBroker]:
         await broker.server.start("127.0.0.1", 0)
         broker.url = f"pulsar://127.0.0.1:{broker.server.port}"
         broker.ownership.me = BrokerInfo(broker.url, "http://127.0.0.1:0")
-        started.set()
 
     broker.run(start())
-    yield broker
-    broker.run(broker.service.close())
-    broker.run(broker.server.close())
-    broker.loop.call_soon_threadsafe(broker.loop.stop)
-    thread.join(10)
+    try:
+        yield broker
+    finally:
+        broker.run(broker.service.close())
+        broker.run(broker.server.close())
+        broker.loop.call_soon_threadsafe(broker.loop.stop)
+        thread.join(10)
+
+
+@pytest.fixture
+def memory_broker(request: pytest.FixtureRequest) -> Iterator[MemoryBroker]:
+    """Parametrize indirectly with a keep-alive interval in seconds (default 30)."""
+    with serving(keepalive=getattr(request, "param", 30.0)) as broker:
+        yield broker
+
+
+def official_client(url: str) -> pulsar.Client:
+    return pulsar.Client(url, operation_timeout_seconds=10,
+                         logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
 
 
 @pytest.fixture
 def client(memory_broker: MemoryBroker) -> Iterator[pulsar.Client]:
-    client = pulsar.Client(memory_broker.url, operation_timeout_seconds=10,
-                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    client = official_client(memory_broker.url)
     yield client
     client.close()

@@ -11,6 +11,8 @@ class Dispatcher:
     ordered = False
     """True when an entry that cannot go out now must hold back every later one (one
     active consumer, which sees the topic in order)."""
+    honours_delivery_time = False
+    """Whether delayed messages wait for their `deliver_at_time` (Shared, Key_Shared)."""
 
     def __init__(self) -> None:
         self.consumers: list[Consumer] = []

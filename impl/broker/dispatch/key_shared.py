@@ -28,6 +28,7 @@ def key_hash(key: bytes) -> int:
 
 class KeySharedDispatcher(Dispatcher):
     sub_type_name = "Key_Shared"
+    honours_delivery_time = True
 
     def __init__(self) -> None:
         super().__init__()

@@ -9,6 +9,7 @@ from impl.broker.entries import DispatchEntry
 
 class SharedDispatcher(Dispatcher):
     sub_type_name = "Shared"
+    honours_delivery_time = True
 
     def __init__(self) -> None:
         super().__init__()
