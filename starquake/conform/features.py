@@ -30,8 +30,7 @@ SETTLE_S = 8.0
 @dataclass(frozen=True)
 class Feature:
     name: str
-    scenario: str
-    """The packaged scenario that checks it (`scenarios/conformance/<name>.toml`)."""
+    """Also the packaged scenario that checks it: `scenarios/conformance/<name>.toml`."""
     needs: tuple[SystemFeature, ...]
     """The system features the Target must offer (`harness.targets.external.file.FEATURES`:
     probed, or claimed in the target file)."""
@@ -42,31 +41,31 @@ class Feature:
     durations of the scenario's timeline (and the run, to fit) are stretched to it."""
 
     def scenario_path(self) -> Path:
-        return resolve_scenario(f"conformance/{self.scenario}")
+        return resolve_scenario(f"conformance/{self.name}")
 
 
 FEATURES: tuple[Feature, ...] = (
-    Feature("client-contract", "client-contract", ("persistent",),
+    Feature("client-contract", ("persistent",),
             "the official client's contract without faults: queues, acks, redelivery, "
             "readers, seek, last message id, termination"),
-    Feature("durability-kill", "durability-kill", ("persistent",),
+    Feature("durability-kill", ("persistent",),
             "brokers killed and restarted: nothing acknowledged lost, no forked position"),
-    Feature("durability-pause", "durability-pause", ("persistent",),
+    Feature("durability-pause", ("persistent",),
             "brokers paused past the metadata session: nothing lost, no forked position",
             outlast_session=True),
-    Feature("durability-partition", "durability-partition", ("persistent",),
+    Feature("durability-partition", ("persistent",),
             "the topic's owner cut off the network: nothing lost, no forked position"),
-    Feature("durability-metadata-cut", "durability-metadata-cut", ("persistent",),
+    Feature("durability-metadata-cut", ("persistent",),
             "brokers cut from the metadata store past the session: nothing lost, "
             "no forked position", outlast_session=True),
-    Feature("scalable-topics", "scalable-topics", ("scalable",),
+    Feature("scalable-topics", ("scalable",),
             "PIP-468 splits and merges under load: no dual-writable segment, key order "
             "across splits, nothing lost"),
-    Feature("geo-replication", "geo-replication", ("geo-replication",
+    Feature("geo-replication", ("geo-replication",
                                                    "replicated-subscriptions"),
             "a replicated subscription failing over between clusters: nothing lost, "
             "duplicates only within the window"),
-    Feature("tenant-migration", "tenant-migration", ("migration",),
+    Feature("tenant-migration", ("migration",),
             "a tenant moved between clusters behind the lookup service: nothing lost"),
 )
 FEATURE_NAMES = tuple(f.name for f in FEATURES)

@@ -136,9 +136,7 @@ def _run_feature(plan: PlannedFeature, row: Row, target: Target, directory: Path
     assert plan.scenario is not None
     scenario_file = directory / "scenarios" / f"{plan.feature.name}.toml"
     scenario_file.write_text(scenario_toml(plan.scenario))
-    command = shlex.join(["starquake", "conform", "--target", str(options.target_file),
-                          "--features", plan.feature.name, "--seed", str(seed),
-                          "--runs-dir", str(options.runs_dir)])
+    command = reproducing_command(options, seed, (plan.feature.name,))
     try:
         outcome = run_scenario(RunOptions(scenario_file, seed, None, directory,
                                           target=target, command=command), console)
@@ -190,18 +188,18 @@ def _write_outputs(directory: Path, options: ConformOptions, name: str, seed: in
                    rows: list[Row], code: int) -> None:
     from reports.conformance import write_conformance
 
-    features = [feature.name for feature in FEATURES
-                if not options.features or feature.name in options.features]
     write_conformance(directory, {
         "target": {"name": name, "file": str(options.target_file)},
         "seed": seed,
-        "command": shlex.join(["starquake", "conform", "--target", str(options.target_file),
-                               "--seed", str(seed), *_feature_args(options, features)]),
+        "command": reproducing_command(options, seed, options.features),
         "features": [row.document() for row in rows],
         "exit_code": code,
     })
 
 
-def _feature_args(options: ConformOptions, features: list[str]) -> list[str]:
-    return ["--features", ",".join(features)] if options.features else []
-
+def reproducing_command(options: ConformOptions, seed: int, features: tuple[str, ...]) -> str:
+    """The command that checks `features` (empty: all) again with this seed, in the same
+    place: what `command.txt` of each feature's run and `conformance.json` hold."""
+    chosen = ["--features", ",".join(features)] if features else []
+    return shlex.join(["starquake", "conform", "--target", str(options.target_file), *chosen,
+                       "--seed", str(seed), "--runs-dir", str(options.runs_dir)])

@@ -55,6 +55,7 @@ class ExternalTarget:
                               for node in file.nodes}
         self._clusters: tuple[TargetCluster, ...] | None = None
         self._shared_network: str | None = None
+        self._lookup: LookupEndpoint | None = None
         partitionable = [name for name, caps in self._capabilities.items()
                          if "partition" in caps]
         self._network = (ExternalNetwork(self, partitionable, HookPartitions(self._hooks, file))
@@ -129,11 +130,12 @@ class ExternalTarget:
 
     @property
     def lookup(self) -> LookupEndpoint | None:
+        """The file's lookup service, its hosts resolved as the clusters' (once)."""
         found = self.file.lookup
-        if found is None:
-            return None
-        return LookupEndpoint(self._resolve_url(found.service_url),
-                              self._resolve_url(found.admin_url))
+        if found is not None and self._lookup is None:
+            self._lookup = LookupEndpoint(self._resolve_url(found.service_url),
+                                          self._resolve_url(found.admin_url))
+        return self._lookup
 
     # --- what the network control and the checks need ---------------------------------------
 
