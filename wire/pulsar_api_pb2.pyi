@@ -149,6 +149,62 @@ class IntRange(_message.Message):
     end: int
     def __init__(self, start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
 
+class Schema(_message.Message):
+    __slots__ = ("name", "schema_data", "type", "properties")
+    class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        None: _ClassVar[Schema.Type]
+        String: _ClassVar[Schema.Type]
+        Json: _ClassVar[Schema.Type]
+        Protobuf: _ClassVar[Schema.Type]
+        Avro: _ClassVar[Schema.Type]
+        Bool: _ClassVar[Schema.Type]
+        Int8: _ClassVar[Schema.Type]
+        Int16: _ClassVar[Schema.Type]
+        Int32: _ClassVar[Schema.Type]
+        Int64: _ClassVar[Schema.Type]
+        Float: _ClassVar[Schema.Type]
+        Double: _ClassVar[Schema.Type]
+        Date: _ClassVar[Schema.Type]
+        Time: _ClassVar[Schema.Type]
+        Timestamp: _ClassVar[Schema.Type]
+        KeyValue: _ClassVar[Schema.Type]
+        Instant: _ClassVar[Schema.Type]
+        LocalDate: _ClassVar[Schema.Type]
+        LocalTime: _ClassVar[Schema.Type]
+        LocalDateTime: _ClassVar[Schema.Type]
+        ProtobufNative: _ClassVar[Schema.Type]
+    None: Schema.Type
+    String: Schema.Type
+    Json: Schema.Type
+    Protobuf: Schema.Type
+    Avro: Schema.Type
+    Bool: Schema.Type
+    Int8: Schema.Type
+    Int16: Schema.Type
+    Int32: Schema.Type
+    Int64: Schema.Type
+    Float: Schema.Type
+    Double: Schema.Type
+    Date: Schema.Type
+    Time: Schema.Type
+    Timestamp: Schema.Type
+    KeyValue: Schema.Type
+    Instant: Schema.Type
+    LocalDate: Schema.Type
+    LocalTime: Schema.Type
+    LocalDateTime: Schema.Type
+    ProtobufNative: Schema.Type
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_DATA_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    schema_data: bytes
+    type: Schema.Type
+    properties: _containers.RepeatedCompositeFieldContainer[KeyValue]
+    def __init__(self, name: _Optional[str] = ..., schema_data: _Optional[bytes] = ..., type: _Optional[_Union[Schema.Type, str]] = ..., properties: _Optional[_Iterable[_Union[KeyValue, _Mapping]]] = ...) -> None: ...
+
 class MessageMetadata(_message.Message):
     __slots__ = ("producer_name", "sequence_id", "publish_time", "properties", "replicated_from", "partition_key", "replicate_to", "compression", "uncompressed_size", "num_messages_in_batch", "event_time", "schema_version", "partition_key_b64_encoded", "ordering_key", "deliver_at_time", "marker_type", "highest_sequence_id", "null_value", "uuid", "num_chunks_from_msg", "total_chunk_msg_size", "chunk_id", "null_partition_key")
     PRODUCER_NAME_FIELD_NUMBER: _ClassVar[int]
@@ -242,10 +298,12 @@ class CommandError(_message.Message):
     def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[ServerError, str]] = ..., message: _Optional[str] = ...) -> None: ...
 
 class CommandSuccess(_message.Message):
-    __slots__ = ("request_id",)
+    __slots__ = ("request_id", "schema")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_FIELD_NUMBER: _ClassVar[int]
     request_id: int
-    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+    schema: Schema
+    def __init__(self, request_id: _Optional[int] = ..., schema: _Optional[_Union[Schema, _Mapping]] = ...) -> None: ...
 
 class FeatureFlags(_message.Message):
     __slots__ = ("supports_auth_refresh", "supports_broker_entry_metadata", "supports_partial_producer", "supports_topic_watchers")
@@ -364,13 +422,14 @@ class CommandLookupTopicResponse(_message.Message):
     def __init__(self, brokerServiceUrl: _Optional[str] = ..., brokerServiceUrlTls: _Optional[str] = ..., response: _Optional[_Union[CommandLookupTopicResponse.LookupType, str]] = ..., request_id: _Optional[int] = ..., authoritative: _Optional[bool] = ..., error: _Optional[_Union[ServerError, str]] = ..., message: _Optional[str] = ..., proxy_through_service_url: _Optional[bool] = ...) -> None: ...
 
 class CommandProducer(_message.Message):
-    __slots__ = ("topic", "producer_id", "request_id", "producer_name", "encrypted", "metadata", "epoch", "user_provided_producer_name", "producer_access_mode", "topic_epoch", "txn_enabled", "initial_subscription_name")
+    __slots__ = ("topic", "producer_id", "request_id", "producer_name", "encrypted", "metadata", "schema", "epoch", "user_provided_producer_name", "producer_access_mode", "topic_epoch", "txn_enabled", "initial_subscription_name")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_NAME_FIELD_NUMBER: _ClassVar[int]
     ENCRYPTED_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     USER_PROVIDED_PRODUCER_NAME_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ACCESS_MODE_FIELD_NUMBER: _ClassVar[int]
@@ -383,13 +442,14 @@ class CommandProducer(_message.Message):
     producer_name: str
     encrypted: bool
     metadata: _containers.RepeatedCompositeFieldContainer[KeyValue]
+    schema: Schema
     epoch: int
     user_provided_producer_name: bool
     producer_access_mode: ProducerAccessMode
     topic_epoch: int
     txn_enabled: bool
     initial_subscription_name: str
-    def __init__(self, topic: _Optional[str] = ..., producer_id: _Optional[int] = ..., request_id: _Optional[int] = ..., producer_name: _Optional[str] = ..., encrypted: _Optional[bool] = ..., metadata: _Optional[_Iterable[_Union[KeyValue, _Mapping]]] = ..., epoch: _Optional[int] = ..., user_provided_producer_name: _Optional[bool] = ..., producer_access_mode: _Optional[_Union[ProducerAccessMode, str]] = ..., topic_epoch: _Optional[int] = ..., txn_enabled: _Optional[bool] = ..., initial_subscription_name: _Optional[str] = ...) -> None: ...
+    def __init__(self, topic: _Optional[str] = ..., producer_id: _Optional[int] = ..., request_id: _Optional[int] = ..., producer_name: _Optional[str] = ..., encrypted: _Optional[bool] = ..., metadata: _Optional[_Iterable[_Union[KeyValue, _Mapping]]] = ..., schema: _Optional[_Union[Schema, _Mapping]] = ..., epoch: _Optional[int] = ..., user_provided_producer_name: _Optional[bool] = ..., producer_access_mode: _Optional[_Union[ProducerAccessMode, str]] = ..., topic_epoch: _Optional[int] = ..., txn_enabled: _Optional[bool] = ..., initial_subscription_name: _Optional[str] = ...) -> None: ...
 
 class CommandProducerSuccess(_message.Message):
     __slots__ = ("request_id", "producer_name", "last_sequence_id", "schema_version", "topic_epoch", "producer_ready")
@@ -468,7 +528,7 @@ class KeySharedMeta(_message.Message):
     def __init__(self, keySharedMode: _Optional[_Union[KeySharedMode, str]] = ..., hashRanges: _Optional[_Iterable[_Union[IntRange, _Mapping]]] = ..., allowOutOfOrderDelivery: _Optional[bool] = ...) -> None: ...
 
 class CommandSubscribe(_message.Message):
-    __slots__ = ("topic", "subscription", "subType", "consumer_id", "request_id", "consumer_name", "priority_level", "durable", "start_message_id", "metadata", "read_compacted", "initialPosition", "replicate_subscription_state", "force_topic_creation", "start_message_rollback_duration_sec", "keySharedMeta", "subscription_properties", "consumer_epoch")
+    __slots__ = ("topic", "subscription", "subType", "consumer_id", "request_id", "consumer_name", "priority_level", "durable", "start_message_id", "metadata", "read_compacted", "schema", "initialPosition", "replicate_subscription_state", "force_topic_creation", "start_message_rollback_duration_sec", "keySharedMeta", "subscription_properties", "consumer_epoch")
     class SubType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         Exclusive: _ClassVar[CommandSubscribe.SubType]
@@ -496,6 +556,7 @@ class CommandSubscribe(_message.Message):
     START_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     READ_COMPACTED_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_FIELD_NUMBER: _ClassVar[int]
     INITIALPOSITION_FIELD_NUMBER: _ClassVar[int]
     REPLICATE_SUBSCRIPTION_STATE_FIELD_NUMBER: _ClassVar[int]
     FORCE_TOPIC_CREATION_FIELD_NUMBER: _ClassVar[int]
@@ -514,6 +575,7 @@ class CommandSubscribe(_message.Message):
     start_message_id: MessageIdData
     metadata: _containers.RepeatedCompositeFieldContainer[KeyValue]
     read_compacted: bool
+    schema: Schema
     initialPosition: CommandSubscribe.InitialPosition
     replicate_subscription_state: bool
     force_topic_creation: bool
@@ -521,7 +583,7 @@ class CommandSubscribe(_message.Message):
     keySharedMeta: KeySharedMeta
     subscription_properties: _containers.RepeatedCompositeFieldContainer[KeyValue]
     consumer_epoch: int
-    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., subType: _Optional[_Union[CommandSubscribe.SubType, str]] = ..., consumer_id: _Optional[int] = ..., request_id: _Optional[int] = ..., consumer_name: _Optional[str] = ..., priority_level: _Optional[int] = ..., durable: _Optional[bool] = ..., start_message_id: _Optional[_Union[MessageIdData, _Mapping]] = ..., metadata: _Optional[_Iterable[_Union[KeyValue, _Mapping]]] = ..., read_compacted: _Optional[bool] = ..., initialPosition: _Optional[_Union[CommandSubscribe.InitialPosition, str]] = ..., replicate_subscription_state: _Optional[bool] = ..., force_topic_creation: _Optional[bool] = ..., start_message_rollback_duration_sec: _Optional[int] = ..., keySharedMeta: _Optional[_Union[KeySharedMeta, _Mapping]] = ..., subscription_properties: _Optional[_Iterable[_Union[KeyValue, _Mapping]]] = ..., consumer_epoch: _Optional[int] = ...) -> None: ...
+    def __init__(self, topic: _Optional[str] = ..., subscription: _Optional[str] = ..., subType: _Optional[_Union[CommandSubscribe.SubType, str]] = ..., consumer_id: _Optional[int] = ..., request_id: _Optional[int] = ..., consumer_name: _Optional[str] = ..., priority_level: _Optional[int] = ..., durable: _Optional[bool] = ..., start_message_id: _Optional[_Union[MessageIdData, _Mapping]] = ..., metadata: _Optional[_Iterable[_Union[KeyValue, _Mapping]]] = ..., read_compacted: _Optional[bool] = ..., schema: _Optional[_Union[Schema, _Mapping]] = ..., initialPosition: _Optional[_Union[CommandSubscribe.InitialPosition, str]] = ..., replicate_subscription_state: _Optional[bool] = ..., force_topic_creation: _Optional[bool] = ..., start_message_rollback_duration_sec: _Optional[int] = ..., keySharedMeta: _Optional[_Union[KeySharedMeta, _Mapping]] = ..., subscription_properties: _Optional[_Iterable[_Union[KeyValue, _Mapping]]] = ..., consumer_epoch: _Optional[int] = ...) -> None: ...
 
 class CommandFlow(_message.Message):
     __slots__ = ("consumer_id", "messagePermits")
@@ -661,25 +723,89 @@ class CommandGetLastMessageIdResponse(_message.Message):
     consumer_mark_delete_position: MessageIdData
     def __init__(self, last_message_id: _Optional[_Union[MessageIdData, _Mapping]] = ..., request_id: _Optional[int] = ..., consumer_mark_delete_position: _Optional[_Union[MessageIdData, _Mapping]] = ...) -> None: ...
 
-class CommandConsumerStats(_message.Message):
-    __slots__ = ("request_id",)
-    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
-    request_id: int
-    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
-
 class CommandGetTopicsOfNamespace(_message.Message):
-    __slots__ = ("request_id",)
+    __slots__ = ("request_id", "namespace", "mode", "topics_pattern", "topics_hash")
+    class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        PERSISTENT: _ClassVar[CommandGetTopicsOfNamespace.Mode]
+        NON_PERSISTENT: _ClassVar[CommandGetTopicsOfNamespace.Mode]
+        ALL: _ClassVar[CommandGetTopicsOfNamespace.Mode]
+    PERSISTENT: CommandGetTopicsOfNamespace.Mode
+    NON_PERSISTENT: CommandGetTopicsOfNamespace.Mode
+    ALL: CommandGetTopicsOfNamespace.Mode
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_HASH_FIELD_NUMBER: _ClassVar[int]
     request_id: int
-    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+    namespace: str
+    mode: CommandGetTopicsOfNamespace.Mode
+    topics_pattern: str
+    topics_hash: str
+    def __init__(self, request_id: _Optional[int] = ..., namespace: _Optional[str] = ..., mode: _Optional[_Union[CommandGetTopicsOfNamespace.Mode, str]] = ..., topics_pattern: _Optional[str] = ..., topics_hash: _Optional[str] = ...) -> None: ...
+
+class CommandGetTopicsOfNamespaceResponse(_message.Message):
+    __slots__ = ("request_id", "topics", "filtered", "topics_hash", "changed")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    FILTERED_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_HASH_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    filtered: bool
+    topics_hash: str
+    changed: bool
+    def __init__(self, request_id: _Optional[int] = ..., topics: _Optional[_Iterable[str]] = ..., filtered: _Optional[bool] = ..., topics_hash: _Optional[str] = ..., changed: _Optional[bool] = ...) -> None: ...
 
 class CommandGetSchema(_message.Message):
-    __slots__ = ("request_id",)
+    __slots__ = ("request_id", "topic", "schema_version")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
     request_id: int
-    def __init__(self, request_id: _Optional[int] = ...) -> None: ...
+    topic: str
+    schema_version: bytes
+    def __init__(self, request_id: _Optional[int] = ..., topic: _Optional[str] = ..., schema_version: _Optional[bytes] = ...) -> None: ...
+
+class CommandGetSchemaResponse(_message.Message):
+    __slots__ = ("request_id", "error_code", "error_message", "schema", "schema_version")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    error_code: ServerError
+    error_message: str
+    schema: Schema
+    schema_version: bytes
+    def __init__(self, request_id: _Optional[int] = ..., error_code: _Optional[_Union[ServerError, str]] = ..., error_message: _Optional[str] = ..., schema: _Optional[_Union[Schema, _Mapping]] = ..., schema_version: _Optional[bytes] = ...) -> None: ...
 
 class CommandGetOrCreateSchema(_message.Message):
+    __slots__ = ("request_id", "topic", "schema")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    topic: str
+    schema: Schema
+    def __init__(self, request_id: _Optional[int] = ..., topic: _Optional[str] = ..., schema: _Optional[_Union[Schema, _Mapping]] = ...) -> None: ...
+
+class CommandGetOrCreateSchemaResponse(_message.Message):
+    __slots__ = ("request_id", "error_code", "error_message", "schema_version")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    request_id: int
+    error_code: ServerError
+    error_message: str
+    schema_version: bytes
+    def __init__(self, request_id: _Optional[int] = ..., error_code: _Optional[_Union[ServerError, str]] = ..., error_message: _Optional[str] = ..., schema_version: _Optional[bytes] = ...) -> None: ...
+
+class CommandConsumerStats(_message.Message):
     __slots__ = ("request_id",)
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     request_id: int
@@ -878,7 +1004,7 @@ class CommandScalableSegmentDrained(_message.Message):
     def __init__(self, consumer_id: _Optional[int] = ..., segment_id: _Optional[int] = ...) -> None: ...
 
 class BaseCommand(_message.Message):
-    __slots__ = ("type", "connect", "connected", "subscribe", "producer", "send", "send_receipt", "send_error", "message", "ack", "flow", "unsubscribe", "success", "error", "close_producer", "close_consumer", "producer_success", "ping", "pong", "redeliverUnacknowledgedMessages", "partitionMetadata", "partitionMetadataResponse", "lookupTopic", "lookupTopicResponse", "consumerStats", "reachedEndOfTopic", "seek", "getLastMessageId", "getLastMessageIdResponse", "active_consumer_change", "getTopicsOfNamespace", "getSchema", "ackResponse", "getOrCreateSchema", "newTxn", "addPartitionToTxn", "addSubscriptionToTxn", "endTxn", "endTxnOnPartition", "endTxnOnSubscription", "tcClientConnectRequest", "watchTopicList", "watchTopicListClose", "scalableTopicLookup", "scalableTopicUpdate", "scalableTopicClose", "scalableConsumerRegister", "scalableConsumerAssignment", "scalableConsumerUnregister", "scalableSegmentDrained")
+    __slots__ = ("type", "connect", "connected", "subscribe", "producer", "send", "send_receipt", "send_error", "message", "ack", "flow", "unsubscribe", "success", "error", "close_producer", "close_consumer", "producer_success", "ping", "pong", "redeliverUnacknowledgedMessages", "partitionMetadata", "partitionMetadataResponse", "lookupTopic", "lookupTopicResponse", "consumerStats", "reachedEndOfTopic", "seek", "getLastMessageId", "getLastMessageIdResponse", "active_consumer_change", "getTopicsOfNamespace", "getTopicsOfNamespaceResponse", "getSchema", "getSchemaResponse", "ackResponse", "getOrCreateSchema", "getOrCreateSchemaResponse", "newTxn", "addPartitionToTxn", "addSubscriptionToTxn", "endTxn", "endTxnOnPartition", "endTxnOnSubscription", "tcClientConnectRequest", "watchTopicList", "watchTopicListClose", "scalableTopicLookup", "scalableTopicUpdate", "scalableTopicClose", "scalableConsumerRegister", "scalableConsumerAssignment", "scalableConsumerUnregister", "scalableSegmentDrained")
     class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         CONNECT: _ClassVar[BaseCommand.Type]
@@ -1022,9 +1148,12 @@ class BaseCommand(_message.Message):
     GETLASTMESSAGEIDRESPONSE_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_CONSUMER_CHANGE_FIELD_NUMBER: _ClassVar[int]
     GETTOPICSOFNAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    GETTOPICSOFNAMESPACERESPONSE_FIELD_NUMBER: _ClassVar[int]
     GETSCHEMA_FIELD_NUMBER: _ClassVar[int]
+    GETSCHEMARESPONSE_FIELD_NUMBER: _ClassVar[int]
     ACKRESPONSE_FIELD_NUMBER: _ClassVar[int]
     GETORCREATESCHEMA_FIELD_NUMBER: _ClassVar[int]
+    GETORCREATESCHEMARESPONSE_FIELD_NUMBER: _ClassVar[int]
     NEWTXN_FIELD_NUMBER: _ClassVar[int]
     ADDPARTITIONTOTXN_FIELD_NUMBER: _ClassVar[int]
     ADDSUBSCRIPTIONTOTXN_FIELD_NUMBER: _ClassVar[int]
@@ -1072,9 +1201,12 @@ class BaseCommand(_message.Message):
     getLastMessageIdResponse: CommandGetLastMessageIdResponse
     active_consumer_change: CommandActiveConsumerChange
     getTopicsOfNamespace: CommandGetTopicsOfNamespace
+    getTopicsOfNamespaceResponse: CommandGetTopicsOfNamespaceResponse
     getSchema: CommandGetSchema
+    getSchemaResponse: CommandGetSchemaResponse
     ackResponse: CommandAckResponse
     getOrCreateSchema: CommandGetOrCreateSchema
+    getOrCreateSchemaResponse: CommandGetOrCreateSchemaResponse
     newTxn: CommandNewTxn
     addPartitionToTxn: CommandAddPartitionToTxn
     addSubscriptionToTxn: CommandAddSubscriptionToTxn
@@ -1091,4 +1223,4 @@ class BaseCommand(_message.Message):
     scalableConsumerAssignment: CommandScalableConsumerAssignment
     scalableConsumerUnregister: CommandScalableConsumerUnregister
     scalableSegmentDrained: CommandScalableSegmentDrained
-    def __init__(self, type: _Optional[_Union[BaseCommand.Type, str]] = ..., connect: _Optional[_Union[CommandConnect, _Mapping]] = ..., connected: _Optional[_Union[CommandConnected, _Mapping]] = ..., subscribe: _Optional[_Union[CommandSubscribe, _Mapping]] = ..., producer: _Optional[_Union[CommandProducer, _Mapping]] = ..., send: _Optional[_Union[CommandSend, _Mapping]] = ..., send_receipt: _Optional[_Union[CommandSendReceipt, _Mapping]] = ..., send_error: _Optional[_Union[CommandSendError, _Mapping]] = ..., message: _Optional[_Union[CommandMessage, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., flow: _Optional[_Union[CommandFlow, _Mapping]] = ..., unsubscribe: _Optional[_Union[CommandUnsubscribe, _Mapping]] = ..., success: _Optional[_Union[CommandSuccess, _Mapping]] = ..., error: _Optional[_Union[CommandError, _Mapping]] = ..., close_producer: _Optional[_Union[CommandCloseProducer, _Mapping]] = ..., close_consumer: _Optional[_Union[CommandCloseConsumer, _Mapping]] = ..., producer_success: _Optional[_Union[CommandProducerSuccess, _Mapping]] = ..., ping: _Optional[_Union[CommandPing, _Mapping]] = ..., pong: _Optional[_Union[CommandPong, _Mapping]] = ..., redeliverUnacknowledgedMessages: _Optional[_Union[CommandRedeliverUnacknowledgedMessages, _Mapping]] = ..., partitionMetadata: _Optional[_Union[CommandPartitionedTopicMetadata, _Mapping]] = ..., partitionMetadataResponse: _Optional[_Union[CommandPartitionedTopicMetadataResponse, _Mapping]] = ..., lookupTopic: _Optional[_Union[CommandLookupTopic, _Mapping]] = ..., lookupTopicResponse: _Optional[_Union[CommandLookupTopicResponse, _Mapping]] = ..., consumerStats: _Optional[_Union[CommandConsumerStats, _Mapping]] = ..., reachedEndOfTopic: _Optional[_Union[CommandReachedEndOfTopic, _Mapping]] = ..., seek: _Optional[_Union[CommandSeek, _Mapping]] = ..., getLastMessageId: _Optional[_Union[CommandGetLastMessageId, _Mapping]] = ..., getLastMessageIdResponse: _Optional[_Union[CommandGetLastMessageIdResponse, _Mapping]] = ..., active_consumer_change: _Optional[_Union[CommandActiveConsumerChange, _Mapping]] = ..., getTopicsOfNamespace: _Optional[_Union[CommandGetTopicsOfNamespace, _Mapping]] = ..., getSchema: _Optional[_Union[CommandGetSchema, _Mapping]] = ..., ackResponse: _Optional[_Union[CommandAckResponse, _Mapping]] = ..., getOrCreateSchema: _Optional[_Union[CommandGetOrCreateSchema, _Mapping]] = ..., newTxn: _Optional[_Union[CommandNewTxn, _Mapping]] = ..., addPartitionToTxn: _Optional[_Union[CommandAddPartitionToTxn, _Mapping]] = ..., addSubscriptionToTxn: _Optional[_Union[CommandAddSubscriptionToTxn, _Mapping]] = ..., endTxn: _Optional[_Union[CommandEndTxn, _Mapping]] = ..., endTxnOnPartition: _Optional[_Union[CommandEndTxnOnPartition, _Mapping]] = ..., endTxnOnSubscription: _Optional[_Union[CommandEndTxnOnSubscription, _Mapping]] = ..., tcClientConnectRequest: _Optional[_Union[CommandTcClientConnectRequest, _Mapping]] = ..., watchTopicList: _Optional[_Union[CommandWatchTopicList, _Mapping]] = ..., watchTopicListClose: _Optional[_Union[CommandWatchTopicListClose, _Mapping]] = ..., scalableTopicLookup: _Optional[_Union[CommandScalableTopicLookup, _Mapping]] = ..., scalableTopicUpdate: _Optional[_Union[CommandScalableTopicUpdate, _Mapping]] = ..., scalableTopicClose: _Optional[_Union[CommandScalableTopicClose, _Mapping]] = ..., scalableConsumerRegister: _Optional[_Union[CommandScalableConsumerRegister, _Mapping]] = ..., scalableConsumerAssignment: _Optional[_Union[CommandScalableConsumerAssignment, _Mapping]] = ..., scalableConsumerUnregister: _Optional[_Union[CommandScalableConsumerUnregister, _Mapping]] = ..., scalableSegmentDrained: _Optional[_Union[CommandScalableSegmentDrained, _Mapping]] = ...) -> None: ...
+    def __init__(self, type: _Optional[_Union[BaseCommand.Type, str]] = ..., connect: _Optional[_Union[CommandConnect, _Mapping]] = ..., connected: _Optional[_Union[CommandConnected, _Mapping]] = ..., subscribe: _Optional[_Union[CommandSubscribe, _Mapping]] = ..., producer: _Optional[_Union[CommandProducer, _Mapping]] = ..., send: _Optional[_Union[CommandSend, _Mapping]] = ..., send_receipt: _Optional[_Union[CommandSendReceipt, _Mapping]] = ..., send_error: _Optional[_Union[CommandSendError, _Mapping]] = ..., message: _Optional[_Union[CommandMessage, _Mapping]] = ..., ack: _Optional[_Union[CommandAck, _Mapping]] = ..., flow: _Optional[_Union[CommandFlow, _Mapping]] = ..., unsubscribe: _Optional[_Union[CommandUnsubscribe, _Mapping]] = ..., success: _Optional[_Union[CommandSuccess, _Mapping]] = ..., error: _Optional[_Union[CommandError, _Mapping]] = ..., close_producer: _Optional[_Union[CommandCloseProducer, _Mapping]] = ..., close_consumer: _Optional[_Union[CommandCloseConsumer, _Mapping]] = ..., producer_success: _Optional[_Union[CommandProducerSuccess, _Mapping]] = ..., ping: _Optional[_Union[CommandPing, _Mapping]] = ..., pong: _Optional[_Union[CommandPong, _Mapping]] = ..., redeliverUnacknowledgedMessages: _Optional[_Union[CommandRedeliverUnacknowledgedMessages, _Mapping]] = ..., partitionMetadata: _Optional[_Union[CommandPartitionedTopicMetadata, _Mapping]] = ..., partitionMetadataResponse: _Optional[_Union[CommandPartitionedTopicMetadataResponse, _Mapping]] = ..., lookupTopic: _Optional[_Union[CommandLookupTopic, _Mapping]] = ..., lookupTopicResponse: _Optional[_Union[CommandLookupTopicResponse, _Mapping]] = ..., consumerStats: _Optional[_Union[CommandConsumerStats, _Mapping]] = ..., reachedEndOfTopic: _Optional[_Union[CommandReachedEndOfTopic, _Mapping]] = ..., seek: _Optional[_Union[CommandSeek, _Mapping]] = ..., getLastMessageId: _Optional[_Union[CommandGetLastMessageId, _Mapping]] = ..., getLastMessageIdResponse: _Optional[_Union[CommandGetLastMessageIdResponse, _Mapping]] = ..., active_consumer_change: _Optional[_Union[CommandActiveConsumerChange, _Mapping]] = ..., getTopicsOfNamespace: _Optional[_Union[CommandGetTopicsOfNamespace, _Mapping]] = ..., getTopicsOfNamespaceResponse: _Optional[_Union[CommandGetTopicsOfNamespaceResponse, _Mapping]] = ..., getSchema: _Optional[_Union[CommandGetSchema, _Mapping]] = ..., getSchemaResponse: _Optional[_Union[CommandGetSchemaResponse, _Mapping]] = ..., ackResponse: _Optional[_Union[CommandAckResponse, _Mapping]] = ..., getOrCreateSchema: _Optional[_Union[CommandGetOrCreateSchema, _Mapping]] = ..., getOrCreateSchemaResponse: _Optional[_Union[CommandGetOrCreateSchemaResponse, _Mapping]] = ..., newTxn: _Optional[_Union[CommandNewTxn, _Mapping]] = ..., addPartitionToTxn: _Optional[_Union[CommandAddPartitionToTxn, _Mapping]] = ..., addSubscriptionToTxn: _Optional[_Union[CommandAddSubscriptionToTxn, _Mapping]] = ..., endTxn: _Optional[_Union[CommandEndTxn, _Mapping]] = ..., endTxnOnPartition: _Optional[_Union[CommandEndTxnOnPartition, _Mapping]] = ..., endTxnOnSubscription: _Optional[_Union[CommandEndTxnOnSubscription, _Mapping]] = ..., tcClientConnectRequest: _Optional[_Union[CommandTcClientConnectRequest, _Mapping]] = ..., watchTopicList: _Optional[_Union[CommandWatchTopicList, _Mapping]] = ..., watchTopicListClose: _Optional[_Union[CommandWatchTopicListClose, _Mapping]] = ..., scalableTopicLookup: _Optional[_Union[CommandScalableTopicLookup, _Mapping]] = ..., scalableTopicUpdate: _Optional[_Union[CommandScalableTopicUpdate, _Mapping]] = ..., scalableTopicClose: _Optional[_Union[CommandScalableTopicClose, _Mapping]] = ..., scalableConsumerRegister: _Optional[_Union[CommandScalableConsumerRegister, _Mapping]] = ..., scalableConsumerAssignment: _Optional[_Union[CommandScalableConsumerAssignment, _Mapping]] = ..., scalableConsumerUnregister: _Optional[_Union[CommandScalableConsumerUnregister, _Mapping]] = ..., scalableSegmentDrained: _Optional[_Union[CommandScalableSegmentDrained, _Mapping]] = ...) -> None: ...
