@@ -54,6 +54,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "message size plus room for the command and metadata",
            "a full-size message or chunk is refused by closing the connection; the client "
            "reconnects and resends until its send times out"),
+    Mutant("seek-keeps-redelivery-state", "broker front end",
+           "Pulsar's PersistentSubscription.resetCursor: a seek disconnects the consumers "
+           "and starts the subscription over at the new position, forgetting what was out "
+           "at them",
+           "after a seek, the messages that were out at the consumers are never delivered "
+           "again: the subscription still counts them as out at consumers that are gone"),
     # --- scalable topics ---------------------------------------------------------------
     Mutant("metadata-before-children", "scalable topic controller",
            "PIP-468 split/merge protocol: children and their cursors exist before the "

@@ -146,9 +146,11 @@ class Subscription:
             consumer.close_by_broker()
         self.stop_dispatching()
         self.dispatcher = dispatcher_for(self.sub_type)
-        for pending in (self._unacked, self._to_deliver, self._remaining, self._redeliveries):
-            pending.clear()
-        self._delayed.clear()
+        if not self._mutants.on("seek-keeps-redelivery-state"):
+            for pending in (self._unacked, self._to_deliver, self._remaining,
+                            self._redeliveries):
+                pending.clear()
+            self._delayed.clear()
         await self.cursor.reset(read_from)
         self._hooks.acknowledged()  # replicated subscriptions: mark-delete may have moved
 

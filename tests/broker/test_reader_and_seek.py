@@ -9,7 +9,8 @@ import time
 import pulsar
 import pytest
 
-from tests.broker.conftest import MemoryBroker
+from impl.mutants import Mutants
+from tests.broker.conftest import MemoryBroker, official_client, serving
 from tests.cluster.raw_producer import RawConnection
 from wire.frames import encode_command
 from wire.pulsar_api_pb2 import BaseCommand, CommandConsumerStats, CommandNewTxn, ServerError
@@ -112,6 +113,33 @@ def test_seek_to_a_message_id_delivers_everything_from_there_again(
     assert names(again) == ["m1", "m2", "m3", "m4"]
     assert [m.redelivery_count() for m in again] == [0] * 4  # a fresh start, no redelivery
     assert memory_broker.backlog(TOPIC, "sub") == 0
+
+
+def seek_forward_past_unacknowledged(client: pulsar.Client) -> list[pulsar.Message]:
+    """What a Shared consumer gets after seeking past messages it holds unacknowledged."""
+    ids = produce(client, 5)
+    consumer = client.subscribe(TOPIC, "sub", pulsar.ConsumerType.Shared,
+                                initial_position=pulsar.InitialPosition.Earliest,
+                                start_message_id_inclusive=True)
+    assert len(receive_all(consumer, ack=False)) == 5
+    consumer.seek(ids[3])
+    return receive_all(consumer)
+
+
+def test_a_forward_seek_forgets_what_was_out_at_the_consumers(client: pulsar.Client) -> None:
+    again = seek_forward_past_unacknowledged(client)
+    assert names(again) == ["m3", "m4"]
+    assert [m.redelivery_count() for m in again] == [0, 0]
+
+
+def test_mutant_seek_keeps_redelivery_state_withholds_what_was_out() -> None:
+    with serving(mutants=Mutants.of(["seek-keeps-redelivery-state"])) as broker:
+        client = official_client(broker.url)
+        try:
+            again = seek_forward_past_unacknowledged(client)
+        finally:
+            client.close()
+    assert "m3" not in names(again), "held as out at a consumer the seek disconnected"
 
 
 def test_seek_moves_the_durable_position_back(client: pulsar.Client,
