@@ -138,3 +138,10 @@ class Mutants:
 
 
 NONE = Mutants()
+
+
+if __name__ == "__main__":
+    # `python -m impl.mutants`: the catalogue's names, one per line. The harness reaches the
+    # reference implementation only through its processes, and asks this way which names a
+    # scenario may switch on.
+    print("\n".join(sorted(CATALOGUE)))

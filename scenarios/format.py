@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 from collections.abc import Collection
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.targets.reference_mutants import reference_mutants
 from harness.topology import Topology
 from harness.workloads import cluster_count_problem
 from harness.workloads.settings import SUBSCRIPTION_MODES, WORKLOADS, WorkloadSettings
@@ -25,6 +28,8 @@ from nemesis.schedule import SCHEDULES, NemesisSettings, TimedFault
 BACKENDS = ("docker", "local")
 SESSION_POLICIES = ("shutdown", "reconnect")
 EXPECTED = ("valid", "invalid", "unknown")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""A scenario's name is a directory of the runs directory: one plain path component."""
 
 
 class ScenarioError(BadInput):
@@ -56,7 +61,7 @@ def load_scenario(path: Path) -> Scenario:
     data = read_toml(path, ScenarioError)
     reader = _Reader(path)
     scenario = Scenario(
-        name=reader.take(data, "name", str, default=path.stem),
+        name=_name(reader, data, path),
         path=path,
         duration_s=reader.take(data, "duration_s", float, default=30.0, minimum=1),
         seed=reader.take(data, "seed", int, default=None),
@@ -68,7 +73,7 @@ def load_scenario(path: Path) -> Scenario:
             "kind": WORKLOADS, "subscription_mode": SUBSCRIPTION_MODES}),
         nemesis=_nemesis(reader, data),
         checkers=reader.table(data, "checkers", Checkers, {}),
-        mutants=reader.take(data, "mutants", (tuple, str), default=()),
+        mutants=_mutants(reader, data),
         expected=reader.take(data, "expected", EXPECTED, default="valid"),
     )
     reader.no_extra(data, "", {"name", "duration_s", "seed", "description", "topology",
@@ -78,6 +83,24 @@ def load_scenario(path: Path) -> Scenario:
         raise ScenarioError(f"{path}: topology.clusters: {problem}, got "
                             f"{list(scenario.topology.clusters)}")
     return scenario
+
+
+def _name(reader: _Reader, data: dict[str, Any], path: Path) -> str:
+    name: str = reader.take(data, "name", str, default=path.stem)
+    if not NAME.fullmatch(name):
+        raise reader.fail("name", "letters, digits, '.', '_' or '-' (at most 100, "
+                          "not starting with '.', '_' or '-'), as it names the runs' directory",
+                          name)
+    return name
+
+
+def _mutants(reader: _Reader, data: dict[str, Any]) -> tuple[str, ...]:
+    """Checked against the reference implementation's catalogue, asked only when a
+    scenario names any."""
+    names: tuple[str, ...] = reader.take(data, "mutants", (tuple, str), default=())
+    if names:
+        reader.check("mutants", list(names), (tuple, tuple(sorted(reference_mutants()))))
+    return names
 
 
 def _nemesis(reader: _Reader, data: dict[str, Any]) -> NemesisSettings:
@@ -129,6 +152,8 @@ class _Reader:
         if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise self.fail(name, {int: "an integer", float: "a number", str: "a string",
                                    list: "a list"}.get(kind, kind.__name__), value)
+        if kind is float and not math.isfinite(value):
+            raise self.fail(name, "a finite number", value)
         if kind in (int, float) and value < minimum:
             raise self.fail(name, f"a number of at least {minimum:g}", value)
         return value

@@ -108,6 +108,7 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
     command = options.command or reproducing_command(options.scenario, seed, backend_name,
                                                      options.runs_dir)
     write_inputs(run_dir, scenario, command)
+    update_latest(options.runs_dir, run_dir)  # the newest run, however it ends
     where = "a given target" if options.target is not None else f"{backend_name} backend"
     console.print(f"run {run_dir} (seed {seed}, {where})", markup=False)
     history = CountingHistory(run_dir / "history.jsonl")
@@ -133,7 +134,11 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
                          f"traceback in {run_dir / 'harness-error.txt'})") from exc
     finally:
         history.close()
-    return _judge(run_dir, options.runs_dir, console)
+    try:
+        return _judge(run_dir, console)
+    except KeyboardInterrupt:
+        raise RunInterrupted(f"run interrupted while judging; {ended}, the whole history in "
+                             f"{run_dir}: judge it with `starquake check {run_dir}`") from None
 
 
 def _execute(scenario: Scenario, schedule: Schedule, run_dir: Path, history: CountingHistory,
@@ -215,8 +220,8 @@ def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Target,
         load.join(timeout=60)
 
 
-def _judge(run_dir: Path, runs_dir: Path, console: Console) -> RunOutcome:
-    """Parquet, `starquake check` (its exit code is the run's), the report, `latest`."""
+def _judge(run_dir: Path, console: Console) -> RunOutcome:
+    """Parquet, `starquake check` (its exit code is the run's), the report."""
     prepare(run_dir / "history.jsonl")
     console.print("[bold]checking[/bold]")
     with (run_dir / "check.log").open("w") as check_log:
@@ -228,7 +233,6 @@ def _judge(run_dir: Path, runs_dir: Path, console: Console) -> RunOutcome:
                           f"see {run_dir / 'check.log'}")
     results = json.loads(results_path.read_text())
     report = _report(run_dir, console)
-    update_latest(runs_dir, run_dir)
     return RunOutcome(run_dir, results, check.returncode, report)
 
 

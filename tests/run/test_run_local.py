@@ -105,6 +105,7 @@ def test_ctrl_c_tears_down_and_keeps_the_history(tmp_path: Path) -> None:
     message = [line for line in stderr.splitlines() if line.startswith("starquake:")]
     assert len(message) == 1 and "run interrupted" in message[0]
     (run_dir,) = (tmp_path / "topic-kill").iterdir()
+    assert (tmp_path / "latest").resolve() == run_dir.resolve()  # however the run ended
     events = _events(run_dir)
     assert events[0]["f"] == "meta" and any(e["f"] == "send" for e in events)
     assert (run_dir / "logs" / "a-broker1.log").is_file()

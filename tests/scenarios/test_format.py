@@ -67,6 +67,11 @@ duration_s = 5
     ("[workload]\nkind = \"geo\"\n", "topology.clusters: the geo workload needs at least two"),
     ("duration_s = 0\n", "duration_s: expected a number of at least 1"),
     ("name = [\n", "not valid TOML"),
+    ("duration_s = nan\n", "duration_s: expected a finite number, got nan"),
+    ("[nemesis]\ninterval_s = inf\n", "nemesis.interval_s: expected a finite number, got inf"),
+    ("mutants = [\"no-such-bug\"]\n", "mutants[0]: expected one of ack-before-durable, "),
+    ("name = \"../elsewhere\"\n", "name: expected letters, digits"),
+    ("name = \"/tmp/elsewhere\"\n", "name: expected letters, digits"),
 ])
 def test_mistakes_name_file_key_and_expectation(tmp_path: Path, text: str, message: str) -> None:
     path = _scenario(tmp_path, text)
@@ -74,6 +79,13 @@ def test_mistakes_name_file_key_and_expectation(tmp_path: Path, text: str, messa
         load_scenario(path)
     assert str(error.value).startswith(f"{path}: ")
     assert message in str(error.value)
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_bytes(b'name = "\xff"\n')
+    with pytest.raises(ScenarioError, match=f"^{path}: not valid TOML: "):
+        load_scenario(path)
 
 
 def test_validate_command_exit_codes(tmp_path: Path) -> None:
