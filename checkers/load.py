@@ -62,17 +62,24 @@ def prepare(path: Path) -> PreparedHistory:
     pass writes the paired operations to `<name>.paired/` beside the Parquet file.
     """
     if path.suffix == ".parquet":
-        return PreparedHistory(path, path, _validated_and_paired(path), False, _paired_dir(path))
-    if path.suffix != ".jsonl":
-        raise HistoryError(f"{path}: a history must be .jsonl or .parquet")
-    target = parquet_path(path)
-    if newer(target, path) and _paired_is_current(target):
-        read = convert_jsonl(path, None)
+        prepared = PreparedHistory(path, path, _validated_and_paired(path), False,
+                                   _paired_dir(path))
+    elif path.suffix == ".jsonl":
+        target = parquet_path(path)
+        if newer(target, path) and _paired_is_current(target):
+            read = convert_jsonl(path, None)
+        else:
+            with _pairing(target) as pairer:
+                read = convert_jsonl(path, pairer)
+        prepared = PreparedHistory(path, read.parquet, read.events, read.truncated_tail,
+                                   _paired_dir(read.parquet))
     else:
-        with _pairing(target) as pairer:
-            read = convert_jsonl(path, pairer)
-    return PreparedHistory(path, read.parquet, read.events, read.truncated_tail,
-                           _paired_dir(read.parquet))
+        raise HistoryError(f"{path}: a history must be .jsonl or .parquet")
+    if prepared.events == 0:
+        # A run writes its meta event before anything else, so no event at all is no run:
+        # judging it would say `unknown` about nothing.
+        raise HistoryError(f"{path}: no events; an empty history cannot be judged")
+    return prepared
 
 
 def _paired_dir(parquet: Path) -> Path:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import numpy as np
 import orjson
@@ -144,6 +144,8 @@ def validate_parquet(path: Path, consumer: BatchConsumer | None) -> int:
                 consumer.feed(batch)
     except _Violation as exc:
         raise HistoryError(f"{path}: {exc}") from None
+    except (pa.ArrowException, OSError) as exc:  # a page that does not decode
+        raise HistoryError(f"{path}: not a readable Parquet file ({exc})") from None
     return checker.rows
 
 
@@ -173,11 +175,11 @@ def _convert(path: Path, length: int, target: Path, consumer: BatchConsumer | No
     try:
         with pa.memory_map(str(path)) as mm:
             data = mm.read_buffer(length)
-            lines = _count_lines(data)
+            lines, longest = _line_counts(data)
             checker = _BatchChecker()
             try:
                 with pq.ParquetWriter(tmp, ARROW_SCHEMA) as writer:
-                    for batch in _arrow_batches(data):
+                    for batch in _arrow_batches(data, longest):
                         checker.check(batch)
                         writer.write_batch(batch)
                         if consumer is not None:
@@ -200,12 +202,10 @@ def _complete_length(path: Path) -> tuple[int, bool]:
     if size == 0:
         return 0, False
     with open(path, "rb") as f:
-        f.seek(max(0, size - (1 << 20)))
-        tail = f.read()
-    if tail.endswith(b"\n"):
-        return size, False
-    cut = tail.rfind(b"\n")
-    last = tail[cut + 1:]
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return size, False
+        last = _last_line(f, size)
     try:
         orjson.loads(last)
         return size, False
@@ -213,19 +213,49 @@ def _complete_length(path: Path) -> tuple[int, bool]:
         return size - len(last), True
 
 
-def _count_lines(data: pa.Buffer) -> int:
+def _last_line(f: BinaryIO, size: int) -> bytes:
+    """The bytes after the file's last newline, however long that line is."""
+    start = size
+    while start > 0:
+        start = max(0, start - (1 << 20))
+        f.seek(start)
+        cut = f.read(size - start).rfind(b"\n")
+        if cut >= 0:
+            start += cut + 1
+            break
+    f.seek(start)
+    return f.read()
+
+
+def _line_counts(data: pa.Buffer) -> tuple[int, int]:
+    """The number of lines and the length of the longest, counted block by block: a line
+    that fits in one block is shorter than the block, so only lines across block
+    boundaries need measuring, from the last newline of one block to the first of the
+    next block that has one."""
     view = np.frombuffer(data, dtype=np.uint8)
-    lines = sum(int(np.count_nonzero(view[i:i + _BLOCK] == 10))
-                for i in range(0, len(view), _BLOCK))
-    return lines + (1 if len(view) and view[-1] != 10 else 0)
+    lines = longest = 0
+    previous = -1  # the last newline seen so far
+    for i in range(0, len(view), _BLOCK):
+        newlines = view[i:i + _BLOCK] == 10
+        count = int(np.count_nonzero(newlines))
+        if count:
+            longest = max(longest, i + int(np.argmax(newlines)) - previous)
+            previous = i + len(newlines) - 1 - int(np.argmax(newlines[::-1]))
+            lines += count
+    if len(view) and view[-1] != 10:
+        lines += 1
+        longest = max(longest, len(view) - 1 - previous)
+    return lines, longest
 
 
-def _arrow_batches(data: pa.Buffer) -> Iterator[pa.RecordBatch]:
+def _arrow_batches(data: pa.Buffer, longest_line: int) -> Iterator[pa.RecordBatch]:
+    """Arrow parses blocks of `_BLOCK` bytes, and a line may not cross two block
+    boundaries: longer lines (a huge value, say) get blocks that hold them."""
     if data.size == 0:
         return
     reader = pj.open_json(
         pa.BufferReader(data),
-        read_options=pj.ReadOptions(block_size=_BLOCK),
+        read_options=pj.ReadOptions(block_size=max(_BLOCK, 2 * longest_line)),
         parse_options=pj.ParseOptions(explicit_schema=ARROW_SCHEMA,
                                       unexpected_field_behavior="ignore"),
     )

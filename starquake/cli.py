@@ -8,10 +8,11 @@ reads as an "unknown" verdict).
 from __future__ import annotations
 
 import sys
+import traceback
 
 import click
 
-from history.errors import BAD_INPUT, StarquakeError
+from history.errors import BAD_INPUT, ENVIRONMENT, StarquakeError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -77,4 +78,10 @@ def main(argv: list[str] | None = None) -> None:
     except StarquakeError as exc:
         click.echo(f"starquake: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except Exception as exc:
+        # A fault of starquake itself. Python would exit 1, which reads as "invalid" to
+        # whoever only looks at the code; the traceback is for us, the last line for them.
+        traceback.print_exc()
+        click.echo(f"starquake: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(ENVIRONMENT)
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -102,3 +102,56 @@ def test_cli_usage_error_exits_3(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 3
     assert "does not exist" in done.stderr
+
+
+def test_an_empty_history_is_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    path.write_text("")
+    with pytest.raises(HistoryError, match=r"history.jsonl: no events"):
+        prepare(path)
+
+
+def test_a_parquet_file_corrupt_in_the_middle_is_bad_input(tmp_path: Path) -> None:
+    path = tmp_path / "history.parquet"
+    count = 200_000
+    pq.write_table(pa.table({"index": list(range(count)), "time": list(range(count)),
+                             "process": [f"p{n % 7}" for n in range(count)],
+                             "type": ["ok"] * count, "f": ["recv"] * count,
+                             "value": [f"m{n}" for n in range(count)]}), path,
+                   row_group_size=20_000)
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 4096] = bytes(4096)
+    path.write_bytes(data)
+    with pytest.raises(HistoryError, match=r"history.parquet: not a readable Parquet file"):
+        prepare(path)
+
+
+@pytest.mark.parametrize("last_newline", [True, False], ids=["ended", "unended"])
+def test_long_lines_are_read(tmp_path: Path, last_newline: bool) -> None:
+    """A 20 MB value inside the file and a last line over 2 MiB: longer than the blocks the
+    reader parses and than the tail it looks at for a torn line."""
+    huge = dict(GOOD[0], value="v" * (20 << 20))
+    long_last = dict(GOOD[2], value="w" * ((2 << 20) + 5))
+    path = tmp_path / "history.jsonl"
+    _write(path, [huge, GOOD[1]])
+    with path.open("a") as f:
+        f.write(json.dumps(long_last) + ("\n" if last_newline else ""))
+    prepared = prepare(path)
+    assert (prepared.events, prepared.truncated_tail) == (3, False)
+    values = pq.read_table(prepared.parquet).column("value").to_pylist()
+    assert [len(v or "") for v in values] == [20 << 20, 0, (2 << 20) + 5]
+
+
+def test_an_internal_error_does_not_exit_as_invalid(tmp_path: Path) -> None:
+    """A fault of starquake itself exits 4 with a last line saying so, never 1."""
+    path = _write(tmp_path / "history.jsonl", GOOD)
+    crash = ("import sys, checkers.load as load\n"
+             "def broken(path): raise RuntimeError('boom')\n"
+             "load.prepare = broken\n"
+             "import checkers.cli; checkers.cli.prepare = broken\n"
+             "from starquake.cli import main; main(['check', sys.argv[1]])\n")
+    done = subprocess.run([sys.executable, "-c", crash, str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 4
+    assert done.stderr.strip().splitlines()[-1] == "starquake: internal error: RuntimeError: boom"
