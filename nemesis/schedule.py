@@ -16,6 +16,7 @@ Fault kinds, what they need and what they take come from the registry
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,6 +82,20 @@ class Schedule:
     steps: tuple[FaultStep, ...]
     heal_at_s: float
     """The end of the workload phase: everything is healed then, whatever is still on."""
+
+    def pinned(self, hit: Sequence[tuple[str, tuple[str, ...]]]) -> Schedule:
+        """This schedule with each fault aimed at the nodes it hit in an earlier run of the
+        same seed: `hit` is that run's faults as recorded, in order, each `(op, targets)`.
+        Only the targets resolved at run time (`owner`, `controller-leader`) can differ
+        between runs; a step the earlier run never reached keeps its own targets."""
+        remaining = list(hit)
+        steps = []
+        for step in self.steps:
+            targets = step.targets
+            if step.at_s < self.heal_at_s and remaining and remaining[0][0] == step.kind.op:
+                targets = remaining.pop(0)[1]
+            steps.append(dataclasses.replace(step, targets=targets))
+        return Schedule(tuple(steps), self.heal_at_s)
 
     def actions(self) -> list[Action]:
         """Every begin and end in time order, the final heal last. An end that would come

@@ -38,7 +38,7 @@ def _register() -> None:
     from starquake.bench.report import bench_report
     from starquake.cluster_cli import cluster
     from starquake.conform.cli import conform
-    from starquake.run.cli import run
+    from starquake.run.cli import reproduce, run
     from starquake.run.suite import suite
     from starquake.serve_cli import serve
     from starquake.zk_cli import zk
@@ -49,6 +49,7 @@ def _register() -> None:
     starquake.add_command(cluster)
     starquake.add_command(scenario)
     starquake.add_command(run)
+    starquake.add_command(reproduce)
     starquake.add_command(serve)
     starquake.add_command(suite)
     starquake.add_command(conform)

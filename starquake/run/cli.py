@@ -38,3 +38,25 @@ def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path) -
     outcome = run_scenario(RunOptions(scenario, seed, backend, runs_dir), console)
     print_summary(console, outcome)
     return outcome.exit_code
+
+
+@click.command()
+@click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the new run goes [the runs directory RUN is in].")
+def reproduce(run_dir: Path, runs_dir: Path | None) -> int:
+    """Run RUN again: its scenario copy, seed and mutants, each fault aimed at the nodes
+    it hit in RUN. `runs/latest` repeats the newest run.
+
+    Exits as `run` does.
+    """
+    from rich.console import Console
+
+    from starquake.run.pipeline import run as run_scenario
+    from starquake.run.reproduce import replay_options
+    from starquake.run.summary import print_summary
+
+    console = Console()
+    outcome = run_scenario(replay_options(run_dir, runs_dir), console)
+    print_summary(console, outcome)
+    return outcome.exit_code

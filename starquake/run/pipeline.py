@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,7 +74,9 @@ class RunOptions:
     and faults at it, and neither starts nor stops anything. None: the scenario's
     topology is deployed for the run and torn down after it."""
     command: str | None = None
-    """The command that reproduces the run, when it is not `starquake run` (conform)."""
+    """The command that reproduces the run, when it is not `starquake reproduce` (conform)."""
+    fault_targets: Sequence[tuple[str, tuple[str, ...]]] = ()
+    """The nodes each fault hit in the run being reproduced (`Schedule.pinned`)."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ def resolve(options: RunOptions) -> tuple[Scenario, Schedule]:
     nodes = None
     if options.target is not None:
         nodes = [node for cluster in options.target.clusters for node in cluster.nodes]
-    return scenario, schedule_for(scenario, seed, nodes=nodes)
+    return scenario, schedule_for(scenario, seed, nodes=nodes).pinned(options.fault_targets)
 
 
 def run(options: RunOptions, console: Console) -> RunOutcome:
@@ -105,8 +107,7 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
     assert scenario.seed is not None
     seed, backend_name = scenario.seed, scenario.topology.backend
     run_dir = create_run_dir(options.runs_dir, scenario, seed)
-    command = options.command or reproducing_command(options.scenario, seed, backend_name,
-                                                     options.runs_dir)
+    command = options.command or reproducing_command(run_dir)
     write_inputs(run_dir, scenario, command)
     update_latest(options.runs_dir, run_dir)  # the newest run, however it ends
     where = "a given target" if options.target is not None else f"{backend_name} backend"

@@ -34,10 +34,10 @@ def create_run_dir(runs_dir: Path, scenario: Scenario, seed: int) -> Path:
     raise FileExistsError(f"{parent}: 100 runs named {stem}* already exist")
 
 
-def reproducing_command(scenario_path: Path, seed: int, backend: str, runs_dir: Path) -> str:
-    """The command line that runs this scenario again with this seed, in the same place."""
-    return shlex.join(["starquake", "run", str(scenario_path), "--seed", str(seed),
-                       "--backend", backend, "--runs-dir", str(runs_dir)])
+def reproducing_command(run_dir: Path) -> str:
+    """The command line that runs this run again: its scenario copy, seed, mutants and the
+    nodes its faults hit, into the same runs directory (`starquake/run/reproduce.py`)."""
+    return shlex.join(["starquake", "reproduce", str(run_dir)])
 
 
 def write_inputs(run_dir: Path, scenario: Scenario, command: str) -> None:

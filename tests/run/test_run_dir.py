@@ -26,11 +26,10 @@ def test_run_dirs_are_named_by_scenario_time_and_seed(
 
 def test_inputs_reproduce_the_run(write_scenario: WriteScenario, tmp_path: Path) -> None:
     scenario = dataclasses.replace(write_scenario('duration_s = 9\n'), seed=5)
-    command = reproducing_command(Path("scenarios/my run.toml"), 5, "local", Path("runs"))
+    command = reproducing_command(Path("runs/my run/20261125-120000-5"))
     write_inputs(tmp_path, scenario, command)
     assert shlex.split((tmp_path / "command.txt").read_text()) == [
-        "starquake", "run", "scenarios/my run.toml", "--seed", "5", "--backend", "local",
-        "--runs-dir", "runs"]
+        "starquake", "reproduce", "runs/my run/20261125-120000-5"]
     resolved = load_scenario(tmp_path / "scenario.toml")
     assert (resolved.seed, resolved.duration_s, resolved.name) == (5, 9.0, "s")
 
