@@ -153,7 +153,7 @@ class Schema(_message.Message):
     __slots__ = ("name", "schema_data", "type", "properties")
     class Type(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
-        None: _ClassVar[Schema.Type]
+        NoSchema: _ClassVar[Schema.Type]
         String: _ClassVar[Schema.Type]
         Json: _ClassVar[Schema.Type]
         Protobuf: _ClassVar[Schema.Type]
@@ -168,13 +168,13 @@ class Schema(_message.Message):
         Date: _ClassVar[Schema.Type]
         Time: _ClassVar[Schema.Type]
         Timestamp: _ClassVar[Schema.Type]
-        KeyValue: _ClassVar[Schema.Type]
+        KeyValuePair: _ClassVar[Schema.Type]
         Instant: _ClassVar[Schema.Type]
         LocalDate: _ClassVar[Schema.Type]
         LocalTime: _ClassVar[Schema.Type]
         LocalDateTime: _ClassVar[Schema.Type]
         ProtobufNative: _ClassVar[Schema.Type]
-    None: Schema.Type
+    NoSchema: Schema.Type
     String: Schema.Type
     Json: Schema.Type
     Protobuf: Schema.Type
@@ -189,7 +189,7 @@ class Schema(_message.Message):
     Date: Schema.Type
     Time: Schema.Type
     Timestamp: Schema.Type
-    KeyValue: Schema.Type
+    KeyValuePair: Schema.Type
     Instant: Schema.Type
     LocalDate: Schema.Type
     LocalTime: Schema.Type
