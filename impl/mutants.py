@@ -54,6 +54,11 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "message size plus room for the command and metadata",
            "a full-size message or chunk is refused by closing the connection; the client "
            "reconnects and resends until its send times out"),
+    Mutant("schema-compatibility-unchecked", "schema registry",
+           "Pulsar's schema registry: a schema that differs from a topic's is registered "
+           "only if the namespace's compatibility strategy (FULL by default) accepts it",
+           "a producer with an incompatible schema is let in: consumers of the topic meet "
+           "messages their schema cannot decode"),
     # --- scalable topics ---------------------------------------------------------------
     Mutant("metadata-before-children", "scalable topic controller",
            "PIP-468 split/merge protocol: children and their cursors exist before the "
