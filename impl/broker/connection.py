@@ -18,19 +18,12 @@ from typing import Any
 
 from impl.broker import commands
 from impl.broker.consumer import Consumer
-from impl.broker.errors import (
-    BrokerRequestError,
-    ConsumerNotFound,
-    IncompatibleSchema,
-    NoSchema,
-    SeekRefused,
-    server_error,
-)
+from impl.broker.errors import BrokerRequestError, ConsumerNotFound, SeekRefused, server_error
 from impl.broker.producer import Producer
 from impl.broker.scalable_commands import ScalableCommands
 from impl.broker.schemas.admission import admit_consumer, producer_schema_version
 from impl.broker.schemas.compatibility import SchemaData
-from impl.broker.schemas.registry import VERSION_BYTES, version_bytes, version_of
+from impl.broker.schemas.requested import requested_schema
 from impl.broker.service import BrokerService
 from impl.broker.subscription import Subscription, position_of
 from impl.broker.topic import Topic
@@ -268,8 +261,8 @@ class ServerConnection:
                                                  schema_version=existing[1].schema_version)
             topic = await self._service.topic(TopicName.parse(request.topic))
             schema_version = await producer_schema_version(
-                self._service.schemas, topic, SchemaData.declared(request.HasField("schema"),
-                                                                  request.schema))
+                self._service.schemas, topic.name,
+                SchemaData.declared(request.HasField("schema"), request.schema))
             name = request.producer_name or self._service.producer_name()
             producer, admitted = await topic.add_producer(self, request, name)
             producer.schema_version = schema_version
@@ -406,18 +399,8 @@ class ServerConnection:
         request = frame.command.getSchema
 
         async def answer() -> BaseCommand:
-            topic = TopicName.parse(request.topic)
-            version = None
-            if request.HasField("schema_version"):
-                if len(request.schema_version) != VERSION_BYTES:
-                    raise IncompatibleSchema(f"a schema version is {VERSION_BYTES} bytes")
-                version = version_of(request.schema_version)
-            found = await self._service.schemas.get(topic, version)
-            if found is None or found.schema is None:
-                raise NoSchema(f"topic {topic} not found or without that schema")
-            name = f"{topic.tenant}/{topic.namespace}/{topic.local_name}"
-            return commands.schema(request.request_id, found.schema.to_proto(name),
-                                   version_bytes(found.version))
+            schema, version = await requested_schema(self._service.schemas, request)
+            return commands.schema(request.request_id, schema, version)
         self._in_turn(request.request_id, answer, commands.schema_failed, ordered=False)
 
     def _get_or_create_schema(self, frame: Frame) -> None:
@@ -428,7 +411,7 @@ class ServerConnection:
         async def answer() -> BaseCommand:
             topic = await self._service.topic(TopicName.parse(request.topic))
             version = await producer_schema_version(
-                self._service.schemas, topic, SchemaData.declared(True, request.schema))
+                self._service.schemas, topic.name, SchemaData.declared(True, request.schema))
             return commands.schema_version(request.request_id, version or b"")
         self._in_turn(request.request_id, answer, commands.schema_version_failed)
 

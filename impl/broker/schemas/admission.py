@@ -13,14 +13,15 @@ from __future__ import annotations
 from impl.broker.schemas.compatibility import SchemaData
 from impl.broker.schemas.registry import SchemaRegistry, version_bytes
 from impl.broker.topic import Topic
+from impl.ownership.topic_name import TopicName
 
 
-async def producer_schema_version(registry: SchemaRegistry, topic: Topic,
+async def producer_schema_version(registry: SchemaRegistry, topic: TopicName,
                                   schema: SchemaData | None) -> bytes | None:
     """The schema version the producer's messages carry (None without a schema)."""
     if schema is None:
         return None
-    return version_bytes(await registry.put_if_absent(topic.name, schema))
+    return version_bytes(await registry.put_if_absent(topic, schema))
 
 
 async def admit_consumer(registry: SchemaRegistry, topic: Topic,
