@@ -60,6 +60,11 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "at them",
            "after a seek, the messages that were out at the consumers are never delivered "
            "again: the subscription still counts them as out at consumers that are gone"),
+    Mutant("schema-compatibility-unchecked", "schema registry",
+           "Pulsar's schema registry: a schema that differs from a topic's is registered "
+           "only if the namespace's compatibility strategy (FULL by default) accepts it",
+           "a producer with an incompatible schema is let in: consumers of the topic meet "
+           "messages their schema cannot decode"),
     # --- scalable topics ---------------------------------------------------------------
     Mutant("metadata-before-children", "scalable topic controller",
            "PIP-468 split/merge protocol: children and their cursors exist before the "

@@ -92,6 +92,9 @@ class NamespacePolicies:
     retention_policies: RetentionPolicies | None = None
     backlog_quota_map: tuple[tuple[str, BacklogQuota], ...] = ()
     """(`BacklogQuotaType` name, quota) pairs; stored, not enforced (impl/retention.py)."""
+    schema_compatibility_strategy: str = "UNDEFINED"
+    """Pulsar's `SchemaCompatibilityStrategy` name; UNDEFINED: the broker's default
+    (impl/broker/schemas/compatibility.py)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +107,7 @@ class NamespacePolicies:
             "retention_policies": (None if self.retention_policies is None
                                    else self.retention_policies.to_json()),
             "backlog_quota_map": {kind: quota.to_json() for kind, quota in self.backlog_quota_map},
+            "schema_compatibility_strategy": self.schema_compatibility_strategy,
         }
 
     @classmethod
@@ -125,7 +129,8 @@ class NamespacePolicies:
                    None if ttl is None else int(ttl),
                    None if retention is None else RetentionPolicies.from_json(retention),
                    tuple(sorted((quota_type(kind), BacklogQuota.from_json(quota))
-                                for kind, quota in quotas.items())))
+                                for kind, quota in quotas.items())),
+                   str(value.get("schema_compatibility_strategy") or "UNDEFINED"))
 
 
 class PulsarResources:
@@ -205,6 +210,10 @@ class PulsarResources:
         if seconds is not None and seconds < 0:
             raise InvalidResource(f"a message TTL cannot be negative: {seconds}")
         self._set_policy(namespace, "message_ttl_in_seconds", seconds)
+
+    def set_schema_compatibility_strategy(self, namespace: NamespaceName, name: str) -> None:
+        """`name` is a `SchemaCompatibilityStrategy` the caller has checked."""
+        self._set_policy(namespace, "schema_compatibility_strategy", name)
 
     def set_retention(self, namespace: NamespaceName,
                       retention: RetentionPolicies | None) -> None:

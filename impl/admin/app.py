@@ -11,6 +11,7 @@ from impl.admin import (
     namespace_policy_routes,
     namespace_routes,
     scalable_routes,
+    schema_routes,
     segment_routes,
     subscription_routes,
     tenant_routes,
@@ -25,7 +26,7 @@ def build_admin_app(ctx: AdminContext) -> web.Application:
     app[CONTEXT] = ctx
     for module in (cluster_routes, tenant_routes, namespace_routes, namespace_policy_routes,
                    topic_routes, subscription_routes, broker_routes, scalable_routes,
-                   segment_routes):
+                   segment_routes, schema_routes):
         app.add_routes(module.routes)
     metrics_routes.install(app)
     return app

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from impl.broker.errors import ConsumerBusy, TopicClosing
+from impl.broker.errors import ConsumerBusy, IncompatibleSchema, InvalidSchema, TopicClosing
 from impl.metadata.errors import MetadataError
 from impl.ownership.ephemeral import StaleNodeRemains
 from impl.ownership.namespace_service import NoBrokerAvailable, NotOwner
@@ -32,6 +32,8 @@ STATUS: list[tuple[type[BaseException], int]] = [
     (InvalidResource, 412),
     (InvalidTopicName, 412),
     (TopicTerminated, 409),
+    (InvalidSchema, 422),  # a schema definition that does not parse
+    (IncompatibleSchema, 409),
     (ConsumerBusy, 412),  # a subscription with connected consumers, as Pulsar answers
     (TopicClosing, 503),
     (NotOwner, 503),

@@ -21,6 +21,9 @@ from impl.broker.consumer import Consumer
 from impl.broker.errors import BrokerRequestError, ConsumerNotFound, SeekRefused, server_error
 from impl.broker.producer import Producer
 from impl.broker.scalable_commands import ScalableCommands
+from impl.broker.schemas.admission import admit_consumer, producer_schema_version
+from impl.broker.schemas.compatibility import SchemaData
+from impl.broker.schemas.requested import requested_schema
 from impl.broker.service import BrokerService
 from impl.broker.subscription import Subscription, position_of
 from impl.broker.topic import Topic
@@ -83,6 +86,8 @@ class ServerConnection:
             BaseCommand.UNSUBSCRIBE: self._unsubscribe,
             BaseCommand.GET_LAST_MESSAGE_ID: self._last_message_id,
             BaseCommand.SEEK: self._seek,
+            BaseCommand.GET_SCHEMA: self._get_schema,
+            BaseCommand.GET_OR_CREATE_SCHEMA: self._get_or_create_schema,
         }
         self._scalable = ScalableCommands(self, service.scalable, self._owner_url)
         self._handlers.update(self._scalable.handlers())
@@ -252,13 +257,19 @@ class ServerConnection:
             existing = self._producers.get(request.producer_id)
             if existing is not None and not existing[1].closed:
                 return commands.producer_success(request.request_id, existing[1].name,
-                                                 existing[1].topic_epoch)
+                                                 existing[1].topic_epoch,
+                                                 schema_version=existing[1].schema_version)
             topic = await self._service.topic(TopicName.parse(request.topic))
+            schema_version = await producer_schema_version(
+                self._service.schemas, topic.name,
+                SchemaData.declared(request.HasField("schema"), request.schema))
             name = request.producer_name or self._service.producer_name()
             producer, admitted = await topic.add_producer(self, request, name)
+            producer.schema_version = schema_version
             self._producers[request.producer_id] = (topic, producer)
             if admitted is None:
-                return commands.producer_success(request.request_id, name, producer.topic_epoch)
+                return commands.producer_success(request.request_id, name, producer.topic_epoch,
+                                                 schema_version=schema_version)
             self._spawn(self._when_admitted(request.request_id, producer, admitted))
             return commands.producer_success(request.request_id, name, ready=False)
         self._in_turn(request.request_id, answer)
@@ -273,7 +284,8 @@ class ServerConnection:
             self._producers.pop(producer.producer_id, None)
             self.send(commands.error(request_id, exc.code, str(exc)))
             return
-        self.send(commands.producer_success(request_id, producer.name, producer.topic_epoch))
+        self.send(commands.producer_success(request_id, producer.name, producer.topic_epoch,
+                                            schema_version=producer.schema_version))
 
     def _send(self, frame: Frame) -> None:
         send = frame.command.send
@@ -301,6 +313,8 @@ class ServerConnection:
             if existing is not None and not existing[2].closed:
                 return commands.success(request.request_id)
             topic = await self._service.topic(TopicName.parse(request.topic))
+            await admit_consumer(self._service.schemas, topic, SchemaData.declared(
+                request.HasField("schema"), request.schema))
             subscription, consumer = await topic.subscribe(self, request)
             if self.closed:
                 topic.remove_consumer(subscription, consumer)
@@ -378,6 +392,28 @@ class ServerConnection:
                      topic.name, read_from)
             return commands.success(request.request_id)
         self._in_turn(request.request_id, answer)
+
+    def _get_schema(self, frame: Frame) -> None:
+        """A version of the topic's schema (the latest when none is named): how a consumer
+        learns the writer's schema of a message to decode it."""
+        request = frame.command.getSchema
+
+        async def answer() -> BaseCommand:
+            schema, version = await requested_schema(self._service.schemas, request)
+            return commands.schema(request.request_id, schema, version)
+        self._in_turn(request.request_id, answer, commands.schema_failed, ordered=False)
+
+    def _get_or_create_schema(self, frame: Frame) -> None:
+        """The version of a schema on the topic, registered if new: a producer's check,
+        without a producer."""
+        request = frame.command.getOrCreateSchema
+
+        async def answer() -> BaseCommand:
+            topic = await self._service.topic(TopicName.parse(request.topic))
+            version = await producer_schema_version(
+                self._service.schemas, topic.name, SchemaData.declared(True, request.schema))
+            return commands.schema_version(request.request_id, version or b"")
+        self._in_turn(request.request_id, answer, commands.schema_version_failed)
 
     def _unsubscribe(self, frame: Frame) -> None:
         request = frame.command.unsubscribe

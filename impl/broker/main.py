@@ -21,6 +21,8 @@ from aiohttp import web
 from impl.admin.app import build_admin_app
 from impl.admin.context import AdminContext
 from impl.broker.config import BrokerConfig, parse_args
+from impl.broker.schemas.registry import SchemaRegistry
+from impl.broker.schemas.zookeeper import ZooKeeperSchemas
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
 from impl.metadata.errors import MetadataError
@@ -86,7 +88,9 @@ class BrokerProcess:
         storage = ManagedLedgerFactory(store, config.mutants, executor=self._executor)
         namespaces = NamespaceService(resources, ownership, registry, storage.open_ledger,
                                       executor=self._executor)
+        schemas = SchemaRegistry(ZooKeeperSchemas(resources), config.mutants)
         service = BrokerService(namespaces, name_prefix=f"{config.cluster}-{config.port}",
+                                schemas=schemas,
                                 replication=BrokerReplication(config.cluster, resources,
                                                               config.replication, config.mutants),
                                 mutants=config.mutants)
@@ -119,7 +123,8 @@ class BrokerProcess:
         admin = web.AppRunner(build_admin_app(AdminContext(
             config.cluster, store, resources, namespaces, healthy=healthy,
             client_stats=service.client_stats, scalable=scalable,
-            segments=SegmentStorage(store, namespaces), broker=service)), access_log=None)
+            segments=SegmentStorage(store, namespaces), broker=service, schemas=schemas)),
+            access_log=None)
         await admin.setup()
         await web.TCPSite(admin, config.bind_host, config.admin_port).start()
         await loop.run_in_executor(self._executor, registry.register)

@@ -34,6 +34,8 @@ class Producer:
         self.topic_epoch = topic_epoch
         """The epoch the client brought back (a reconnecting exclusive producer), then
         the one it was granted (impl/broker/access.py)."""
+        self.schema_version: bytes | None = None
+        """The version of the schema it declared, which its messages carry."""
         self._append = append
         self._on_fenced = on_fenced
         self._last: asyncio.Future[None] | None = None

@@ -14,6 +14,7 @@ import itertools
 import logging
 from typing import Any, Protocol
 
+from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.topic import Topic
 from impl.mutants import NONE, Mutants
 from impl.ownership.namespace_service import LookupResult, TopicCloser
@@ -38,10 +39,11 @@ class TopicOwnership(Protocol):
 
 
 class BrokerService:
-    def __init__(self, ownership: TopicOwnership, name_prefix: str,
+    def __init__(self, ownership: TopicOwnership, name_prefix: str, schemas: SchemaRegistry,
                  replication: ReplicationService = NO_REPLICATION,
                  mutants: Mutants = NONE) -> None:
         self.ownership = ownership
+        self.schemas = schemas
         self.mutants = mutants
         self._replication = replication
         self._topics: dict[TopicName, Topic] = {}

@@ -32,6 +32,7 @@ BOOKIES_AVAILABLE = "/ledgers/available"
 # sequence number as the new ledger id, delete the child (see impl/metadata/ids.py).
 LEDGER_ID_PREFIX = "/ledgers/idgen/ID-"
 LIVE_BROKERS = "/loadbalance/brokers"
+SCHEMAS = "/schemas"
 # The lookup service's own metadata (document 003's tenant migration), in its own store.
 LOOKUP_CLUSTERS = "/lookup/clusters"
 LOOKUP_TENANTS = "/lookup/tenants"
@@ -172,6 +173,15 @@ def ledger(ledger_id: int) -> str:
     if ledger_id < 0:
         raise InvalidName("ledger", str(ledger_id), "ledger ids are not negative")
     return f"{LEDGERS}/L{ledger_id:010d}"
+
+
+# --- schemas -------------------------------------------------------------------------------
+
+
+def topic_schemas(tenant: str, namespace: str, topic: str) -> str:
+    """JSON list of a topic's schema versions (impl/broker/schemas), at Pulsar's index path
+    (no domain in it: a topic's schema does not depend on it)."""
+    return f"{SCHEMAS}/{_namespace(tenant, namespace)}/{encode(topic, 'topic')}"
 
 
 # --- the lookup service (document 003) ---------------------------------------------------

@@ -14,6 +14,7 @@ import pulsar
 import pytest
 
 from impl.admin.topic_stats import topic_stats
+from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
 from impl.mutants import NONE, Mutants
@@ -21,6 +22,7 @@ from impl.ownership.brokers import BrokerInfo
 from impl.ownership.namespace_service import LookupResult, TopicCloser
 from impl.ownership.topic_name import TopicName
 from tests.broker.memory_ledger import MemoryLedger
+from tests.broker.memory_schemas import MemorySchemas
 
 T = TypeVar("T")
 
@@ -53,7 +55,9 @@ class OwnsEverything:
 class MemoryBroker:
     def __init__(self, keepalive: float, mutants: Mutants = NONE) -> None:
         self.ownership = OwnsEverything()
-        self.service = BrokerService(self.ownership, "test", mutants=mutants)
+        self.schemas = MemorySchemas()
+        self.service = BrokerService(self.ownership, "test",
+                                     SchemaRegistry(self.schemas, mutants), mutants=mutants)
         self.server = BinaryServer(self.service, keepalive)
         self.url = ""
         self.loop = asyncio.new_event_loop()

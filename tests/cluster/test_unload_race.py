@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
+from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.service import BrokerService
 from impl.metadata.store import MetadataStore
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry
@@ -24,6 +25,7 @@ from impl.replication.config import GeoReplicationConfig
 from impl.replication.replicator import Replicator, ReplicatorLinks
 from impl.resources import ClusterData, NamespacePolicies, PulsarResources, TenantInfo
 from impl.storage.api import ManagedLedger
+from tests.broker.memory_schemas import MemorySchemas
 
 pytestmark = pytest.mark.zk
 
@@ -82,7 +84,8 @@ def test_a_client_back_during_a_bundle_unload_is_refused(
         namespaces = NamespaceService(resources, OwnershipCache(store, ME, stale_wait=5),
                                       registry, open_ledger)
         replication = _ReplicatorComesBack()
-        service = replication.service = BrokerService(namespaces, "a", replication)
+        service = replication.service = BrokerService(
+            namespaces, "a", SchemaRegistry(MemorySchemas()), replication)
         assert (await namespaces.lookup(TOPIC)).is_self
         await service.topic(TOPIC)
         bundle = await namespaces.bundle_of(TOPIC)
