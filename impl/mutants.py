@@ -54,6 +54,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "message size plus room for the command and metadata",
            "a full-size message or chunk is refused by closing the connection; the client "
            "reconnects and resends until its send times out"),
+    Mutant("partition-count-not-reported", "broker front end",
+           "Pulsar's PARTITIONED_METADATA: the broker answers a partitioned topic's stored "
+           "partition count, from which the client builds its per-partition producers and "
+           "consumers",
+           "the client treats a partitioned topic as one topic: every message lands in a "
+           "topic beside the partitions, which stay empty"),
     # --- scalable topics ---------------------------------------------------------------
     Mutant("metadata-before-children", "scalable topic controller",
            "PIP-468 split/merge protocol: children and their cursors exist before the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from impl.broker.namespace_topics import TopicList
 from impl.storage.api import Position
 from wire.frames import DEFAULT_MAX_MESSAGE_SIZE
 from wire.pulsar_api_pb2 import (
@@ -16,6 +17,7 @@ from wire.pulsar_api_pb2 import (
     CommandConnected,
     CommandError,
     CommandGetLastMessageIdResponse,
+    CommandGetTopicsOfNamespaceResponse,
     CommandLookupTopicResponse,
     CommandMessage,
     CommandPartitionedTopicMetadataResponse,
@@ -160,3 +162,11 @@ def last_message_id(request_id: int, last: Position, batch_index: int,
                        getLastMessageIdResponse=CommandGetLastMessageIdResponse(
                            request_id=request_id, last_message_id=last_id,
                            consumer_mark_delete_position=message_id(mark_delete)))
+
+
+def topics_of_namespace(request_id: int, found: TopicList) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.GET_TOPICS_OF_NAMESPACE_RESPONSE,
+                       getTopicsOfNamespaceResponse=CommandGetTopicsOfNamespaceResponse(
+                           request_id=request_id, topics=found.topics,
+                           filtered=found.filtered, topics_hash=found.topics_hash,
+                           changed=found.changed))
