@@ -94,8 +94,7 @@ class BrokerService:
             return 0
         return await self.ownership.partitions(name)
 
-    async def topics_of(self, namespace: NamespaceName,
-                        mode: int) -> list[str]:
+    async def topics_of(self, namespace: NamespaceName, mode: int) -> list[str]:
         """The namespace's topics for GET_TOPICS_OF_NAMESPACE: persistent ones (every
         partition among them) from the metadata store, non-persistent ones as loaded on
         this broker (they exist only while served; Pulsar asks every bundle's owner)."""

@@ -87,3 +87,10 @@ def test_the_topic_list_is_filtered_and_unchanged_when_the_hash_matches(
     again = ask(2, first.topics_hash).getTopicsOfNamespaceResponse
     assert list(again.topics) == [] and not again.changed
     raw.close()
+
+
+def test_the_topics_hash_is_pulsars_crc32c_as_guava_prints_it() -> None:
+    # CRC32C's check value: 0xE3069283 for "123456789"; Guava prints its bytes
+    # little-endian. Names are sorted, then joined by commas.
+    assert topics_hash(["123456789"]) == "839206e3"
+    assert topics_hash(["b", "a"]) == topics_hash(["a", "b"]) == topics_hash(["a,b"])
