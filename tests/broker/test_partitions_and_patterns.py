@@ -55,13 +55,16 @@ def test_mutant_partition_count_not_reported_leaves_the_partitions_empty() -> No
 
 def test_a_pattern_consumer_gets_the_matching_topics_only(
         client: pulsar.Client, memory_broker: MemoryBroker) -> None:
-    names = ["rx-a", "rx-b", "other"]
+    memory_broker.ownership.partitioned[TopicName.parse("persistent://public/default/rx-p")] = 2
+    names = ["rx-a", "rx-p", "other"]
     producers = {name: client.create_producer(f"persistent://public/default/{name}",
                                               batching_enabled=False) for name in names}
     consumer = client.subscribe(re.compile("persistent://public/default/rx-.*"), "pattern")
     for name, producer in producers.items():
-        producer.send(name.encode())
-    assert sorted(drain(consumer)) == [b"rx-a", b"rx-b"]
+        for n in range(4):
+            producer.send(f"{name}-{n}".encode(), partition_key=f"k{n}")
+    assert sorted(drain(consumer)) == sorted(f"{name}-{n}".encode()
+                                             for name in ("rx-a", "rx-p") for n in range(4))
 
 
 def test_the_topic_list_is_filtered_and_unchanged_when_the_hash_matches(
