@@ -65,6 +65,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "only if the namespace's compatibility strategy (FULL by default) accepts it",
            "a producer with an incompatible schema is let in: consumers of the topic meet "
            "messages their schema cannot decode"),
+    Mutant("partition-count-not-reported", "broker front end",
+           "Pulsar's PARTITIONED_METADATA: the broker answers a partitioned topic's stored "
+           "partition count, from which the client builds its per-partition producers and "
+           "consumers",
+           "the client treats a partitioned topic as one topic: every message lands in a "
+           "topic beside the partitions, which stay empty"),
     # --- scalable topics ---------------------------------------------------------------
     Mutant("metadata-before-children", "scalable topic controller",
            "PIP-468 split/merge protocol: children and their cursors exist before the "

@@ -10,6 +10,8 @@ from impl.admin import (
     metrics_routes,
     namespace_policy_routes,
     namespace_routes,
+    non_persistent_routes,
+    partitioned_routes,
     scalable_routes,
     schema_routes,
     segment_routes,
@@ -26,7 +28,8 @@ def build_admin_app(ctx: AdminContext) -> web.Application:
     app[CONTEXT] = ctx
     for module in (cluster_routes, tenant_routes, namespace_routes, namespace_policy_routes,
                    topic_routes, subscription_routes, broker_routes, scalable_routes,
-                   segment_routes, schema_routes):
+                   segment_routes, schema_routes, partitioned_routes,
+                   non_persistent_routes):
         app.add_routes(module.routes)
     metrics_routes.install(app)
     return app

@@ -13,6 +13,7 @@ from impl.broker.errors import ConsumerBusy, IncompatibleSchema, InvalidSchema, 
 from impl.metadata.errors import MetadataError
 from impl.ownership.ephemeral import StaleNodeRemains
 from impl.ownership.namespace_service import NoBrokerAvailable, NotOwner
+from impl.partitioned_topics import InvalidPartitionCount, PartitionsNotGrown
 from impl.resources import (
     InvalidResource,
     ResourceExists,
@@ -29,6 +30,8 @@ STATUS: list[tuple[type[BaseException], int]] = [
     (ResourceNotFound, 404),
     (ResourceExists, 409),
     (ResourceInUse, 409),
+    (PartitionsNotGrown, 409),
+    (InvalidPartitionCount, 406),  # as Pulsar answers a count it cannot take
     (InvalidResource, 412),
     (InvalidTopicName, 412),
     (TopicTerminated, 409),

@@ -50,6 +50,8 @@ async def create_topic(request: web.Request) -> web.Response:
     await asyncio.to_thread(ctx.resources.policies, topic.namespace_name)
     if await asyncio.to_thread(ctx.resources.topic_exists, topic):
         raise ResourceExists("topic", str(topic))
+    if await ctx.namespaces.partitions(topic):
+        raise ResourceExists("partitioned topic", str(topic))  # as Pulsar answers, 409
     await require_owner(request, topic)
     await ctx.namespaces.load_topic(topic)
     return web.Response(status=204)

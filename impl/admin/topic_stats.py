@@ -70,3 +70,30 @@ def internal_stats(ledger: ManagedLedger) -> dict[str, Any]:
         "state": "Terminated" if ledger.terminated else "LedgerOpened",
         "cursors": {name: _cursor_facts(c) for name, c in ledger.cursors().items()},
     }
+
+
+SUMMED = ("msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "msgInCounter",
+          "bytesInCounter")
+"""Top-level figures a partitioned topic's stats add up over its partitions."""
+
+
+def partitioned_stats(partitions: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Pulsar's `PartitionedTopicStats`: the partitions' `TopicStats` added up (sums,
+    every publisher, each subscription's backlog and consumers over all partitions), with
+    `metadata.partitions` and each partition's own stats under `partitions`."""
+    total: dict[str, Any] = dict.fromkeys(SUMMED, 0)
+    total.update(publishers=[], subscriptions={})
+    for stats in partitions.values():
+        for key in SUMMED:
+            total[key] += stats.get(key, 0)
+        total["publishers"].extend(stats.get("publishers", []))
+        for name, sub in stats.get("subscriptions", {}).items():
+            merged = total["subscriptions"].setdefault(
+                name, {"msgBacklog": 0, "msgRateOut": 0.0, "consumers": [],
+                       "type": sub.get("type")})
+            merged["msgBacklog"] += sub.get("msgBacklog", 0)
+            merged["msgRateOut"] += sub.get("msgRateOut", 0.0)
+            merged["consumers"].extend(sub.get("consumers", []))
+    total["metadata"] = {"partitions": len(partitions)}
+    total["partitions"] = partitions
+    return total

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from impl.broker.namespace_topics import TopicList
 from impl.storage.api import Position
 from wire.frames import DEFAULT_MAX_MESSAGE_SIZE
 from wire.pulsar_api_pb2 import (
@@ -18,6 +19,7 @@ from wire.pulsar_api_pb2 import (
     CommandGetLastMessageIdResponse,
     CommandGetOrCreateSchemaResponse,
     CommandGetSchemaResponse,
+    CommandGetTopicsOfNamespaceResponse,
     CommandLookupTopicResponse,
     CommandMessage,
     CommandPartitionedTopicMetadataResponse,
@@ -190,3 +192,11 @@ def schema_version_failed(request_id: int, code: ServerError, message: str) -> B
     return BaseCommand(type=BaseCommand.GET_OR_CREATE_SCHEMA_RESPONSE,
                        getOrCreateSchemaResponse=CommandGetOrCreateSchemaResponse(
                            request_id=request_id, error_code=code, error_message=message))
+
+
+def topics_of_namespace(request_id: int, found: TopicList) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.GET_TOPICS_OF_NAMESPACE_RESPONSE,
+                       getTopicsOfNamespaceResponse=CommandGetTopicsOfNamespaceResponse(
+                           request_id=request_id, topics=found.topics,
+                           filtered=found.filtered, topics_hash=found.topics_hash,
+                           changed=found.changed))

@@ -19,6 +19,7 @@ from typing import Any
 from impl.broker import commands
 from impl.broker.consumer import Consumer
 from impl.broker.errors import BrokerRequestError, ConsumerNotFound, SeekRefused, server_error
+from impl.broker.namespace_topics import topic_list
 from impl.broker.producer import Producer
 from impl.broker.scalable_commands import ScalableCommands
 from impl.broker.schemas.admission import admit_consumer, producer_schema_version
@@ -27,7 +28,7 @@ from impl.broker.schemas.requested import requested_schema
 from impl.broker.service import BrokerService
 from impl.broker.subscription import Subscription, position_of
 from impl.broker.topic import Topic
-from impl.ownership.topic_name import TopicName
+from impl.ownership.topic_name import NamespaceName, TopicName
 from impl.storage.api import Position
 from wire.frames import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -88,6 +89,7 @@ class ServerConnection:
             BaseCommand.SEEK: self._seek,
             BaseCommand.GET_SCHEMA: self._get_schema,
             BaseCommand.GET_OR_CREATE_SCHEMA: self._get_or_create_schema,
+            BaseCommand.GET_TOPICS_OF_NAMESPACE: self._topics_of_namespace,
         }
         self._scalable = ScalableCommands(self, service.scalable, self._owner_url)
         self._handlers.update(self._scalable.handlers())
@@ -231,10 +233,22 @@ class ServerConnection:
         request = frame.command.partitionMetadata
 
         async def answer() -> BaseCommand:
-            TopicName.parse(request.topic)  # refuse names we cannot place
-            return commands.partitioned_metadata(request.request_id, 0)
+            partitions = await self._service.partitions(TopicName.parse(request.topic))
+            return commands.partitioned_metadata(request.request_id, partitions)
         self._in_turn(request.request_id, answer, commands.partitioned_metadata_failed,
                       ordered=False)
+
+    def _topics_of_namespace(self, frame: Frame) -> None:
+        """What a pattern consumer subscribes from (impl/broker/namespace_topics.py)."""
+        request = frame.command.getTopicsOfNamespace
+
+        async def answer() -> BaseCommand:
+            topics = await self._service.topics_of(NamespaceName.parse(request.namespace),
+                                                   request.mode)
+            return commands.topics_of_namespace(request.request_id, topic_list(
+                topics, request.topics_pattern if request.HasField("topics_pattern") else None,
+                request.topics_hash if request.HasField("topics_hash") else None))
+        self._in_turn(request.request_id, answer, ordered=False)
 
     def _lookup(self, frame: Frame) -> None:
         request = frame.command.lookupTopic

@@ -24,6 +24,7 @@ _KEPT = ":="
 TOPICS = "/topics"
 CLUSTERS = "/admin/clusters"
 POLICIES = "/admin/policies"
+PARTITIONED_TOPICS = "/admin/partitioned-topics"
 BUNDLE_OWNERSHIP = "/namespace"
 MANAGED_LEDGERS = "/managed-ledgers"
 LEDGERS = "/ledgers"
@@ -123,6 +124,18 @@ def tenant_policies(tenant: str) -> str:
 def namespace_policies(tenant: str, namespace: str) -> str:
     """Namespace policies JSON (replication clusters, bundles, retention)."""
     return f"{POLICIES}/{_namespace(tenant, namespace)}"
+
+
+def namespace_partitioned_topics(tenant: str, namespace: str, domain: str) -> str:
+    """Parent of a namespace's partitioned topics of one domain (`persistent`)."""
+    return f"{PARTITIONED_TOPICS}/{_namespace(tenant, namespace)}/{encode(domain, 'domain')}"
+
+
+def partitioned_topic(tenant: str, namespace: str, domain: str, topic: str) -> str:
+    """Partitioned topic metadata JSON (`{"partitions": N}`, Pulsar's
+    `PartitionedTopicMetadata`); the partitions themselves are ordinary topics."""
+    parent = namespace_partitioned_topics(tenant, namespace, domain)
+    return f"{parent}/{encode(topic, 'topic')}"
 
 
 # --- ownership and liveness (ephemeral) ---------------------------------------------------

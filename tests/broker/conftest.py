@@ -20,7 +20,7 @@ from impl.broker.service import BrokerService
 from impl.mutants import NONE, Mutants
 from impl.ownership.brokers import BrokerInfo
 from impl.ownership.namespace_service import LookupResult, TopicCloser
-from impl.ownership.topic_name import TopicName
+from impl.ownership.topic_name import NamespaceName, TopicName
 from tests.broker.memory_ledger import MemoryLedger
 from tests.broker.memory_schemas import MemorySchemas
 
@@ -33,6 +33,8 @@ class OwnsEverything:
     def __init__(self) -> None:
         self.me = BrokerInfo("pulsar://127.0.0.1:0", "http://127.0.0.1:0")
         self.ledgers: dict[TopicName, MemoryLedger] = {}
+        self.partitioned: dict[TopicName, int] = {}
+        """Partition counts, as the admin API would have stored them."""
         self._close_clients: TopicCloser | None = None
 
     async def lookup(self, topic: TopicName, authoritative: bool = False) -> LookupResult:
@@ -40,6 +42,18 @@ class OwnsEverything:
 
     async def load_topic(self, topic: TopicName) -> MemoryLedger:
         return self.ledgers.setdefault(topic, MemoryLedger(str(topic)))
+
+    async def serve_without_ledger(self, topic: TopicName) -> None:
+        pass
+
+    async def partitions(self, topic: TopicName) -> int:
+        return self.partitioned.get(topic, 0)
+
+    async def persistent_topics(self, namespace: NamespaceName) -> list[str]:
+        partitions = {topic.partition(n) for topic, count in self.partitioned.items()
+                      for n in range(count)}
+        return sorted(str(t) for t in {*partitions, *self.ledgers}
+                      if t.persistent and t.namespace_name == namespace)
 
     async def topic_lost(self, topic: TopicName) -> None:
         await self.unload_topic(topic)
