@@ -14,8 +14,8 @@ import itertools
 import logging
 from typing import Any, Protocol
 
-from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.non_persistent import NonPersistentTopic
+from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.topic import Topic
 from impl.mutants import NONE, Mutants
 from impl.ownership.namespace_service import LookupResult, TopicCloser
