@@ -54,6 +54,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "message size plus room for the command and metadata",
            "a full-size message or chunk is refused by closing the connection; the client "
            "reconnects and resends until its send times out"),
+    Mutant("dedup-state-lost-on-owner-change", "broker front end",
+           "Pulsar's MessageDeduplication: a topic's new owner rebuilds the sequence ids "
+           "from the `pulsar.dedup` cursor's snapshot and the entries after it before "
+           "taking producers",
+           "after an unload or owner change a producer's resend of a stored message is "
+           "stored again: a duplicate with deduplication on"),
     # --- scalable topics ---------------------------------------------------------------
     Mutant("metadata-before-children", "scalable topic controller",
            "PIP-468 split/merge protocol: children and their cursors exist before the "

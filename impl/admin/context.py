@@ -35,6 +35,8 @@ class AdminContext:
     broker: BrokerService | None = None
     """The protocol front end: subscription operations act on its topics, so that
     connected consumers see them; `/metrics` reads them. None: those paths answer 503."""
+    broker_deduplication: bool = False
+    """The broker's `brokerDeduplicationEnabled`: deduplication where no policy says."""
 
 
 CONTEXT: web.AppKey[AdminContext] = web.AppKey("starquake.admin.context", AdminContext)

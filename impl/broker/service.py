@@ -14,6 +14,7 @@ import itertools
 import logging
 from typing import Any, Protocol
 
+from impl.broker.dedup_policy import NO_DEDUPLICATION, DeduplicationPolicy
 from impl.broker.topic import Topic
 from impl.mutants import NONE, Mutants
 from impl.ownership.namespace_service import LookupResult, TopicCloser
@@ -40,10 +41,12 @@ class TopicOwnership(Protocol):
 class BrokerService:
     def __init__(self, ownership: TopicOwnership, name_prefix: str,
                  replication: ReplicationService = NO_REPLICATION,
-                 mutants: Mutants = NONE) -> None:
+                 mutants: Mutants = NONE,
+                 deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> None:
         self.ownership = ownership
         self.mutants = mutants
         self._replication = replication
+        self._deduplication = deduplication
         self._topics: dict[TopicName, Topic] = {}
         self._names = (f"{name_prefix}-{n}" for n in itertools.count())
         self._losing: set[TopicName] = set()
@@ -63,9 +66,10 @@ class BrokerService:
         topic = self._topics.get(name)
         if topic is None or topic.ledger is not ledger or topic.closing:
             topic = Topic(name, ledger, self._fenced, self._replication.for_topic(name, ledger),
-                          self.mutants)
+                          self.mutants, self._deduplication)
             self._topics[name] = topic
         await topic.replication.ready()  # replicator cursors exist before the first write
+        await topic.deduplication.ready()  # the sequence ids are known before any producer
         return topic
 
     async def close_topic(self, name: TopicName) -> None:

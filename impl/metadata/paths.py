@@ -24,6 +24,7 @@ _KEPT = ":="
 TOPICS = "/topics"
 CLUSTERS = "/admin/clusters"
 POLICIES = "/admin/policies"
+TOPIC_POLICIES = "/admin/topic-policies"
 BUNDLE_OWNERSHIP = "/namespace"
 MANAGED_LEDGERS = "/managed-ledgers"
 LEDGERS = "/ledgers"
@@ -122,6 +123,12 @@ def tenant_policies(tenant: str) -> str:
 def namespace_policies(tenant: str, namespace: str) -> str:
     """Namespace policies JSON (replication clusters, bundles, retention)."""
     return f"{POLICIES}/{_namespace(tenant, namespace)}"
+
+
+def topic_policies(tenant: str, namespace: str, topic: str) -> str:
+    """A persistent topic's own policies JSON (Pulsar's `TopicPolicies`, which Pulsar keeps
+    in a system topic of the namespace): present once one is set."""
+    return f"{TOPIC_POLICIES}/{_namespace(tenant, namespace)}/{encode(topic, 'topic')}"
 
 
 # --- ownership and liveness (ephemeral) ---------------------------------------------------
