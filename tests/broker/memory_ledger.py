@@ -103,6 +103,9 @@ class MemoryLedger:
         self._cursors: dict[str, MemoryCursor] = {}
         self._terminated = False
         self.appended = asyncio.Condition()
+        self.writes_flow = asyncio.Event()
+        """Cleared, adds wait until it is set again: writes held in flight."""
+        self.writes_flow.set()
 
     @property
     def last_confirmed(self) -> Position | None:
@@ -113,6 +116,7 @@ class MemoryLedger:
         return self._terminated
 
     async def add_entry(self, data: bytes) -> Position:
+        await self.writes_flow.wait()
         if self._terminated:
             raise TopicTerminated(f"{self.name} is terminated")
         position = Position(LEDGER_ID, len(self.entries))

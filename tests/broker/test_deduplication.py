@@ -15,6 +15,8 @@ from impl.broker.dedup_policy import FixedDeduplication
 from impl.mutants import NONE, Mutants
 from impl.system_cursors import DEDUPLICATION_CURSOR
 from tests.broker.conftest import MemoryBroker, official_client, serving
+from tests.cluster.raw_producer import RawProducer
+from wire.pulsar_api_pb2 import BaseCommand, ServerError
 
 TOPIC = "persistent://public/default/deduplicated"
 NAME = "the-producer"
@@ -73,6 +75,50 @@ def test_a_new_producer_of_the_name_continues_after_the_last_sequence_id(
     again.send(b"m5")  # numbered 5 by the client: a new message, stored
     assert count_stored(deduplicating) == 6
     client.close()
+
+
+def test_a_batch_counts_by_its_highest_sequence_id(deduplicating: MemoryBroker) -> None:
+    """As the Java client marks a batch (the C++ one behind the Python client sends only
+    its first sequence id, and Pulsar then counts that one)."""
+    raw = RawProducer(deduplicating.url, TOPIC, NAME)
+    raw.send(1, b"m1..m3", highest_sequence_id=3)
+    raw.send(2, b"m2")
+    written, repeat = raw.collect(1.0)
+    assert written.send_receipt.highest_sequence_id == 3
+    assert repeat.send_receipt.message_id.ledgerId == 2**64 - 1  # -1: a duplicate
+    raw.close()
+    client = official_client(deduplicating.url)
+    assert named_producer(client).last_sequence_id() == 3
+    client.close()
+    assert count_stored(deduplicating) == 1
+
+
+def hold_writes(broker: MemoryBroker, held: bool) -> None:
+    flow = broker.ledger(TOPIC).writes_flow
+
+    async def switch() -> None:
+        (flow.clear if held else flow.set)()
+    broker.run(switch())
+
+
+def test_a_copy_of_a_write_in_flight_is_refused_then_answered_as_stored(
+        deduplicating: MemoryBroker) -> None:
+    raw = RawProducer(deduplicating.url, TOPIC, NAME)
+    hold_writes(deduplicating, True)
+    raw.send(1, b"m1")
+    raw.send(1, b"m1")  # its first copy is not written yet: nobody knows whether it will be
+    assert raw.collect(0.5) == []  # receipts wait for the write, and errors for receipts
+    hold_writes(deduplicating, False)
+    written, refused = raw.collect(1.0)
+    assert written.type == BaseCommand.SEND_RECEIPT
+    assert (refused.type, refused.send_error.error) == (BaseCommand.SEND_ERROR,
+                                                        ServerError.PersistenceError)
+    raw.send(1, b"m1")  # the client's resend after it reconnected
+    (again,) = raw.collect(1.0)
+    assert again.send_receipt.message_id.ledgerId == again.send_receipt.message_id.entryId \
+        == 2**64 - 1  # -1:-1 on the wire
+    assert count_stored(deduplicating) == 1
+    raw.close()
 
 
 def test_without_deduplication_a_new_producer_starts_from_nothing(

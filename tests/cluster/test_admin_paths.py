@@ -1,8 +1,9 @@
-"""The admin paths a Pulsar user calls on a topic's subscriptions and a namespace's policies,
-and `/metrics`, each asked as plain HTTP of a real broker, with the official client
-producing and consuming where the effect shows: a skip or an expiry moves what the next
-consumer gets, a reset redelivers to the consumer already connected, a peek leaves the
-backlog as it was."""
+"""The admin paths a Pulsar user calls on a topic's subscriptions, a namespace's and a
+topic's policies, and `/metrics`, each asked as plain HTTP of a real broker, with the
+official client producing and consuming where the effect shows: a skip or an expiry
+moves what the next consumer gets, a reset redelivers to the consumer already connected, a
+peek leaves the backlog as it was, a repeated sequence id is stored once where
+deduplication is on."""
 
 from __future__ import annotations
 
@@ -391,3 +392,16 @@ def test_deduplication_survives_an_unload_on_real_storage(
     assert "pulsar.dedup" in cursors["cursors"]
     stats = admin("GET", "/admin/v2/persistent/public/dedup/reloaded/stats").json()
     assert "pulsar.dedup" not in stats["subscriptions"]
+
+
+def test_a_policy_change_reaches_a_loaded_topic(
+        client: pulsar.Client, admin: Callable[..., Answer], deduplicating_namespace: str) -> None:
+    topic = f"{deduplicating_namespace}/switched"
+    path = "/admin/v2/persistent/public/dedup/switched"
+    assert repeat_is_deduplicated(client, topic)
+    assert admin("POST", f"{path}/deduplicationEnabled", False).status == 204
+    deadline = time.monotonic() + 10
+    while "pulsar.dedup" in admin("GET", f"{path}/internalStats").json()["cursors"]:
+        assert time.monotonic() < deadline, "deduplication still on 10 s after the change"
+        time.sleep(0.1)
+    assert not repeat_is_deduplicated(client, topic)
