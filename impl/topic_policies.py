@@ -53,3 +53,12 @@ def set_topic_deduplication(store: MetadataStore, topic: TopicName,
         store.create(path, change(b""))
     except AlreadyExists:
         store.update(path, change)
+
+
+def delete_topic_policies(store: MetadataStore, topic: TopicName) -> None:
+    """With the topic: a topic created again under its name starts with none (as Pulsar
+    deletes a topic's policies with it)."""
+    try:
+        store.delete(topic_policies_path(topic))
+    except NotFound:
+        pass

@@ -376,6 +376,16 @@ def test_topic_deduplication_overrides_the_namespace(
     assert admin("GET", own_path).status == 204
 
 
+def test_a_deleted_topic_leaves_no_policy_behind(admin: Callable[..., Answer],
+                                                 deduplicating_namespace: str) -> None:
+    path = "/admin/v2/persistent/public/dedup/recreated"
+    assert admin("PUT", path).status == 204
+    assert admin("POST", f"{path}/deduplicationEnabled", False).status == 204
+    assert admin("DELETE", path).status == 204
+    assert admin("PUT", path).status == 204
+    assert admin("GET", f"{path}/deduplicationEnabled").status == 204
+
+
 def test_deduplication_survives_an_unload_on_real_storage(
         client: pulsar.Client, admin: Callable[..., Answer], deduplicating_namespace: str) -> None:
     topic = f"{deduplicating_namespace}/reloaded"
