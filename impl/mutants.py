@@ -71,6 +71,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "consumers",
            "the client treats a partitioned topic as one topic: every message lands in a "
            "topic beside the partitions, which stay empty"),
+    Mutant("dedup-state-lost-on-owner-change", "broker front end",
+           "Pulsar's MessageDeduplication: a topic's new owner rebuilds the sequence ids "
+           "from the `pulsar.dedup` cursor's snapshot and the entries after it before "
+           "taking producers",
+           "after an unload or owner change a producer's resend of a stored message is "
+           "stored again: a duplicate with deduplication on"),
     # --- scalable topics ---------------------------------------------------------------
     Mutant("metadata-before-children", "scalable topic controller",
            "PIP-468 split/merge protocol: children and their cursors exist before the "

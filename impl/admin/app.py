@@ -17,6 +17,7 @@ from impl.admin import (
     segment_routes,
     subscription_routes,
     tenant_routes,
+    topic_policy_routes,
     topic_routes,
 )
 from impl.admin.context import CONTEXT, AdminContext
@@ -27,8 +28,8 @@ def build_admin_app(ctx: AdminContext) -> web.Application:
     app = web.Application(middlewares=[errors_middleware])
     app[CONTEXT] = ctx
     for module in (cluster_routes, tenant_routes, namespace_routes, namespace_policy_routes,
-                   topic_routes, subscription_routes, broker_routes, scalable_routes,
-                   segment_routes, schema_routes, partitioned_routes,
+                   topic_routes, topic_policy_routes, subscription_routes, broker_routes,
+                   scalable_routes, segment_routes, schema_routes, partitioned_routes,
                    non_persistent_routes):
         app.add_routes(module.routes)
     metrics_routes.install(app)

@@ -38,6 +38,8 @@ class AdminContext:
     connected consumers see them; `/metrics` reads them. None: those paths answer 503."""
     schemas: SchemaRegistry | None = None
     """Topics' schemas (`/admin/v2/schemas`); None: those paths answer 503."""
+    broker_deduplication: bool = False
+    """The broker's `brokerDeduplicationEnabled`: deduplication where no policy says."""
 
 
 CONTEXT: web.AppKey[AdminContext] = web.AppKey("starquake.admin.context", AdminContext)

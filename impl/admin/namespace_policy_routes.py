@@ -1,11 +1,13 @@
 """Single namespace policies on Pulsar's paths, each read (GET), set (POST) and removed
-(DELETE): `messageTTL`, `retention`, and backlog quotas (`backlogQuota` to set or remove
-one type's quota, `backlogQuotaMap` to read them all; Pulsar has no GET `backlogQuota`);
-and `schemaCompatibilityStrategy`, read (GET) and set (PUT), as Pulsar has it.
+(DELETE): `messageTTL`, `retention`, `deduplication`, and backlog quotas (`backlogQuota`
+to set or remove one type's quota, `backlogQuotaMap` to read them all; Pulsar has no GET
+`backlogQuota`); and `schemaCompatibilityStrategy`, read (GET) and set (PUT), as Pulsar
+has it.
 
 A GET of a policy that is not set answers 204 with no body, as Pulsar's does (its JSON
 null). Only the TTL has an effect on our brokers (replicators skip expired messages);
-retention and backlog quotas are stored, not enforced (impl/retention.py).
+retention and backlog quotas are stored, not enforced (impl/retention.py); deduplication
+switches impl/broker/deduplication.py on the namespace's topics that set none of their own.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-from impl.admin.bodies import json_body, json_object
+from impl.admin.bodies import json_body, json_boolean, json_object
 from impl.admin.context import context
 from impl.admin.namespace_routes import namespace_of
 from impl.broker.schemas.compatibility import Strategy, effective
@@ -75,6 +77,22 @@ async def set_retention(request: web.Request) -> web.Response:
 @routes.delete(NAMESPACE + "/retention")
 async def remove_retention(request: web.Request) -> web.Response:
     return await _change(request, "set_retention", None)
+
+
+@routes.get(NAMESPACE + "/deduplication")
+async def get_deduplication(request: web.Request) -> web.Response:
+    return await _policy(request, lambda p: p.deduplication_enabled)
+
+
+@routes.post(NAMESPACE + "/deduplication")
+async def set_deduplication(request: web.Request) -> web.Response:
+    """Body: `true` or `false`."""
+    return await _change(request, "set_deduplication", await json_boolean(request))
+
+
+@routes.delete(NAMESPACE + "/deduplication")
+async def remove_deduplication(request: web.Request) -> web.Response:
+    return await _change(request, "set_deduplication", None)
 
 
 @routes.get(NAMESPACE + "/backlogQuotaMap")

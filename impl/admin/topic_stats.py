@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from impl.replication.replicator import is_replicator_cursor
 from impl.storage.api import ManagedCursor, ManagedLedger, Position
+from impl.system_cursors import is_system_cursor
 
 
 def individually_deleted_text(ranges: list[tuple[Position, Position]]) -> str:
@@ -35,7 +35,7 @@ def topic_stats(ledger: ManagedLedger, clients: dict[str, Any]) -> dict[str, Any
     client_subs: dict[str, Any] = clients.get("subscriptions", {})
     subscriptions = {}
     for name, cursor in ledger.cursors().items():
-        if is_replicator_cursor(name):
+        if is_system_cursor(name):
             continue  # a replicator's, reported under `replication` (as in Pulsar)
         sub = {"consumers": [], "msgRateOut": 0.0, "msgThroughputOut": 0.0, "isDurable": True}
         sub.update(client_subs.get(name, {}))

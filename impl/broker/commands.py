@@ -89,13 +89,15 @@ def lookup_failed(request_id: int, code: ServerError, message: str) -> BaseComma
 
 
 def producer_success(request_id: int, producer_name: str, topic_epoch: int | None = None,
-                     ready: bool = True, schema_version: bytes | None = None) -> BaseCommand:
+                     ready: bool = True, schema_version: bytes | None = None,
+                     last_sequence_id: int = -1) -> BaseCommand:
     """`ready` False: a WaitForExclusive producer is queued, and a second PRODUCER_SUCCESS
     with the same request id follows once it holds the topic. An exclusive producer
     learns the topic epoch, which it sends back when it reconnects. A producer with a
-    schema learns its version, which its messages then carry."""
+    schema learns its version, which its messages then carry. `last_sequence_id`: what a
+    new producer of that name continues numbering after (deduplication)."""
     success = CommandProducerSuccess(request_id=request_id, producer_name=producer_name,
-                                     last_sequence_id=-1, producer_ready=ready)
+                                     last_sequence_id=last_sequence_id, producer_ready=ready)
     if topic_epoch is not None:
         success.topic_epoch = topic_epoch
     if schema_version is not None:

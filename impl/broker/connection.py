@@ -270,9 +270,11 @@ class ServerConnection:
         async def answer() -> BaseCommand:
             existing = self._producers.get(request.producer_id)
             if existing is not None and not existing[1].closed:
-                return commands.producer_success(request.request_id, existing[1].name,
-                                                 existing[1].topic_epoch,
-                                                 schema_version=existing[1].schema_version)
+                return commands.producer_success(
+                    request.request_id, existing[1].name, existing[1].topic_epoch,
+                    schema_version=existing[1].schema_version,
+                    last_sequence_id=existing[0].deduplication.last_sequence_id(
+                        existing[1].name))
             topic = await self._service.topic(TopicName.parse(request.topic))
             schema_version = await producer_schema_version(
                 self._service.schemas, topic.name,
@@ -282,13 +284,15 @@ class ServerConnection:
             producer.schema_version = schema_version
             self._producers[request.producer_id] = (topic, producer)
             if admitted is None:
-                return commands.producer_success(request.request_id, name, producer.topic_epoch,
-                                                 schema_version=schema_version)
-            self._spawn(self._when_admitted(request.request_id, producer, admitted))
+                return commands.producer_success(
+                    request.request_id, name, producer.topic_epoch,
+                    schema_version=schema_version,
+                    last_sequence_id=topic.deduplication.last_sequence_id(name))
+            self._spawn(self._when_admitted(request.request_id, topic, producer, admitted))
             return commands.producer_success(request.request_id, name, ready=False)
         self._in_turn(request.request_id, answer)
 
-    async def _when_admitted(self, request_id: int, producer: Producer,
+    async def _when_admitted(self, request_id: int, topic: Topic, producer: Producer,
                              admitted: asyncio.Future[None]) -> None:
         """A queued WaitForExclusive producer: answer PRODUCER_SUCCESS again, ready this
         time, once it holds the topic, or ERROR when it was fenced out meanwhile."""
@@ -298,8 +302,10 @@ class ServerConnection:
             self._producers.pop(producer.producer_id, None)
             self.send(commands.error(request_id, exc.code, str(exc)))
             return
-        self.send(commands.producer_success(request_id, producer.name, producer.topic_epoch,
-                                            schema_version=producer.schema_version))
+        self.send(commands.producer_success(
+            request_id, producer.name, producer.topic_epoch,
+            schema_version=producer.schema_version,
+            last_sequence_id=topic.deduplication.last_sequence_id(producer.name)))
 
     def _send(self, frame: Frame) -> None:
         send = frame.command.send

@@ -21,6 +21,7 @@ from aiohttp import web
 from impl.admin.app import build_admin_app
 from impl.admin.context import AdminContext
 from impl.broker.config import BrokerConfig, parse_args
+from impl.broker.dedup_policy import MetadataDeduplication
 from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.schemas.zookeeper import ZooKeeperSchemas
 from impl.broker.server import BinaryServer
@@ -93,7 +94,10 @@ class BrokerProcess:
                                 schemas=schemas,
                                 replication=BrokerReplication(config.cluster, resources,
                                                               config.replication, config.mutants),
-                                mutants=config.mutants)
+                                mutants=config.mutants,
+                                deduplication=MetadataDeduplication(
+                                    resources, config.deduplication_enabled,
+                                    config.deduplication_entries_interval))
         scalable = ScalableTopicService(store, registry, ScalableTopicsConfig(
             self.me.broker_url, self.me.web_url, grace_period=config.scalable_grace_period),
             config.mutants)
@@ -123,8 +127,8 @@ class BrokerProcess:
         admin = web.AppRunner(build_admin_app(AdminContext(
             config.cluster, store, resources, namespaces, healthy=healthy,
             client_stats=service.client_stats, scalable=scalable,
-            segments=SegmentStorage(store, namespaces), broker=service, schemas=schemas)),
-            access_log=None)
+            segments=SegmentStorage(store, namespaces), broker=service, schemas=schemas,
+            broker_deduplication=config.deduplication_enabled)), access_log=None)
         await admin.setup()
         await web.TCPSite(admin, config.bind_host, config.admin_port).start()
         await loop.run_in_executor(self._executor, registry.register)

@@ -44,7 +44,8 @@ class NoCursor:
     async def reset(self, read_from: Position) -> None:
         pass
 
-    async def mark_delete(self, position: Position) -> None:
+    async def mark_delete(self, position: Position,
+                          properties: dict[str, int] | None = None) -> None:
         pass
 
     async def delete(self, positions: list[Position]) -> None:

@@ -24,7 +24,7 @@ from impl.broker.topic import Topic
 from impl.mutants import NONE, Mutants
 from impl.ownership.topic_name import TopicName
 from impl.storage.api import ManagedCursor, Position
-from wire.pulsar_api_pb2 import CommandAck, MessageIdData
+from wire.pulsar_api_pb2 import CommandAck, CommandSend, MessageIdData
 
 MADE_UP_LEDGER = 0
 
@@ -71,7 +71,9 @@ class NonPersistentTopic(Topic):
         super().__init__(name, NoLedger(str(name)), lambda _name: None, mutants=mutants)
         self._entry_ids = itertools.count()
 
-    async def _append(self, entry: bytes) -> Position:
+    async def _append(self, producer_name: str, send: CommandSend, entry: bytes) -> Position:
+        """Handed to the consumers connected now; nothing is kept, so nothing is
+        deduplicated either (Pulsar deduplicates persistent topics only)."""
         position = Position(MADE_UP_LEDGER, next(self._entry_ids))
         self.messages_in += 1
         self.bytes_in += len(entry)

@@ -14,6 +14,7 @@ import itertools
 import logging
 from typing import Any, Protocol
 
+from impl.broker.dedup_policy import NO_DEDUPLICATION, DeduplicationPolicy
 from impl.broker.non_persistent import NonPersistentTopic
 from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.topic import Topic
@@ -49,11 +50,13 @@ class TopicOwnership(Protocol):
 class BrokerService:
     def __init__(self, ownership: TopicOwnership, name_prefix: str, schemas: SchemaRegistry,
                  replication: ReplicationService = NO_REPLICATION,
-                 mutants: Mutants = NONE) -> None:
+                 mutants: Mutants = NONE,
+                 deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> None:
         self.ownership = ownership
         self.schemas = schemas
         self.mutants = mutants
         self._replication = replication
+        self._deduplication = deduplication
         self._topics: dict[TopicName, Topic] = {}
         self._names = (f"{name_prefix}-{n}" for n in itertools.count())
         self._losing: set[TopicName] = set()
@@ -76,9 +79,10 @@ class BrokerService:
         topic = self._topics.get(name)
         if topic is None or topic.ledger is not ledger or topic.closing:
             topic = Topic(name, ledger, self._fenced, self._replication.for_topic(name, ledger),
-                          self.mutants)
+                          self.mutants, self._deduplication)
             self._topics[name] = topic
         await topic.replication.ready()  # replicator cursors exist before the first write
+        await topic.deduplication.ready()  # the sequence ids are known before any producer
         return topic
 
     async def _non_persistent(self, name: TopicName) -> Topic:

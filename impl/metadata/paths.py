@@ -25,6 +25,7 @@ TOPICS = "/topics"
 CLUSTERS = "/admin/clusters"
 POLICIES = "/admin/policies"
 PARTITIONED_TOPICS = "/admin/partitioned-topics"
+TOPIC_POLICIES = "/admin/topic-policies"
 BUNDLE_OWNERSHIP = "/namespace"
 MANAGED_LEDGERS = "/managed-ledgers"
 LEDGERS = "/ledgers"
@@ -136,6 +137,12 @@ def partitioned_topic(tenant: str, namespace: str, domain: str, topic: str) -> s
     `PartitionedTopicMetadata`); the partitions themselves are ordinary topics."""
     parent = namespace_partitioned_topics(tenant, namespace, domain)
     return f"{parent}/{encode(topic, 'topic')}"
+
+
+def topic_policies(tenant: str, namespace: str, topic: str) -> str:
+    """A persistent topic's own policies JSON (Pulsar's `TopicPolicies`, which Pulsar keeps
+    in a system topic of the namespace): present once one is set."""
+    return f"{TOPIC_POLICIES}/{_namespace(tenant, namespace)}/{encode(topic, 'topic')}"
 
 
 # --- ownership and liveness (ephemeral) ---------------------------------------------------

@@ -14,6 +14,7 @@ import pulsar
 import pytest
 
 from impl.admin.topic_stats import topic_stats
+from impl.broker.dedup_policy import NO_DEDUPLICATION, DeduplicationPolicy
 from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
@@ -67,11 +68,13 @@ class OwnsEverything:
 
 
 class MemoryBroker:
-    def __init__(self, keepalive: float, mutants: Mutants = NONE) -> None:
+    def __init__(self, keepalive: float, mutants: Mutants = NONE,
+                 deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> None:
         self.ownership = OwnsEverything()
         self.schemas = MemorySchemas()
         self.service = BrokerService(self.ownership, "test",
-                                     SchemaRegistry(self.schemas, mutants), mutants=mutants)
+                                     SchemaRegistry(self.schemas, mutants), mutants=mutants,
+                                     deduplication=deduplication)
         self.server = BinaryServer(self.service, keepalive)
         self.url = ""
         self.loop = asyncio.new_event_loop()
@@ -82,6 +85,11 @@ class MemoryBroker:
 
     def ledger(self, topic: str) -> MemoryLedger:
         return self.ownership.ledgers[TopicName.parse(topic)]
+
+    def unload(self, topic: str) -> None:
+        """What a new owner does: clients are sent away and the topic is loaded afresh
+        over the same (stored) ledger."""
+        self.run(self.ownership.unload_topic(TopicName.parse(topic)))
 
     def backlog(self, topic: str, subscription: str) -> int:
         async def read() -> int:
@@ -97,9 +105,10 @@ class MemoryBroker:
 
 
 @contextlib.contextmanager
-def serving(keepalive: float = 30.0, mutants: Mutants = NONE) -> Iterator[MemoryBroker]:
+def serving(keepalive: float = 30.0, mutants: Mutants = NONE,
+            deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> Iterator[MemoryBroker]:
     """A broker on its own loop and thread for the duration of the block."""
-    broker = MemoryBroker(keepalive, mutants)
+    broker = MemoryBroker(keepalive, mutants, deduplication)
     thread = threading.Thread(target=broker.loop.run_forever, daemon=True)
     thread.start()
 

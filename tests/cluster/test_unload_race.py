@@ -36,10 +36,14 @@ NOWHERE = "pulsar://127.0.0.1:9"
 
 
 class _Ledger:
-    """Only what an unload does to a managed ledger: close it."""
+    """Only what loading and unloading a topic do to a managed ledger: list its cursors
+    (none here; deduplication looks for its own) and close it."""
 
     def __init__(self) -> None:
         self.closed = False
+
+    def cursors(self) -> dict[str, object]:
+        return {}
 
     async def close(self) -> None:
         self.closed = True
