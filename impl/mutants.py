@@ -53,7 +53,8 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "Pulsar's Commands.MESSAGE_SIZE_FRAME_PADDING: the frame limit is the max "
            "message size plus room for the command and metadata",
            "a full-size message or chunk is refused by closing the connection; the client "
-           "reconnects and resends until its send times out"),
+           "reconnects and resends for ever, its send never completing (not even at its send "
+           "timeout)"),
     Mutant("seek-keeps-redelivery-state", "broker front end",
            "Pulsar's PersistentSubscription.resetCursor: a seek disconnects the consumers "
            "and starts the subscription over at the new position, forgetting what was out "
