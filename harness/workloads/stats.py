@@ -1,10 +1,11 @@
 """What the workloads ask of the admin REST API: the broker's own count of what each
-subscription has not acknowledged yet, and the subscriptions a topic has."""
+subscription has not acknowledged yet, the subscriptions a topic has, and the few changes
+a workload makes (a partitioned topic, a topic's policy)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from harness.admin_api import AdminError, admin_request
 
@@ -14,7 +15,7 @@ T = TypeVar("T")
 
 def subscription_backlogs(admin_urls: Sequence[str], topic: str) -> dict[str, int] | None:
     """Subscription -> `msgBacklog` on `topic`; None when no broker answers."""
-    stats = _first_answer(admin_urls, _topic_path(topic) + "/stats", dict)
+    stats = _first_answer(admin_urls, topic_path(topic) + "/stats", dict)
     if stats is None:
         return None
     return {name: int(entry.get("msgBacklog", 0))
@@ -23,14 +24,32 @@ def subscription_backlogs(admin_urls: Sequence[str], topic: str) -> dict[str, in
 
 def topic_subscriptions(admin_urls: Sequence[str], topic: str) -> list[str] | None:
     """The subscriptions the topic lists, sorted; None when no broker answers."""
-    names = _first_answer(admin_urls, _topic_path(topic) + "/subscriptions", list)
+    names = _first_answer(admin_urls, topic_path(topic) + "/subscriptions", list)
     if names is None:
         return None
     return sorted(str(name) for name in names)
 
 
-def _topic_path(topic: str) -> str:
+def topic_path(topic: str) -> str:
+    """The admin API's path of `topic`: `/admin/v2/persistent/{t}/{ns}/{local}`."""
     return "/admin/v2/" + topic.replace("://", "/")
+
+
+def owner_request(admin_urls: Sequence[str], method: str, path: str,
+                  body: object = None) -> Any:
+    """A change (PUT, POST, DELETE) asked of each broker in turn until one other than a
+    redirect answers: a broker that does not own the topic redirects, which is not
+    followed for a change. Raises that broker's refusal (`AdminError`), or `OSError` when
+    every broker redirected or was out of reach."""
+    for url in admin_urls:
+        try:
+            return admin_request(url, method, path, body, timeout=TIMEOUT)
+        except AdminError as exc:
+            if exc.status != 307:
+                raise
+        except OSError:
+            continue
+    raise OSError(f"no broker took {method} {path}")
 
 
 def _first_answer(admin_urls: Sequence[str], path: str, kind: type[T]) -> T | None:

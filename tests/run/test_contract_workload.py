@@ -4,6 +4,7 @@ named by its probe."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from harness.targets.local.cluster import ClusterSettings, LocalCluster
-from harness.workloads.contract import readers
+from harness.workloads.contract import dedup, readers, schemas, topics
+from harness.workloads.contract.clients import GroupSpec
 from harness.workloads.contract.workload import BESIDE, GROUPS
 from tests.run.contract_run import judged, probe_outcomes, run_contract
 
@@ -23,6 +25,19 @@ PROBES = {probe for spec in GROUPS + BESIDE for probe in spec.probes}
 READER_AND_SEEK = {"reader-earliest", "reader-message-id", "reader-message-id-inclusive",
                    "reader-has-message-available", "seek-message-id", "seek-timestamp",
                    "seek-shared-starts-over"}
+
+
+BROKEN: dict[str, tuple[tuple[GroupSpec, ...], set[str]]] = {
+    "partition-count-not-reported": (topics.GROUPS[:1], {"partitioned-keys-spread"}),
+    "schema-compatibility-unchecked": (schemas.GROUPS, {"schema-incompatible-refused"}),
+    "dedup-state-lost-on-owner-change": (dedup.GROUPS, {"dedup-last-sequence-id",
+                                                        "dedup-repeat-stored-once"}),
+    "seek-keeps-redelivery-state": (readers.GROUPS, {"seek-message-id", "seek-timestamp",
+                                                     "seek-shared-starts-over"}),
+}
+"""Broker mutants that need a real cluster (the admin API, an unload), the groups that
+show each, and the probes it must fail (those of tests/run/test_contract_mutants.py run
+on the in-process broker)."""
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +87,35 @@ def test_a_broker_that_ignores_seek_and_start_positions_is_caught(
     others = {name: c["valid"] for name, c in results["checkers"].items() if name != "contract"}
     assert set(others.values()) == {True}, others
     assert probe_outcomes(path)["reader-latest"] == "ok"  # a reader from the latest still is right
+
+
+@pytest.mark.parametrize("mutant", sorted(BROKEN))
+def test_a_mutant_fails_exactly_the_probes_of_what_it_breaks(
+        mutant: str, spark: SparkSession, tmp_path: Path) -> None:
+    groups, probes = BROKEN[mutant]
+    settings = ClusterSettings(brokers=1, mutants=(mutant,))
+    with LocalCluster(tmp_path / "cluster", settings) as broken:
+        path, _ = run_contract(tmp_path / "run", broken.service_urls, broken.admin_urls,
+                               groups, ())
+    contract = _judged(spark, path)["checkers"]["contract"]
+    assert {e["probe"] for e in contract["examples"]} == probes
+    assert contract["count"] == len(probes)
+
+
+def test_a_broker_that_refuses_pattern_subscriptions_is_caught(
+        cluster: LocalCluster, spark: SparkSession, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What our broker did before it served GET_TOPICS_OF_NAMESPACE (refused it with
+    NotAllowedError), played by the client."""
+    subscribe = pulsar.Client.subscribe
+
+    def refused(self: pulsar.Client, topic: Any, *args: Any, **options: Any) -> Any:
+        if isinstance(topic, re.Pattern):
+            raise pulsar.NotAllowedError("GET_TOPICS_OF_NAMESPACE is not supported")
+        return subscribe(self, topic, *args, **options)
+
+    monkeypatch.setattr(pulsar.Client, "subscribe", refused)
+    path, _ = run_contract(tmp_path, cluster.service_urls, cluster.admin_urls,
+                           topics.GROUPS[1:], ())
+    contract = _judged(spark, path)["checkers"]["contract"]
+    assert {e["probe"] for e in contract["examples"]} == {"pattern-matching-topics-only"}

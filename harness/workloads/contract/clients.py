@@ -14,7 +14,7 @@ from typing import Any
 
 import pulsar
 
-from harness.admin_api import AdminError, admin_request
+from harness.admin_api import AdminError
 from harness.workloads.base import WorkloadContext
 from harness.workloads.contract.limits import (
     CONFIRM_POLL_S,
@@ -36,7 +36,12 @@ from harness.workloads.official_client import (
     send_recorded,
     subscribe_recorded,
 )
-from harness.workloads.stats import subscription_backlogs, topic_subscriptions
+from harness.workloads.stats import (
+    owner_request,
+    subscription_backlogs,
+    topic_path,
+    topic_subscriptions,
+)
 from history.writer import ClientProcess, SequentialIds
 
 
@@ -95,11 +100,39 @@ class Clients:
         return Member(ClientProcess(self.context.history, self._ids), fields,
                       reader.read_next, reader=reader)
 
+    def process(self) -> ClientProcess:
+        """A new process of the workload, to record a member's operations under."""
+        return ClientProcess(self.context.history, self._ids)
+
+    def raw_consumer(self, group: Group, **options: Any) -> pulsar.Consumer:
+        """A consumer of the group's topic whose deliveries are not recorded (their
+        values are records, or sent twice on purpose): only the probes judge them."""
+        consumer = retry_until(
+            lambda: self._connected().subscribe(group.topic, group.name, **options),
+            time.monotonic() + SETUP_S, f"subscribe to {group.topic}")
+        group.closables.append(consumer)
+        return consumer
+
+    def raw_reader(self, group: Group, start: pulsar.MessageId) -> pulsar.Reader:
+        """A reader of the group's topic from `start`, its reads not recorded."""
+        reader = retry_until(lambda: self._connected().create_reader(group.topic, start),
+                             time.monotonic() + SETUP_S, f"read {group.topic}")
+        group.closables.append(reader)
+        return reader
+
+    def pattern_consumer(self, group: Group, pattern: re.Pattern[str],
+                         **options: Any) -> pulsar.Consumer:
+        """A consumer of every topic `pattern` matches, subscribed as the group's name,
+        closed with the group; raises the client's refusal."""
+        consumer = self._connected().subscribe(
+            pattern, group.name, **{"receiver_queue_size": RECEIVER_QUEUE, **options})
+        group.closables.append(consumer)
+        return consumer
+
     def subscribe_pattern(self, group: Group, pattern: re.Pattern[str]) -> dict[str, Any]:
-        """A consumer of every topic `pattern` matches, made or refused: the answer as an
-        observation (nothing is sent to it)."""
+        """A pattern consumer made or refused: the answer as an observation."""
         try:
-            group.closables.append(self._connected().subscribe(pattern, group.name))
+            self.pattern_consumer(group, pattern)
         except pulsar.PulsarException as exc:
             return {"error": type(exc).__name__}
         return {"accepted": True}
@@ -107,12 +140,13 @@ class Clients:
     def _producer(self, topic: str, **options: Any) -> pulsar.Producer:
         return self._connected().create_producer(topic, **{**PRODUCER_OPTIONS, **options})
 
-    def producer(self, group: Group, **options: Any) -> pulsar.Producer:
-        """A producer on the group's topic, closed with the group (setup: retried until
-        accepted)."""
-        producer = retry_until(lambda: self._producer(group.topic, **options),
-                               time.monotonic() + SETUP_S,
-                               f"create a producer on {group.topic}")
+    def producer(self, group: Group, topic: str | None = None,
+                 **options: Any) -> pulsar.Producer:
+        """A producer on `topic` (the group's by default), closed with the group (setup:
+        retried until accepted)."""
+        where = topic or group.topic
+        producer = retry_until(lambda: self._producer(where, **options),
+                               time.monotonic() + SETUP_S, f"create a producer on {where}")
         group.closables.append(producer)
         return producer
 
@@ -122,14 +156,16 @@ class Clients:
         group.closables.append(self._producer(group.topic, **options))
         return {"accepted": True}
 
-    def send(self, group: Group, values: Sequence[str], **message_options: Any) -> list[Any]:
-        """Each value sent on its own, keyed, recorded; the ids the broker gave them."""
-        producer = self.producer(group)
-        process = ClientProcess(self.context.history, self._ids)
+    def send(self, group: Group, values: Sequence[str], topic: str | None = None,
+             **message_options: Any) -> list[Any]:
+        """Each value sent on its own to `topic` (the group's by default), keyed,
+        recorded; the ids the broker gave them."""
+        producer = self.producer(group, topic)
+        process = self.process()
         ids = []
         for n, value in enumerate(values):
-            sent = send_recorded(process, producer, value, self._send_fields(group, n),
-                                 **message_options)
+            sent = send_recorded(process, producer, value,
+                                 self._send_fields(group, n, topic), **message_options)
             if sent.message_id is None:
                 raise CouldNotRun(f"the send of {value} failed: {sent.error}")
             ids.append(sent.message_id)
@@ -141,8 +177,9 @@ class Clients:
         return send_recorded(ClientProcess(self.context.history, self._ids), producer, value,
                              self._send_fields(group, 0), **message_options)
 
-    def _send_fields(self, group: Group, n: int) -> dict[str, Any]:
-        return {"key": f"k{n % KEYS}", "topic": group.topic, "cluster": self.context.cluster}
+    def _send_fields(self, group: Group, n: int, topic: str | None = None) -> dict[str, Any]:
+        return {"key": f"k{n % KEYS}", "topic": topic or group.topic,
+                "cluster": self.context.cluster}
 
     def send_batched(self, group: Group, values: Sequence[str], *, key_based: bool) -> None:
         """Every value sent asynchronously, so the client batches them; each send under a
@@ -209,22 +246,26 @@ class Clients:
             raise CouldNotRun(f"no broker listed the subscriptions of {topic}")
         return names
 
+    def set_up(self, method: str, path: str, body: object = None) -> Any:
+        """An admin change a group needs before its probes (a partitioned topic, a
+        topic's policy); refused, the group cannot run."""
+        try:
+            return owner_request(self.context.admin_urls, method, path, body)
+        except (AdminError, OSError) as exc:
+            raise CouldNotRun(f"{method} {path}: {exc}") from None
+
     def terminate_topic(self, topic: str) -> str | dict[str, str]:
-        """Terminate through the admin API; the last position it answers. A broker that
-        does not own the topic redirects, which `admin_request` cannot follow for a POST,
-        so each broker is asked in turn until the owner answers."""
-        path = "/admin/v2/" + topic.replace("://", "/") + "/terminate"
-        for url in self.context.admin_urls:
-            try:
-                answer = admin_request(url, "POST", path)
-            except AdminError as exc:
-                if exc.status == 307:
-                    continue
-                return {"error": f"HTTP {exc.status}"}
-            if isinstance(answer, dict) and "ledgerId" in answer and "entryId" in answer:
-                return f"{answer['ledgerId']}:{answer['entryId']}"
-            return {"answer": repr(answer)}
-        raise CouldNotRun(f"no broker would terminate {topic}")
+        """Terminate through the admin API; the last position it answers."""
+        try:
+            answer = owner_request(self.context.admin_urls, "POST",
+                                   topic_path(topic) + "/terminate")
+        except AdminError as exc:
+            return {"error": f"HTTP {exc.status}"}
+        except OSError as exc:
+            raise CouldNotRun(f"no broker would terminate {topic}: {exc}") from None
+        if isinstance(answer, dict) and "ledgerId" in answer and "entryId" in answer:
+            return f"{answer['ledgerId']}:{answer['entryId']}"
+        return {"answer": repr(answer)}
 
 
 Probe = Callable[[Clients, Group], None]

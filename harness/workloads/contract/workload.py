@@ -17,6 +17,7 @@ import uuid
 
 from harness.workloads.base import WorkloadContext
 from harness.workloads.contract import (
+    dedup,
     delayed,
     large,
     producers,
@@ -24,7 +25,9 @@ from harness.workloads.contract import (
     readers,
     redelivery,
     refusal,
+    schemas,
     termination,
+    topics,
 )
 from harness.workloads.contract.clients import Clients, GroupSpec
 from harness.workloads.contract.limits import ACK_TIMEOUT_WAIT_S, RECEIVE_BOUND_S, SETUP_S
@@ -36,7 +39,8 @@ log = logging.getLogger(__name__)
 
 GROUPS: tuple[GroupSpec, ...] = (
     *queues.GROUPS, *redelivery.GROUPS, *readers.GROUPS, *producers.GROUPS,
-    *delayed.GROUPS, *large.GROUPS, *refusal.GROUPS, *termination.GROUPS)
+    *delayed.GROUPS, *large.GROUPS, *topics.GROUPS, *schemas.GROUPS, *dedup.GROUPS,
+    *refusal.GROUPS, *termination.GROUPS)
 """Every group that runs in sequence, in the order it runs: a new module of probes adds
 its `GROUPS` here."""
 BESIDE: tuple[GroupSpec, ...] = (redelivery.ACK_TIMEOUT_GROUP,)
