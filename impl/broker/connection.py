@@ -94,6 +94,12 @@ class ServerConnection:
         self._scalable = ScalableCommands(self, service.scalable, self._owner_url)
         self._handlers.update(self._scalable.handlers())
 
+    @property
+    def commands_served(self) -> frozenset[int]:
+        """The command types this broker handles; any other is refused or ignored
+        (docs/protocol.md's table of commands is checked against this)."""
+        return frozenset(self._handlers)
+
     # --- the socket --------------------------------------------------------------------
 
     async def serve(self) -> None:

@@ -1,5 +1,6 @@
-"""Readers (non-durable subscriptions with a start position), SEEK, and the refusal of
-requests the broker does not serve, as the official client sees them."""
+"""Readers (non-durable subscriptions with a start position), SEEK, and a command of a type
+the protocol file lacks, as the official client and a raw connection see them (the
+refusal of each request the broker does not serve: test_command_table.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ import pytest
 from impl.mutants import Mutants
 from tests.broker.conftest import MemoryBroker, official_client, serving
 from tests.cluster.raw_producer import RawConnection
-from wire.frames import encode_command
-from wire.pulsar_api_pb2 import BaseCommand, CommandConsumerStats, CommandNewTxn, ServerError
 
 TOPIC = "persistent://public/default/readers"
 
@@ -175,22 +174,6 @@ def test_a_reader_seeks_back(client: pulsar.Client) -> None:
     assert read_all(reader) == ["m0", "m1", "m2", "m3"]
     reader.seek(ids[2])
     assert read_all(reader) == ["m3"]  # a reader's start is exclusive unless asked otherwise
-
-
-@pytest.mark.parametrize("command", [
-    BaseCommand(type=BaseCommand.CONSUMER_STATS,
-                consumerStats=CommandConsumerStats(request_id=41)),
-    BaseCommand(type=BaseCommand.NEW_TXN, newTxn=CommandNewTxn(request_id=41)),
-], ids=["consumer-stats", "new-txn"])
-def test_an_unsupported_request_is_refused_at_once(memory_broker: MemoryBroker,
-                                                   command: BaseCommand) -> None:
-    connection = RawConnection(memory_broker.url)
-    connection.send_bytes(encode_command(command))
-    (answer,) = connection.collect(1.0)
-    assert answer.type == BaseCommand.ERROR
-    assert answer.error.request_id == 41
-    assert answer.error.error == ServerError.NotAllowedError
-    assert not connection.closed
 
 
 def test_a_command_of_an_unknown_type_is_not_taken_for_another(
