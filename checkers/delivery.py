@@ -31,7 +31,7 @@ def deliveries(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     return anomalies(F.col("checker"), found, "at", ["at", "proof0", "proof1", "proof2"],
                      weight=F.coalesce("pairs", F.lit(1)), value="value", topic="topic",
                      subscription="subscription", cluster="cluster", key="key",
-                     earlier="earlier", later="later", pairs="pairs")
+                     earlier="earlier", later="later", pairs="pairs", positions="positions")
 
 
 def _unexplained_by_failover(frames: HistoryFrames, found: DataFrame) -> DataFrame:
