@@ -3,10 +3,10 @@
 One shuffle by value brings every send, delivery and acknowledgement of a value into one
 partition, and a Python worker decides each partition as a whole with Arrow's joins and
 aggregates (`checkers.partitions`): the anomalies of `lost`, `unexpected`,
-`failed-delivered` and `duplicate`, and each keyed message's first delivery in each
-ordered subscription (what `order` compares). Both come out in one table, told apart by
-`kind`, which the same worker cuts by key for `order`'s pass; the findings are few and
-ride along.
+`failed-delivered`, `duplicate`, `multi-position` and `ack-unapplied`, and each keyed
+message's first delivery in each ordered subscription (what `order` compares). Both come
+out in one table, told apart by `kind`, which the same worker cuts by key for `order`'s
+pass; the findings are few and ride along.
 
 Joins here, as in SQL, never match a null key: a delivery with no topic or subscription
 proves nothing delivered, and a value that is null is never shown delivered.

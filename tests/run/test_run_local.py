@@ -62,6 +62,13 @@ def test_a_run_under_broker_kills_is_valid_and_complete(tmp_path: Path) -> None:
     nemesis = [(e["type"], e["f"]) for e in events if e["process"] == "nemesis"]
     assert ("ok", "kill") in nemesis and ("ok", "start") in nemesis
     assert [e["type"] for e in events if e["f"] == "drain"] == ["invoke", "ok"]
+    # The official client gives no ack receipt: the subscription's cursor confirms them,
+    # so `duplicate` judges the run.
+    confirmed = [e for e in events if e["f"] == "ack" and e["type"] == "ok"]
+    assert confirmed and all(json.loads(e["detail"]) == {"confirmed_by": "cursor"}
+                             for e in confirmed)
+    assert {e["subscription"] for e in events if e["f"] == "cursor"} == {"live", "late"}
+    assert results["checkers"]["duplicate"]["acks_judged"] == len(confirmed)
 
     again = subprocess.run([*STARQUAKE, "reproduce", str(runs / "latest")], cwd=REPO,
                            capture_output=True, text=True, timeout=400, check=False)
