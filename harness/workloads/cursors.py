@@ -164,15 +164,19 @@ class CursorObserver:
             position=None if mark is None else position_text(mark), detail=reading.detail())
 
     def _confirm(self, scope: Scope, covered: list[PendingAck]) -> None:
+        """Complete `covered` `ok`: those still pending (a reading of `finish()` and the
+        poller's last one may overlap; each ack completes once)."""
         if not covered:
             return
+        wanted = {id(ack) for ack in covered}
         with self._lock:
-            done = {id(ack) for ack in covered}
-            self._pending[scope] = [a for a in self._pending.get(scope, []) if id(a) not in done]
-        for ack in covered:
+            pending = self._pending.get(scope, [])
+            confirmed = [ack for ack in pending if id(ack) in wanted]
+            self._pending[scope] = [ack for ack in pending if id(ack) not in wanted]
+        for ack in confirmed:
             ack.process.complete("ok", detail=CONFIRMED, **ack.fields)
         with self._lock:
-            self._idle.extend(ack.process for ack in covered)
+            self._idle.extend(ack.process for ack in confirmed)
 
 
 def read_cursors(admin_urls: Sequence[str], topic: str) -> dict[str, CursorReading] | None:
