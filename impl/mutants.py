@@ -53,13 +53,31 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "Pulsar's Commands.MESSAGE_SIZE_FRAME_PADDING: the frame limit is the max "
            "message size plus room for the command and metadata",
            "a full-size message or chunk is refused by closing the connection; the client "
-           "reconnects and resends until its send times out"),
+           "reconnects and resends for ever, its send never completing (not even at its send "
+           "timeout)"),
     Mutant("seek-keeps-redelivery-state", "broker front end",
            "Pulsar's PersistentSubscription.resetCursor: a seek disconnects the consumers "
            "and starts the subscription over at the new position, forgetting what was out "
            "at them",
            "after a seek, the messages that were out at the consumers are never delivered "
            "again: the subscription still counts them as out at consumers that are gone"),
+    Mutant("schema-compatibility-unchecked", "schema registry",
+           "Pulsar's schema registry: a schema that differs from a topic's is registered "
+           "only if the namespace's compatibility strategy (FULL by default) accepts it",
+           "a producer with an incompatible schema is let in: consumers of the topic meet "
+           "messages their schema cannot decode"),
+    Mutant("partition-count-not-reported", "broker front end",
+           "Pulsar's PARTITIONED_METADATA: the broker answers a partitioned topic's stored "
+           "partition count, from which the client builds its per-partition producers and "
+           "consumers",
+           "the client treats a partitioned topic as one topic: every message lands in a "
+           "topic beside the partitions, which stay empty"),
+    Mutant("dedup-state-lost-on-owner-change", "broker front end",
+           "Pulsar's MessageDeduplication: a topic's new owner rebuilds the sequence ids "
+           "from the `pulsar.dedup` cursor's snapshot and the entries after it before "
+           "taking producers",
+           "after an unload or owner change a producer's resend of a stored message is "
+           "stored again: a duplicate with deduplication on"),
     # --- scalable topics ---------------------------------------------------------------
     Mutant("metadata-before-children", "scalable topic controller",
            "PIP-468 split/merge protocol: children and their cursors exist before the "

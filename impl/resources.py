@@ -92,6 +92,12 @@ class NamespacePolicies:
     retention_policies: RetentionPolicies | None = None
     backlog_quota_map: tuple[tuple[str, BacklogQuota], ...] = ()
     """(`BacklogQuotaType` name, quota) pairs; stored, not enforced (impl/retention.py)."""
+    schema_compatibility_strategy: str = "UNDEFINED"
+    """Pulsar's `SchemaCompatibilityStrategy` name; UNDEFINED: the broker's default
+    (impl/broker/schemas/compatibility.py)."""
+    deduplication_enabled: bool | None = None
+    """Pulsar's `deduplicationEnabled`: None leaves it to the broker's default; a topic's
+    own policy overrides it (impl/broker/dedup_policy.py)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +110,8 @@ class NamespacePolicies:
             "retention_policies": (None if self.retention_policies is None
                                    else self.retention_policies.to_json()),
             "backlog_quota_map": {kind: quota.to_json() for kind, quota in self.backlog_quota_map},
+            "schema_compatibility_strategy": self.schema_compatibility_strategy,
+            "deduplicationEnabled": self.deduplication_enabled,
         }
 
     @classmethod
@@ -121,11 +129,14 @@ class NamespacePolicies:
         ttl = value.get("message_ttl_in_seconds")
         retention = value.get("retention_policies")
         quotas = value.get("backlog_quota_map") or {}
+        deduplication = value.get("deduplicationEnabled")
         return cls(tuple(value.get("replication_clusters") or ()), boundaries,
                    None if ttl is None else int(ttl),
                    None if retention is None else RetentionPolicies.from_json(retention),
                    tuple(sorted((quota_type(kind), BacklogQuota.from_json(quota))
-                                for kind, quota in quotas.items())))
+                                for kind, quota in quotas.items())),
+                   str(value.get("schema_compatibility_strategy") or "UNDEFINED"),
+                   None if deduplication is None else bool(deduplication))
 
 
 class PulsarResources:
@@ -205,6 +216,14 @@ class PulsarResources:
         if seconds is not None and seconds < 0:
             raise InvalidResource(f"a message TTL cannot be negative: {seconds}")
         self._set_policy(namespace, "message_ttl_in_seconds", seconds)
+
+    def set_schema_compatibility_strategy(self, namespace: NamespaceName, name: str) -> None:
+        """`name` is a `SchemaCompatibilityStrategy` the caller has checked."""
+        self._set_policy(namespace, "schema_compatibility_strategy", name)
+
+    def set_deduplication(self, namespace: NamespaceName, enabled: bool | None) -> None:
+        """None removes the namespace's choice (the broker's default applies)."""
+        self._set_policy(namespace, "deduplicationEnabled", enabled)
 
     def set_retention(self, namespace: NamespaceName,
                       retention: RetentionPolicies | None) -> None:

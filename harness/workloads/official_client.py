@@ -122,12 +122,15 @@ class Sent:
 
 
 def send_recorded(process: ClientProcess, producer: pulsar.Producer, value: str,
-                  fields: dict[str, Any], *, position: bool = True) -> Sent:
+                  fields: dict[str, Any], *, position: bool = True,
+                  **message_options: Any) -> Sent:
     """One `send` of `value` keyed `fields["key"]`: `ok` with the position, `fail` when the
-    client refused it before it left, `info` otherwise."""
+    client refused it before it left, `info` otherwise. `message_options` go to the
+    client's `send` (e.g. `deliver_after`)."""
     process.invoke("send", value=value, **fields)
     try:
-        message_id = producer.send(value.encode(), partition_key=fields["key"])
+        message_id = producer.send(value.encode(), partition_key=fields["key"],
+                                   **message_options)
     except pulsar.PulsarException as exc:
         outcome = "fail" if isinstance(exc, NOT_SENT) else "info"
         error = type(exc).__name__

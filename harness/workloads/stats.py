@@ -1,26 +1,46 @@
 """What the workloads ask of the admin REST API: the broker's own count of what each
-subscription has not acknowledged yet."""
+subscription has not acknowledged yet, and the subscriptions a topic has."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from harness.admin_api import AdminError, admin_request
 
 TIMEOUT = 3.0
+T = TypeVar("T")
 
 
 def subscription_backlogs(admin_urls: Sequence[str], topic: str) -> dict[str, int] | None:
-    """Subscription -> `msgBacklog` on `topic`, from the first broker that answers (one
-    that does not own the topic redirects to the owner); None when none answers."""
-    path = "/admin/v2/" + topic.replace("://", "/") + "/stats"
+    """Subscription -> `msgBacklog` on `topic`; None when no broker answers."""
+    stats = _first_answer(admin_urls, _topic_path(topic) + "/stats", dict)
+    if stats is None:
+        return None
+    return {name: int(entry.get("msgBacklog", 0))
+            for name, entry in stats.get("subscriptions", {}).items()}
+
+
+def topic_subscriptions(admin_urls: Sequence[str], topic: str) -> list[str] | None:
+    """The subscriptions the topic lists, sorted; None when no broker answers."""
+    names = _first_answer(admin_urls, _topic_path(topic) + "/subscriptions", list)
+    if names is None:
+        return None
+    return sorted(str(name) for name in names)
+
+
+def _topic_path(topic: str) -> str:
+    return "/admin/v2/" + topic.replace("://", "/")
+
+
+def _first_answer(admin_urls: Sequence[str], path: str, kind: type[T]) -> T | None:
+    """The answer, of JSON type `kind`, of the first broker that gives one (one that does
+    not own the topic redirects to the owner, which `admin_request` follows for a GET)."""
     for url in admin_urls:
         try:
-            stats = admin_request(url, "GET", path, timeout=TIMEOUT)
+            answer = admin_request(url, "GET", path, timeout=TIMEOUT)
         except (OSError, AdminError):
             continue
-        if not isinstance(stats, dict):
-            continue
-        return {name: int(entry.get("msgBacklog", 0))
-                for name, entry in stats.get("subscriptions", {}).items()}
+        if isinstance(answer, kind):
+            return answer
     return None

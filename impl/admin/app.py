@@ -10,10 +10,14 @@ from impl.admin import (
     metrics_routes,
     namespace_policy_routes,
     namespace_routes,
+    non_persistent_routes,
+    partitioned_routes,
     scalable_routes,
+    schema_routes,
     segment_routes,
     subscription_routes,
     tenant_routes,
+    topic_policy_routes,
     topic_routes,
 )
 from impl.admin.context import CONTEXT, AdminContext
@@ -24,8 +28,9 @@ def build_admin_app(ctx: AdminContext) -> web.Application:
     app = web.Application(middlewares=[errors_middleware])
     app[CONTEXT] = ctx
     for module in (cluster_routes, tenant_routes, namespace_routes, namespace_policy_routes,
-                   topic_routes, subscription_routes, broker_routes, scalable_routes,
-                   segment_routes):
+                   topic_routes, topic_policy_routes, subscription_routes, broker_routes,
+                   scalable_routes, segment_routes, schema_routes, partitioned_routes,
+                   non_persistent_routes):
         app.add_routes(module.routes)
     metrics_routes.install(app)
     return app

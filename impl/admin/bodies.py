@@ -28,3 +28,10 @@ async def json_string_list(request: web.Request) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError("request body must be a JSON list of names")
     return value
+
+
+async def json_boolean(request: web.Request) -> bool:
+    value = await json_body(request)
+    if not isinstance(value, bool):
+        raise ValueError("request body must be true or false")
+    return value

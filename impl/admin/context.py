@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.service import BrokerService
 from impl.broker.topic import Topic
 from impl.metadata.store import MetadataStore
@@ -35,6 +36,10 @@ class AdminContext:
     broker: BrokerService | None = None
     """The protocol front end: subscription operations act on its topics, so that
     connected consumers see them; `/metrics` reads them. None: those paths answer 503."""
+    schemas: SchemaRegistry | None = None
+    """Topics' schemas (`/admin/v2/schemas`); None: those paths answer 503."""
+    broker_deduplication: bool = False
+    """The broker's `brokerDeduplicationEnabled`: deduplication where no policy says."""
 
 
 CONTEXT: web.AppKey[AdminContext] = web.AppKey("starquake.admin.context", AdminContext)
@@ -55,3 +60,10 @@ async def served_topic(request: web.Request, name: TopicName) -> Topic:
     """The topic as the front end serves it (loaded here if it is not yet); the caller has
     made sure this broker owns it."""
     return await front_end(request).topic(name)
+
+
+def schema_registry(request: web.Request) -> SchemaRegistry:
+    schemas = context(request).schemas
+    if schemas is None:
+        raise web.HTTPServiceUnavailable(reason="this admin API has no schema registry")
+    return schemas

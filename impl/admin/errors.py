@@ -9,10 +9,11 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from impl.broker.errors import ConsumerBusy, TopicClosing
+from impl.broker.errors import ConsumerBusy, IncompatibleSchema, InvalidSchema, TopicClosing
 from impl.metadata.errors import MetadataError
 from impl.ownership.ephemeral import StaleNodeRemains
 from impl.ownership.namespace_service import NoBrokerAvailable, NotOwner
+from impl.partitioned_topics import InvalidPartitionCount, PartitionsNotGrown
 from impl.resources import (
     InvalidResource,
     ResourceExists,
@@ -29,9 +30,13 @@ STATUS: list[tuple[type[BaseException], int]] = [
     (ResourceNotFound, 404),
     (ResourceExists, 409),
     (ResourceInUse, 409),
+    (PartitionsNotGrown, 409),
+    (InvalidPartitionCount, 406),  # as Pulsar answers a count it cannot take
     (InvalidResource, 412),
     (InvalidTopicName, 412),
     (TopicTerminated, 409),
+    (InvalidSchema, 422),  # a schema definition that does not parse
+    (IncompatibleSchema, 409),
     (ConsumerBusy, 412),  # a subscription with connected consumers, as Pulsar answers
     (TopicClosing, 503),
     (NotOwner, 503),

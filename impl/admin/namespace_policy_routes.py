@@ -1,10 +1,13 @@
 """Single namespace policies on Pulsar's paths, each read (GET), set (POST) and removed
-(DELETE): `messageTTL`, `retention`, and backlog quotas (`backlogQuota` to set or remove
-one type's quota, `backlogQuotaMap` to read them all; Pulsar has no GET `backlogQuota`).
+(DELETE): `messageTTL`, `retention`, `deduplication`, and backlog quotas (`backlogQuota`
+to set or remove one type's quota, `backlogQuotaMap` to read them all; Pulsar has no GET
+`backlogQuota`); and `schemaCompatibilityStrategy`, read (GET) and set (PUT), as Pulsar
+has it.
 
 A GET of a policy that is not set answers 204 with no body, as Pulsar's does (its JSON
 null). Only the TTL has an effect on our brokers (replicators skip expired messages);
-retention and backlog quotas are stored, not enforced (impl/retention.py).
+retention and backlog quotas are stored, not enforced (impl/retention.py); deduplication
+switches impl/broker/deduplication.py on the namespace's topics that set none of their own.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from typing import Any
 
 from aiohttp import web
 
-from impl.admin.bodies import json_body, json_object
+from impl.admin.bodies import json_body, json_boolean, json_object
 from impl.admin.context import context
 from impl.admin.namespace_routes import namespace_of
+from impl.broker.schemas.compatibility import Strategy, effective
 from impl.resources import NamespacePolicies
 from impl.retention import BacklogQuota, RetentionPolicies, quota_type
 
@@ -75,6 +79,22 @@ async def remove_retention(request: web.Request) -> web.Response:
     return await _change(request, "set_retention", None)
 
 
+@routes.get(NAMESPACE + "/deduplication")
+async def get_deduplication(request: web.Request) -> web.Response:
+    return await _policy(request, lambda p: p.deduplication_enabled)
+
+
+@routes.post(NAMESPACE + "/deduplication")
+async def set_deduplication(request: web.Request) -> web.Response:
+    """Body: `true` or `false`."""
+    return await _change(request, "set_deduplication", await json_boolean(request))
+
+
+@routes.delete(NAMESPACE + "/deduplication")
+async def remove_deduplication(request: web.Request) -> web.Response:
+    return await _change(request, "set_deduplication", None)
+
+
 @routes.get(NAMESPACE + "/backlogQuotaMap")
 async def get_backlog_quotas(request: web.Request) -> web.Response:
     """Every quota by type (`{}` when none is set)."""
@@ -94,3 +114,20 @@ async def set_backlog_quota(request: web.Request) -> web.Response:
 async def remove_backlog_quota(request: web.Request) -> web.Response:
     kind = quota_type(request.query.get("backlogQuotaType"))
     return await _change(request, "set_backlog_quota", kind, None)
+
+
+@routes.get(NAMESPACE + "/schemaCompatibilityStrategy")
+async def get_schema_compatibility_strategy(request: web.Request) -> web.Response:
+    """A strategy the namespace has not chosen reads as the broker's default (FULL)."""
+    return await _policy(request, lambda p: effective(
+        Strategy.named(p.schema_compatibility_strategy)).value)
+
+
+@routes.put(NAMESPACE + "/schemaCompatibilityStrategy")
+async def set_schema_compatibility_strategy(request: web.Request) -> web.Response:
+    """Body: a strategy's name as a JSON string, e.g. `"BACKWARD"` (400 for another)."""
+    name = await json_body(request, default="")
+    if not isinstance(name, str):
+        raise ValueError("request body must be a strategy name as a JSON string")
+    return await _change(request, "set_schema_compatibility_strategy",
+                         Strategy.named(name).value)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from impl.broker.topic import Topic
-from impl.replication.replicator import is_replicator_cursor
+from impl.system_cursors import is_system_cursor
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -60,7 +60,7 @@ def _samples(cluster: str, topic: Topic, rates: RateSampler,
     labels: Labels = (("cluster", cluster), ("namespace", str(topic.name.namespace_name)),
                       ("topic", str(topic.name)))
     cursors = {name: c for name, c in topic.ledger.cursors().items()
-               if not is_replicator_cursor(name)}
+               if not is_system_cursor(name)}
     subscriptions = topic.subscriptions
     out_total = sum(s.messages_out for s in subscriptions.values())
     yield "pulsar_subscriptions_count", labels, len(set(cursors) | set(subscriptions))

@@ -1,5 +1,6 @@
-"""`/admin/v2/persistent/{tenant}/{namespace}[/{topic}]`: list, create, delete, terminate,
-unload, stats, internal stats; and Pulsar's HTTP lookup `/lookup/v2/topic/...`.
+"""`/admin/v2/persistent/{tenant}/{namespace}[/{topic}]`: list, create, delete (with the
+topic's own policies), terminate, unload, stats, internal stats; and Pulsar's HTTP lookup
+`/lookup/v2/topic/...`.
 
 Every per-topic operation runs on the topic's owner: other brokers answer 307 to it.
 """
@@ -15,6 +16,7 @@ from impl.admin.redirect import authoritative, redirect_to, require_owner
 from impl.admin.topic_stats import internal_stats, topic_stats
 from impl.ownership.topic_name import NamespaceName, TopicName
 from impl.resources import ResourceExists, ResourceInUse, ResourceNotFound
+from impl.topic_policies import delete_topic_policies
 
 routes = web.RouteTableDef()
 
@@ -50,6 +52,8 @@ async def create_topic(request: web.Request) -> web.Response:
     await asyncio.to_thread(ctx.resources.policies, topic.namespace_name)
     if await asyncio.to_thread(ctx.resources.topic_exists, topic):
         raise ResourceExists("topic", str(topic))
+    if await ctx.namespaces.partitions(topic):
+        raise ResourceExists("partitioned topic", str(topic))  # as Pulsar answers, 409
     await require_owner(request, topic)
     await ctx.namespaces.load_topic(topic)
     return web.Response(status=204)
@@ -66,6 +70,7 @@ async def delete_topic(request: web.Request) -> web.Response:
         raise ResourceInUse(f"topic {topic} has active producers or consumers "
                             "(delete with force=true)")
     await ctx.namespaces.delete_topic(topic)
+    await asyncio.to_thread(delete_topic_policies, ctx.store, topic)
     return web.Response(status=204)
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from impl.replication.replicator import is_replicator_cursor
 from impl.storage.api import ManagedCursor, ManagedLedger, Position
+from impl.system_cursors import is_system_cursor
 
 
 def individually_deleted_text(ranges: list[tuple[Position, Position]]) -> str:
@@ -35,7 +35,7 @@ def topic_stats(ledger: ManagedLedger, clients: dict[str, Any]) -> dict[str, Any
     client_subs: dict[str, Any] = clients.get("subscriptions", {})
     subscriptions = {}
     for name, cursor in ledger.cursors().items():
-        if is_replicator_cursor(name):
+        if is_system_cursor(name):
             continue  # a replicator's, reported under `replication` (as in Pulsar)
         sub = {"consumers": [], "msgRateOut": 0.0, "msgThroughputOut": 0.0, "isDurable": True}
         sub.update(client_subs.get(name, {}))
@@ -70,3 +70,30 @@ def internal_stats(ledger: ManagedLedger) -> dict[str, Any]:
         "state": "Terminated" if ledger.terminated else "LedgerOpened",
         "cursors": {name: _cursor_facts(c) for name, c in ledger.cursors().items()},
     }
+
+
+SUMMED = ("msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "msgInCounter",
+          "bytesInCounter")
+"""Top-level figures a partitioned topic's stats add up over its partitions."""
+
+
+def partitioned_stats(partitions: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Pulsar's `PartitionedTopicStats`: the partitions' `TopicStats` added up (sums,
+    every publisher, each subscription's backlog and consumers over all partitions), with
+    `metadata.partitions` and each partition's own stats under `partitions`."""
+    total: dict[str, Any] = dict.fromkeys(SUMMED, 0)
+    total.update(publishers=[], subscriptions={})
+    for stats in partitions.values():
+        for key in SUMMED:
+            total[key] += stats.get(key, 0)
+        total["publishers"].extend(stats.get("publishers", []))
+        for name, sub in stats.get("subscriptions", {}).items():
+            merged = total["subscriptions"].setdefault(
+                name, {"msgBacklog": 0, "msgRateOut": 0.0, "consumers": [],
+                       "type": sub.get("type")})
+            merged["msgBacklog"] += sub.get("msgBacklog", 0)
+            merged["msgRateOut"] += sub.get("msgRateOut", 0.0)
+            merged["consumers"].extend(sub.get("consumers", []))
+    total["metadata"] = {"partitions": len(partitions)}
+    total["partitions"] = partitions
+    return total

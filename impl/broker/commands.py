@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from impl.broker.namespace_topics import TopicList
 from impl.storage.api import Position
 from wire.frames import DEFAULT_MAX_MESSAGE_SIZE
 from wire.pulsar_api_pb2 import (
@@ -16,6 +17,9 @@ from wire.pulsar_api_pb2 import (
     CommandConnected,
     CommandError,
     CommandGetLastMessageIdResponse,
+    CommandGetOrCreateSchemaResponse,
+    CommandGetSchemaResponse,
+    CommandGetTopicsOfNamespaceResponse,
     CommandLookupTopicResponse,
     CommandMessage,
     CommandPartitionedTopicMetadataResponse,
@@ -25,6 +29,7 @@ from wire.pulsar_api_pb2 import (
     CommandSendReceipt,
     CommandSuccess,
     MessageIdData,
+    Schema,
     ServerError,
 )
 
@@ -84,14 +89,19 @@ def lookup_failed(request_id: int, code: ServerError, message: str) -> BaseComma
 
 
 def producer_success(request_id: int, producer_name: str, topic_epoch: int | None = None,
-                     ready: bool = True) -> BaseCommand:
+                     ready: bool = True, schema_version: bytes | None = None,
+                     last_sequence_id: int = -1) -> BaseCommand:
     """`ready` False: a WaitForExclusive producer is queued, and a second PRODUCER_SUCCESS
     with the same request id follows once it holds the topic. An exclusive producer
-    learns the topic epoch, which it sends back when it reconnects."""
+    learns the topic epoch, which it sends back when it reconnects. A producer with a
+    schema learns its version, which its messages then carry. `last_sequence_id`: what a
+    new producer of that name continues numbering after (deduplication)."""
     success = CommandProducerSuccess(request_id=request_id, producer_name=producer_name,
-                                     last_sequence_id=-1, producer_ready=ready)
+                                     last_sequence_id=last_sequence_id, producer_ready=ready)
     if topic_epoch is not None:
         success.topic_epoch = topic_epoch
+    if schema_version is not None:
+        success.schema_version = schema_version
     return BaseCommand(type=BaseCommand.PRODUCER_SUCCESS, producer_success=success)
 
 
@@ -160,3 +170,35 @@ def last_message_id(request_id: int, last: Position, batch_index: int,
                        getLastMessageIdResponse=CommandGetLastMessageIdResponse(
                            request_id=request_id, last_message_id=last_id,
                            consumer_mark_delete_position=message_id(mark_delete)))
+
+
+def schema(request_id: int, found: Schema, version: bytes) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.GET_SCHEMA_RESPONSE, getSchemaResponse=(
+        CommandGetSchemaResponse(request_id=request_id, schema=found, schema_version=version)))
+
+
+def schema_failed(request_id: int, code: ServerError, message: str) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.GET_SCHEMA_RESPONSE, getSchemaResponse=(
+        CommandGetSchemaResponse(request_id=request_id, error_code=code,
+                                 error_message=message)))
+
+
+def schema_version(request_id: int, version: bytes) -> BaseCommand:
+    """GET_OR_CREATE_SCHEMA's answer; an empty version: the request declared no schema."""
+    return BaseCommand(type=BaseCommand.GET_OR_CREATE_SCHEMA_RESPONSE,
+                       getOrCreateSchemaResponse=CommandGetOrCreateSchemaResponse(
+                           request_id=request_id, schema_version=version))
+
+
+def schema_version_failed(request_id: int, code: ServerError, message: str) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.GET_OR_CREATE_SCHEMA_RESPONSE,
+                       getOrCreateSchemaResponse=CommandGetOrCreateSchemaResponse(
+                           request_id=request_id, error_code=code, error_message=message))
+
+
+def topics_of_namespace(request_id: int, found: TopicList) -> BaseCommand:
+    return BaseCommand(type=BaseCommand.GET_TOPICS_OF_NAMESPACE_RESPONSE,
+                       getTopicsOfNamespaceResponse=CommandGetTopicsOfNamespaceResponse(
+                           request_id=request_id, topics=found.topics,
+                           filtered=found.filtered, topics_hash=found.topics_hash,
+                           changed=found.changed))

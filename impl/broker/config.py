@@ -7,6 +7,7 @@ import sys
 from dataclasses import dataclass
 from typing import NoReturn
 
+from impl.broker.dedup_policy import DEFAULT_SNAPSHOT_INTERVAL
 from impl.mutants import Mutants, UnknownMutant
 from impl.ownership.session_policy import SessionExpiredPolicy
 from impl.replication.config import (
@@ -32,6 +33,10 @@ class BrokerConfig:
     replication: GeoReplicationConfig = GeoReplicationConfig()
     scalable_grace_period: float = 60.0
     """Seconds a disconnected scalable-topic stream consumer keeps its session."""
+    deduplication_enabled: bool = False
+    """Pulsar's `brokerDeduplicationEnabled`: deduplication where no policy says."""
+    deduplication_entries_interval: int = DEFAULT_SNAPSHOT_INTERVAL
+    """Pulsar's `brokerDeduplicationEntriesInterval`: entries between two snapshots."""
 
     @property
     def session_timeout(self) -> float:
@@ -83,6 +88,13 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
     parser.add_argument("--replicate-individually-deleted", action="store_true",
                         help="our extension (document 003): replicated subscriptions also "
                              "carry messages acknowledged out of order")
+    parser.add_argument("--broker-deduplication-enabled", action="store_true",
+                        help="deduplicate on topics whose policies do not say (Pulsar's "
+                             "brokerDeduplicationEnabled)")
+    parser.add_argument("--deduplication-entries-interval", type=int,
+                        default=DEFAULT_SNAPSHOT_INTERVAL,
+                        help="entries between two snapshots of a topic's sequence ids "
+                             "(Pulsar's brokerDeduplicationEntriesInterval)")
     args = parser.parse_args(argv)
     try:
         mutants = Mutants.parse(args.mutants)
@@ -99,4 +111,6 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
         session_expired_policy=SessionExpiredPolicy(args.session_expired_policy),
         advertised_host=args.advertised_host, session_timeout_ms=args.session_timeout_ms,
         session_reconnect_retries=args.session_reconnect_retries, mutants=mutants,
-        replication=replication, scalable_grace_period=args.scalable_grace_period_seconds)
+        replication=replication, scalable_grace_period=args.scalable_grace_period_seconds,
+        deduplication_enabled=args.broker_deduplication_enabled,
+        deduplication_entries_interval=args.deduplication_entries_interval)

@@ -19,12 +19,16 @@ from typing import Any
 from impl.broker import commands
 from impl.broker.consumer import Consumer
 from impl.broker.errors import BrokerRequestError, ConsumerNotFound, SeekRefused, server_error
+from impl.broker.namespace_topics import topic_list
 from impl.broker.producer import Producer
 from impl.broker.scalable_commands import ScalableCommands
+from impl.broker.schemas.admission import admit_consumer, producer_schema_version
+from impl.broker.schemas.compatibility import SchemaData
+from impl.broker.schemas.requested import requested_schema
 from impl.broker.service import BrokerService
 from impl.broker.subscription import Subscription, position_of
 from impl.broker.topic import Topic
-from impl.ownership.topic_name import TopicName
+from impl.ownership.topic_name import NamespaceName, TopicName
 from impl.storage.api import Position
 from wire.frames import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -83,6 +87,9 @@ class ServerConnection:
             BaseCommand.UNSUBSCRIBE: self._unsubscribe,
             BaseCommand.GET_LAST_MESSAGE_ID: self._last_message_id,
             BaseCommand.SEEK: self._seek,
+            BaseCommand.GET_SCHEMA: self._get_schema,
+            BaseCommand.GET_OR_CREATE_SCHEMA: self._get_or_create_schema,
+            BaseCommand.GET_TOPICS_OF_NAMESPACE: self._topics_of_namespace,
         }
         self._scalable = ScalableCommands(self, service.scalable, self._owner_url)
         self._handlers.update(self._scalable.handlers())
@@ -226,10 +233,22 @@ class ServerConnection:
         request = frame.command.partitionMetadata
 
         async def answer() -> BaseCommand:
-            TopicName.parse(request.topic)  # refuse names we cannot place
-            return commands.partitioned_metadata(request.request_id, 0)
+            partitions = await self._service.partitions(TopicName.parse(request.topic))
+            return commands.partitioned_metadata(request.request_id, partitions)
         self._in_turn(request.request_id, answer, commands.partitioned_metadata_failed,
                       ordered=False)
+
+    def _topics_of_namespace(self, frame: Frame) -> None:
+        """What a pattern consumer subscribes from (impl/broker/namespace_topics.py)."""
+        request = frame.command.getTopicsOfNamespace
+
+        async def answer() -> BaseCommand:
+            topics = await self._service.topics_of(NamespaceName.parse(request.namespace),
+                                                   request.mode)
+            return commands.topics_of_namespace(request.request_id, topic_list(
+                topics, request.topics_pattern if request.HasField("topics_pattern") else None,
+                request.topics_hash if request.HasField("topics_hash") else None))
+        self._in_turn(request.request_id, answer, ordered=False)
 
     def _lookup(self, frame: Frame) -> None:
         request = frame.command.lookupTopic
@@ -251,19 +270,29 @@ class ServerConnection:
         async def answer() -> BaseCommand:
             existing = self._producers.get(request.producer_id)
             if existing is not None and not existing[1].closed:
-                return commands.producer_success(request.request_id, existing[1].name,
-                                                 existing[1].topic_epoch)
+                return commands.producer_success(
+                    request.request_id, existing[1].name, existing[1].topic_epoch,
+                    schema_version=existing[1].schema_version,
+                    last_sequence_id=existing[0].deduplication.last_sequence_id(
+                        existing[1].name))
             topic = await self._service.topic(TopicName.parse(request.topic))
+            schema_version = await producer_schema_version(
+                self._service.schemas, topic.name,
+                SchemaData.declared(request.HasField("schema"), request.schema))
             name = request.producer_name or self._service.producer_name()
             producer, admitted = await topic.add_producer(self, request, name)
+            producer.schema_version = schema_version
             self._producers[request.producer_id] = (topic, producer)
             if admitted is None:
-                return commands.producer_success(request.request_id, name, producer.topic_epoch)
-            self._spawn(self._when_admitted(request.request_id, producer, admitted))
+                return commands.producer_success(
+                    request.request_id, name, producer.topic_epoch,
+                    schema_version=schema_version,
+                    last_sequence_id=topic.deduplication.last_sequence_id(name))
+            self._spawn(self._when_admitted(request.request_id, topic, producer, admitted))
             return commands.producer_success(request.request_id, name, ready=False)
         self._in_turn(request.request_id, answer)
 
-    async def _when_admitted(self, request_id: int, producer: Producer,
+    async def _when_admitted(self, request_id: int, topic: Topic, producer: Producer,
                              admitted: asyncio.Future[None]) -> None:
         """A queued WaitForExclusive producer: answer PRODUCER_SUCCESS again, ready this
         time, once it holds the topic, or ERROR when it was fenced out meanwhile."""
@@ -273,7 +302,10 @@ class ServerConnection:
             self._producers.pop(producer.producer_id, None)
             self.send(commands.error(request_id, exc.code, str(exc)))
             return
-        self.send(commands.producer_success(request_id, producer.name, producer.topic_epoch))
+        self.send(commands.producer_success(
+            request_id, producer.name, producer.topic_epoch,
+            schema_version=producer.schema_version,
+            last_sequence_id=topic.deduplication.last_sequence_id(producer.name)))
 
     def _send(self, frame: Frame) -> None:
         send = frame.command.send
@@ -301,6 +333,8 @@ class ServerConnection:
             if existing is not None and not existing[2].closed:
                 return commands.success(request.request_id)
             topic = await self._service.topic(TopicName.parse(request.topic))
+            await admit_consumer(self._service.schemas, topic, SchemaData.declared(
+                request.HasField("schema"), request.schema))
             subscription, consumer = await topic.subscribe(self, request)
             if self.closed:
                 topic.remove_consumer(subscription, consumer)
@@ -378,6 +412,28 @@ class ServerConnection:
                      topic.name, read_from)
             return commands.success(request.request_id)
         self._in_turn(request.request_id, answer)
+
+    def _get_schema(self, frame: Frame) -> None:
+        """A version of the topic's schema (the latest when none is named): how a consumer
+        learns the writer's schema of a message to decode it."""
+        request = frame.command.getSchema
+
+        async def answer() -> BaseCommand:
+            schema, version = await requested_schema(self._service.schemas, request)
+            return commands.schema(request.request_id, schema, version)
+        self._in_turn(request.request_id, answer, commands.schema_failed, ordered=False)
+
+    def _get_or_create_schema(self, frame: Frame) -> None:
+        """The version of a schema on the topic, registered if new: a producer's check,
+        without a producer."""
+        request = frame.command.getOrCreateSchema
+
+        async def answer() -> BaseCommand:
+            topic = await self._service.topic(TopicName.parse(request.topic))
+            version = await producer_schema_version(
+                self._service.schemas, topic.name, SchemaData.declared(True, request.schema))
+            return commands.schema_version(request.request_id, version or b"")
+        self._in_turn(request.request_id, answer, commands.schema_version_failed)
 
     def _unsubscribe(self, frame: Frame) -> None:
         request = frame.command.unsubscribe

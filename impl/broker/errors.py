@@ -38,6 +38,25 @@ class ProducerFenced(BrokerRequestError):
     code = ServerError.ProducerFenced
 
 
+class IncompatibleSchema(BrokerRequestError):
+    """A schema the topic's compatibility strategy does not let in (or a consumer's schema
+    on a topic that has data but no schema to check it against)."""
+
+    code = ServerError.IncompatibleSchema
+
+
+class InvalidSchema(IncompatibleSchema):
+    """A schema definition that does not parse; clients hear IncompatibleSchema, as from
+    Pulsar, while the admin API tells the two apart (422, not 409)."""
+
+
+class NoSchema(BrokerRequestError):
+    """GET_SCHEMA of a topic without a schema, or of a version it does not have (Pulsar
+    answers TopicNotFound)."""
+
+    code = ServerError.TopicNotFound
+
+
 class ConsumerNotFound(BrokerRequestError):
     code = ServerError.ConsumerNotFound
 

@@ -5,6 +5,9 @@ receipts go out in the order the sends came, each only after its entry is durabl
 ledger was fenced by a newer owner (`OwnershipLost`) or failed otherwise, the producer is
 closed (CLOSE_PRODUCER) and sends no receipt again: the client looks the topic up and
 resends what was not receipted. A write that was not durably added never gets a receipt.
+With deduplication on (impl/broker/deduplication.py), a duplicate's receipt (message id
+-1:-1) also waits its turn, and a SEND whose earlier copy is still being written gets
+SEND_ERROR without the producer being closed.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from impl.broker import commands
+from impl.broker.deduplication import SequenceInFlight
 from impl.broker.peer import Peer
 from impl.storage.api import OwnershipLost, Position, TopicTerminated
 from wire.pulsar_api_pb2 import CommandSend, ProducerAccessMode, ServerError
@@ -23,7 +27,7 @@ log = logging.getLogger(__name__)
 
 class Producer:
     def __init__(self, peer: Peer, producer_id: int, name: str,
-                 append: Callable[[bytes], Awaitable[Position]],
+                 append: Callable[[CommandSend, bytes], Awaitable[Position]],
                  on_fenced: Callable[[], None],
                  access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
                  topic_epoch: int | None = None) -> None:
@@ -34,6 +38,8 @@ class Producer:
         self.topic_epoch = topic_epoch
         """The epoch the client brought back (a reconnecting exclusive producer), then
         the one it was granted (impl/broker/access.py)."""
+        self.schema_version: bytes | None = None
+        """The version of the schema it declared, which its messages carry."""
         self._append = append
         self._on_fenced = on_fenced
         self._last: asyncio.Future[None] | None = None
@@ -46,7 +52,7 @@ class Producer:
     def send(self, send: CommandSend, entry: bytes) -> None:
         if self.closed:
             return  # closed by the broker; the client re-creates it and resends
-        appended = asyncio.ensure_future(self._append(entry))
+        appended = asyncio.ensure_future(self._append(send, entry))
         self._last = asyncio.ensure_future(self._settle(send, appended, self._last))
 
     async def _settle(self, send: CommandSend, appended: asyncio.Future[Position],
@@ -66,6 +72,10 @@ class Producer:
         elif isinstance(position, TopicTerminated):
             self.peer.send(commands.send_error(self.producer_id, send.sequence_id,
                                                ServerError.TopicTerminatedError, str(position)))
+        elif isinstance(position, SequenceInFlight):
+            # The producer stays: the client answers SEND_ERROR by reconnecting.
+            self.peer.send(commands.send_error(self.producer_id, send.sequence_id,
+                                               ServerError.PersistenceError, str(position)))
         else:
             if isinstance(position, OwnershipLost):
                 log.warning("%s: write %d refused, the topic was fenced by another owner",

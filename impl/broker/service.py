@@ -14,13 +14,17 @@ import itertools
 import logging
 from typing import Any, Protocol
 
+from impl.broker.dedup_policy import NO_DEDUPLICATION, DeduplicationPolicy
+from impl.broker.non_persistent import NonPersistentTopic
+from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.topic import Topic
 from impl.mutants import NONE, Mutants
 from impl.ownership.namespace_service import LookupResult, TopicCloser
-from impl.ownership.topic_name import TopicName
+from impl.ownership.topic_name import NON_PERSISTENT, NamespaceName, TopicName
 from impl.replication.broker_hooks import NO_REPLICATION, ReplicationService
 from impl.scalable.service import ScalableTopicService
 from impl.storage.api import ManagedLedger
+from wire.pulsar_api_pb2 import CommandGetTopicsOfNamespace
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +34,12 @@ class TopicOwnership(Protocol):
 
     async def load_topic(self, topic: TopicName) -> ManagedLedger: ...
 
+    async def serve_without_ledger(self, topic: TopicName) -> None: ...
+
+    async def partitions(self, topic: TopicName) -> int: ...
+
+    async def persistent_topics(self, namespace: NamespaceName) -> list[str]: ...
+
     async def topic_lost(self, topic: TopicName) -> None: ...
 
     async def unload_topic(self, topic: TopicName) -> None: ...
@@ -38,12 +48,15 @@ class TopicOwnership(Protocol):
 
 
 class BrokerService:
-    def __init__(self, ownership: TopicOwnership, name_prefix: str,
+    def __init__(self, ownership: TopicOwnership, name_prefix: str, schemas: SchemaRegistry,
                  replication: ReplicationService = NO_REPLICATION,
-                 mutants: Mutants = NONE) -> None:
+                 mutants: Mutants = NONE,
+                 deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> None:
         self.ownership = ownership
+        self.schemas = schemas
         self.mutants = mutants
         self._replication = replication
+        self._deduplication = deduplication
         self._topics: dict[TopicName, Topic] = {}
         self._names = (f"{name_prefix}-{n}" for n in itertools.count())
         self._losing: set[TopicName] = set()
@@ -58,15 +71,46 @@ class BrokerService:
 
     async def topic(self, name: TopicName) -> Topic:
         """The loaded topic; loads it (opening its ledger, which fences any previous
-        owner) if its bundle is ours, else raises `NotOwner`."""
+        owner) if its bundle is ours, else raises `NotOwner`. A non-persistent topic opens
+        no ledger (impl/broker/non_persistent.py)."""
+        if name.domain == NON_PERSISTENT:
+            return await self._non_persistent(name)
         ledger = await self.ownership.load_topic(name)
         topic = self._topics.get(name)
         if topic is None or topic.ledger is not ledger or topic.closing:
             topic = Topic(name, ledger, self._fenced, self._replication.for_topic(name, ledger),
-                          self.mutants)
+                          self.mutants, self._deduplication)
             self._topics[name] = topic
         await topic.replication.ready()  # replicator cursors exist before the first write
+        await topic.deduplication.ready()  # the sequence ids are known before any producer
         return topic
+
+    async def _non_persistent(self, name: TopicName) -> Topic:
+        await self.ownership.serve_without_ledger(name)
+        topic = self._topics.get(name)
+        if topic is None or topic.closing:
+            topic = NonPersistentTopic(name, self.mutants)
+            self._topics[name] = topic
+        return topic
+
+    async def partitions(self, name: TopicName) -> int:
+        """What PARTITIONED_METADATA answers: the stored count, 0 for a topic that is not
+        partitioned (which the client then uses as one topic)."""
+        if self.mutants.on("partition-count-not-reported"):
+            return 0
+        return await self.ownership.partitions(name)
+
+    async def topics_of(self, namespace: NamespaceName, mode: int) -> list[str]:
+        """The namespace's topics for GET_TOPICS_OF_NAMESPACE: persistent ones (every
+        partition among them) from the metadata store, non-persistent ones as loaded on
+        this broker (they exist only while served; Pulsar asks every bundle's owner)."""
+        persistent = ([] if mode == CommandGetTopicsOfNamespace.NON_PERSISTENT
+                      else await self.ownership.persistent_topics(namespace))
+        volatile = ([] if mode == CommandGetTopicsOfNamespace.PERSISTENT
+                    else [str(name) for name, topic in self._topics.items()
+                          if name.domain == NON_PERSISTENT and name.namespace_name == namespace
+                          and not topic.closing])
+        return persistent + volatile
 
     async def close_topic(self, name: TopicName) -> None:
         """The namespace service's `TopicCloser`: clients of `name` must look it up again."""

@@ -102,6 +102,13 @@ class Subscription:
         return list(self.dispatcher.consumers)
 
     def add_consumer(self, consumer: Consumer, sub_type: int) -> None:
+        self._join(consumer, sub_type)
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"dispatch {self.name}")
+        self._wakeup.set()
+
+    def _join(self, consumer: Consumer, sub_type: int) -> None:
+        """Take `consumer` in; a subscription without consumers takes the new type."""
         if sub_type != self.sub_type:
             if self.dispatcher.consumers:
                 raise ConsumerBusy(
@@ -110,9 +117,6 @@ class Subscription:
                     f"{CommandSubscribe.SubType.Name(sub_type)}")
             self.sub_type, self.dispatcher = sub_type, dispatcher_for(sub_type)
         self._take_back(self.dispatcher.add(consumer))
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"dispatch {self.name}")
-        self._wakeup.set()
 
     def remove_consumer(self, consumer: Consumer) -> None:
         """A consumer left (closed, disconnected): its unacknowledged messages go to the

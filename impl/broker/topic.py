@@ -13,6 +13,8 @@ from typing import Any
 
 from impl.broker.access import ProducerAccess
 from impl.broker.consumer import Consumer
+from impl.broker.dedup_policy import NO_DEDUPLICATION, DeduplicationPolicy
+from impl.broker.deduplication import ALREADY_STORED, MessageDeduplication
 from impl.broker.errors import ConsumerBusy, ProducerBusy, TopicClosing
 from impl.broker.peer import Peer
 from impl.broker.producer import Producer
@@ -20,7 +22,6 @@ from impl.broker.subscription import Subscription, position_of
 from impl.mutants import NONE, Mutants
 from impl.ownership.topic_name import TopicName
 from impl.replication.broker_hooks import NO_REPLICATION, TopicHooks
-from impl.replication.replicator import is_replicator_cursor
 from impl.replication.stopping import finish
 from impl.resources import ResourceExists, ResourceNotFound
 from impl.storage.api import (
@@ -31,8 +32,14 @@ from impl.storage.api import (
     Position,
     TopicTerminated,
 )
+from impl.system_cursors import is_system_cursor
 from wire.frames import split_entry
-from wire.pulsar_api_pb2 import CommandProducer, CommandSubscribe, ProducerAccessMode
+from wire.pulsar_api_pb2 import (
+    CommandProducer,
+    CommandSend,
+    CommandSubscribe,
+    ProducerAccessMode,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +52,13 @@ PAST_THE_END = Position(2**63 - 1, 2**63 - 1)
 class Topic:
     def __init__(self, name: TopicName, ledger: ManagedLedger,
                  on_fenced: Callable[[TopicName], None],
-                 replication: TopicHooks = NO_REPLICATION, mutants: Mutants = NONE) -> None:
+                 replication: TopicHooks = NO_REPLICATION, mutants: Mutants = NONE,
+                 deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> None:
         self.name = name
         self.ledger = ledger
         self.replication = replication
+        self.deduplication = MessageDeduplication(name, ledger, deduplication, mutants)
+        """Await its `ready()` before letting producers in."""
         self._on_fenced = on_fenced
         self._mutants = mutants
         self.producers: list[Producer] = []
@@ -74,7 +84,8 @@ class Topic:
         if self.ledger.terminated:
             raise TopicTerminated(f"topic {self.name} is terminated")
         await self._claim_name(peer, name)
-        producer = Producer(peer, request.producer_id, name, self._append,
+        producer = Producer(peer, request.producer_id, name,
+                            lambda send, entry: self._append(name, send, entry),
                             lambda: self._on_fenced(self.name),
                             access_mode=request.producer_access_mode,
                             topic_epoch=(request.topic_epoch if request.HasField("topic_epoch")
@@ -117,8 +128,11 @@ class Topic:
         if successor is not None:
             self.producers.append(successor)
 
-    async def _append(self, entry: bytes) -> Position:
-        position = await self.ledger.add_entry(entry)
+    async def _append(self, producer_name: str, send: CommandSend, entry: bytes) -> Position:
+        position = await self.deduplication.publish(producer_name, send, entry,
+                                                    lambda: self.ledger.add_entry(entry))
+        if position == ALREADY_STORED:
+            return position
         self.messages_in += 1
         self.bytes_in += len(entry)
         return position
@@ -169,7 +183,7 @@ class Topic:
     def subscription_names(self) -> list[str]:
         """Durable subscriptions (the ledger's cursors, replicators' aside) and those of
         open readers, as Pulsar lists a topic's subscriptions."""
-        durable = {name for name in self.ledger.cursors() if not is_replicator_cursor(name)}
+        durable = {name for name in self.ledger.cursors() if not is_system_cursor(name)}
         return sorted(durable | set(self.subscriptions))
 
     async def existing_subscription(self, name: str) -> Subscription:
@@ -181,7 +195,7 @@ class Topic:
         subscription = self.subscriptions.get(name)
         if subscription is not None:
             return subscription
-        if name not in self.ledger.cursors() or is_replicator_cursor(name):
+        if name not in self.ledger.cursors() or is_system_cursor(name):
             raise ResourceNotFound("subscription", name)
         cursor = await self.ledger.open_cursor(name, InitialPosition.LATEST)
         self._check_open()
@@ -272,6 +286,7 @@ class Topic:
                 consumer.close_by_broker()
             await finish(subscription.close())
         await self.replication.close()
+        await self.deduplication.close()
         log.info("closed clients of %s", self.name)
 
     def stats(self) -> dict[str, object]:

@@ -24,6 +24,8 @@ _KEPT = ":="
 TOPICS = "/topics"
 CLUSTERS = "/admin/clusters"
 POLICIES = "/admin/policies"
+PARTITIONED_TOPICS = "/admin/partitioned-topics"
+TOPIC_POLICIES = "/admin/topic-policies"
 BUNDLE_OWNERSHIP = "/namespace"
 MANAGED_LEDGERS = "/managed-ledgers"
 LEDGERS = "/ledgers"
@@ -32,6 +34,7 @@ BOOKIES_AVAILABLE = "/ledgers/available"
 # sequence number as the new ledger id, delete the child (see impl/metadata/ids.py).
 LEDGER_ID_PREFIX = "/ledgers/idgen/ID-"
 LIVE_BROKERS = "/loadbalance/brokers"
+SCHEMAS = "/schemas"
 # The lookup service's own metadata (document 003's tenant migration), in its own store.
 LOOKUP_CLUSTERS = "/lookup/clusters"
 LOOKUP_TENANTS = "/lookup/tenants"
@@ -124,6 +127,24 @@ def namespace_policies(tenant: str, namespace: str) -> str:
     return f"{POLICIES}/{_namespace(tenant, namespace)}"
 
 
+def namespace_partitioned_topics(tenant: str, namespace: str, domain: str) -> str:
+    """Parent of a namespace's partitioned topics of one domain (`persistent`)."""
+    return f"{PARTITIONED_TOPICS}/{_namespace(tenant, namespace)}/{encode(domain, 'domain')}"
+
+
+def partitioned_topic(tenant: str, namespace: str, domain: str, topic: str) -> str:
+    """Partitioned topic metadata JSON (`{"partitions": N}`, Pulsar's
+    `PartitionedTopicMetadata`); the partitions themselves are ordinary topics."""
+    parent = namespace_partitioned_topics(tenant, namespace, domain)
+    return f"{parent}/{encode(topic, 'topic')}"
+
+
+def topic_policies(tenant: str, namespace: str, topic: str) -> str:
+    """A persistent topic's own policies JSON (Pulsar's `TopicPolicies`, which Pulsar keeps
+    in a system topic of the namespace): present once one is set."""
+    return f"{TOPIC_POLICIES}/{_namespace(tenant, namespace)}/{encode(topic, 'topic')}"
+
+
 # --- ownership and liveness (ephemeral) ---------------------------------------------------
 
 
@@ -172,6 +193,15 @@ def ledger(ledger_id: int) -> str:
     if ledger_id < 0:
         raise InvalidName("ledger", str(ledger_id), "ledger ids are not negative")
     return f"{LEDGERS}/L{ledger_id:010d}"
+
+
+# --- schemas -------------------------------------------------------------------------------
+
+
+def topic_schemas(tenant: str, namespace: str, topic: str) -> str:
+    """JSON list of a topic's schema versions (impl/broker/schemas), at Pulsar's index path
+    (no domain in it: a topic's schema does not depend on it)."""
+    return f"{SCHEMAS}/{_namespace(tenant, namespace)}/{encode(topic, 'topic')}"
 
 
 # --- the lookup service (document 003) ---------------------------------------------------

@@ -24,7 +24,8 @@ from typing import Protocol, TypeVar
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry, choose_broker
 from impl.ownership.bundles import NamespaceBundle, in_bundle
 from impl.ownership.ownership_cache import BundleState, OwnershipCache
-from impl.ownership.topic_name import TopicName
+from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.partitioned_topics import PartitionedTopicResources
 from impl.resources import PulsarResources
 from impl.storage.api import ManagedLedger
 
@@ -85,6 +86,9 @@ class NamespaceService:
         self._close_clients: TopicCloser | None = None
         self._executor = executor or ThreadPoolExecutor(8, thread_name_prefix="ownership")
         self._ledgers: dict[TopicName, ManagedLedger] = {}
+        self._without_ledger: set[TopicName] = set()
+        """Non-persistent topics served here: owned like the others, with no ledger."""
+        self._partitioned = PartitionedTopicResources(resources.store)
         self._loading: dict[TopicName, asyncio.Future[ManagedLedger]] = {}
 
     def set_topic_closer(self, close_clients: TopicCloser) -> None:
@@ -119,7 +123,26 @@ class NamespaceService:
             owner = await self._blocking(self.ownership.try_acquire, bundle)
         return LookupResult(owner, owner == self.me, False)
 
+    # --- what a namespace holds ----------------------------------------------------------
+
+    async def partitions(self, topic: TopicName) -> int:
+        """The partition count stored for `topic`; 0 when it is not partitioned."""
+        return await self._blocking(self._partitioned.partitions, topic)
+
+    async def persistent_topics(self, namespace: NamespaceName) -> list[str]:
+        """Every persistent topic of the namespace, partitions included (Pulsar's
+        `getListOfPersistentTopics`)."""
+        return await self._blocking(self.resources.topics, namespace)
+
     # --- serving topics ----------------------------------------------------------------
+
+    async def serve_without_ledger(self, topic: TopicName) -> None:
+        """Check that we may serve `topic`, which keeps no ledger (a non-persistent one),
+        and remember it, so that unloading its bundle closes its clients; `NotOwner`
+        otherwise."""
+        self._refuse_if_unloading(topic)
+        await self._owned_bundle(topic)
+        self._without_ledger.add(topic)
 
     def loaded_topics(self) -> dict[TopicName, ManagedLedger]:
         return dict(self._ledgers)
@@ -129,9 +152,7 @@ class NamespaceService:
         `NotOwner` otherwise, also while its bundle unloads: a client (a remote
         cluster's replicator, say) that comes back in that window must not get the topic
         the unload is closing, nor a new one the unload would never close."""
-        unloading = self._unloading_bundle(topic)
-        if unloading is not None:
-            raise NotOwner(topic, unloading)
+        self._refuse_if_unloading(topic)
         if topic in self._ledgers:
             return self._ledgers[topic]
         pending = self._loading.get(topic)
@@ -151,16 +172,19 @@ class NamespaceService:
         finally:
             del self._loading[topic]
 
-    def _unloading_bundle(self, topic: TopicName) -> NamespaceBundle | None:
+    def _refuse_if_unloading(self, topic: TopicName) -> None:
         for bundle, state in self.ownership.owned_bundles().items():
             if state == BundleState.UNLOADING and in_bundle(topic, bundle):
-                return bundle
-        return None
+                raise NotOwner(topic, bundle)
 
-    async def _open_owned(self, topic: TopicName) -> ManagedLedger:
+    async def _owned_bundle(self, topic: TopicName) -> NamespaceBundle:
         bundle = await self.bundle_of(topic)
         if not self.ownership.is_owned(bundle):
             raise NotOwner(topic, bundle)
+        return bundle
+
+    async def _open_owned(self, topic: TopicName) -> ManagedLedger:
+        bundle = await self._owned_bundle(topic)
         ledger = await self._open_ledger(topic)
         if not self.ownership.is_owned(bundle):
             # Unloaded (or the session lost) while the ledger opened.
@@ -174,6 +198,7 @@ class NamespaceService:
         come back here (Pulsar's topic unload)."""
         if self._close_clients is not None:
             await self._close_clients(topic)
+        self._without_ledger.discard(topic)
         ledger = self._ledgers.pop(topic, None)
         if ledger is not None:
             await ledger.close()
@@ -183,7 +208,7 @@ class NamespaceService:
         """Give the bundle up: stop loading topics in it, unload those loaded, then
         delete the ownership node (when our session holds it)."""
         self.ownership.begin_unload(bundle)
-        topics = [t for t in self._ledgers if in_bundle(t, bundle)]
+        topics = [t for t in (*self._ledgers, *self._without_ledger) if in_bundle(t, bundle)]
         for topic in topics:
             try:
                 await self.unload_topic(topic)

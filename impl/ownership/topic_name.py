@@ -11,10 +11,13 @@ from dataclasses import dataclass
 
 from wire.topic_names import InvalidTopicName
 
-DOMAINS = ("persistent", "non-persistent", "segment")
+NON_PERSISTENT = "non-persistent"
+DOMAINS = ("persistent", NON_PERSISTENT, "segment")
 """`segment` holds the segments of PIP-468 scalable topics (docs/scalable-topics.md)."""
 DEFAULT_TENANT = "public"
 DEFAULT_NAMESPACE = "default"
+PARTITION_SUFFIX = "-partition-"
+"""A partition of partitioned topic `t` is the ordinary topic `t-partition-<index>`."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,25 @@ class TopicName:
     @property
     def persistent(self) -> bool:
         return self.domain == "persistent"
+
+    @property
+    def partition_index(self) -> int | None:
+        """The index when this names a partition (`t-partition-2`: 2), else None."""
+        base, suffix, index = self.local_name.rpartition(PARTITION_SUFFIX)
+        return int(index) if base and suffix and index.isdigit() else None
+
+    @property
+    def partitioned_topic(self) -> TopicName:
+        """The partitioned topic a partition belongs to; any other topic is its own."""
+        if self.partition_index is None:
+            return self
+        return self.with_local_name(self.local_name.rpartition(PARTITION_SUFFIX)[0])
+
+    def partition(self, index: int) -> TopicName:
+        return self.with_local_name(f"{self.local_name}{PARTITION_SUFFIX}{index}")
+
+    def with_local_name(self, local_name: str) -> TopicName:
+        return TopicName(self.domain, self.tenant, self.namespace, local_name)
 
     def __str__(self) -> str:
         return f"{self.domain}://{self.tenant}/{self.namespace}/{self.local_name}"

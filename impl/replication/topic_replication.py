@@ -22,7 +22,6 @@ from impl.replication.replicator import (
     Backoff,
     Replicator,
     ReplicatorLinks,
-    is_replicator_cursor,
     replicator_cursor_name,
 )
 from impl.replication.stopping import stop_task
@@ -35,6 +34,7 @@ from impl.storage.api import (
     Position,
     StorageError,
 )
+from impl.system_cursors import is_system_cursor
 from wire.frames import split_entry
 
 if TYPE_CHECKING:
@@ -293,7 +293,7 @@ class TopicReplication:
 
     def subscription(self, name: str) -> SubscriptionReplication | None:
         cursor = self.ledger.cursors().get(name)
-        if cursor is None or is_replicator_cursor(name):
+        if cursor is None or is_system_cursor(name):
             return None
         return self._state(cursor)
 
@@ -313,7 +313,7 @@ class TopicReplication:
 
     def _all_subscriptions(self) -> list[SubscriptionReplication]:
         return [self._state(c) for name, c in self.ledger.cursors().items()
-                if not is_replicator_cursor(name)]
+                if not is_system_cursor(name)]
 
     def _state(self, cursor: ManagedCursor) -> SubscriptionReplication:
         state = self._subscriptions.get(cursor.name)

@@ -113,8 +113,12 @@ class ManagedCursor(Protocol):
         position past the last entry, the next entry to be added. Persisted when durable."""
         ...
 
-    async def mark_delete(self, position: Position) -> None:
-        """Cumulative acknowledgement of everything at or before position; persisted."""
+    async def mark_delete(self, position: Position,
+                          properties: dict[str, int] | None = None) -> None:
+        """Cumulative acknowledgement of everything at or before position; persisted.
+        `properties`, when given, replace the cursor's properties in the same write
+        (Pulsar's markDelete with properties): a snapshot and the position it holds
+        for can never be read apart."""
         ...
 
     async def delete(self, positions: list[Position]) -> None:

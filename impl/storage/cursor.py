@@ -110,10 +110,14 @@ class ManagedCursorImpl:
         self._place_before(read_from)
         await self._persist()
 
-    async def mark_delete(self, position: Position) -> None:
+    async def mark_delete(self, position: Position,
+                          properties: dict[str, int] | None = None) -> None:
         if position > self._mark_delete:
             self._mark_delete = self._acks.advance(position, self._ledger.sequence)
             self._after_ack()
+        if properties is not None and properties != self._properties:
+            self._properties = dict(properties)
+            self._changes += 1
         await self._persist()
 
     async def delete(self, positions: list[Position]) -> None:

@@ -47,7 +47,8 @@ class Feature:
 FEATURES: tuple[Feature, ...] = (
     Feature("client-contract", ("persistent",),
             "the official client's contract without faults: queues, acks, redelivery, "
-            "readers, seek, last message id, termination"),
+            "readers, seek, producer access, delayed delivery, large messages, prompt "
+            "refusals, last message id, termination"),
     Feature("durability-kill", ("persistent",),
             "brokers killed and restarted: nothing acknowledged lost, no forked position"),
     Feature("durability-pause", ("persistent",),

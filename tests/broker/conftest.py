@@ -14,13 +14,16 @@ import pulsar
 import pytest
 
 from impl.admin.topic_stats import topic_stats
+from impl.broker.dedup_policy import NO_DEDUPLICATION, DeduplicationPolicy
+from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
 from impl.mutants import NONE, Mutants
 from impl.ownership.brokers import BrokerInfo
 from impl.ownership.namespace_service import LookupResult, TopicCloser
-from impl.ownership.topic_name import TopicName
+from impl.ownership.topic_name import NamespaceName, TopicName
 from tests.broker.memory_ledger import MemoryLedger
+from tests.broker.memory_schemas import MemorySchemas
 
 T = TypeVar("T")
 
@@ -31,6 +34,8 @@ class OwnsEverything:
     def __init__(self) -> None:
         self.me = BrokerInfo("pulsar://127.0.0.1:0", "http://127.0.0.1:0")
         self.ledgers: dict[TopicName, MemoryLedger] = {}
+        self.partitioned: dict[TopicName, int] = {}
+        """Partition counts, as the admin API would have stored them."""
         self._close_clients: TopicCloser | None = None
 
     async def lookup(self, topic: TopicName, authoritative: bool = False) -> LookupResult:
@@ -38,6 +43,18 @@ class OwnsEverything:
 
     async def load_topic(self, topic: TopicName) -> MemoryLedger:
         return self.ledgers.setdefault(topic, MemoryLedger(str(topic)))
+
+    async def serve_without_ledger(self, topic: TopicName) -> None:
+        pass
+
+    async def partitions(self, topic: TopicName) -> int:
+        return self.partitioned.get(topic, 0)
+
+    async def persistent_topics(self, namespace: NamespaceName) -> list[str]:
+        partitions = {topic.partition(n) for topic, count in self.partitioned.items()
+                      for n in range(count)}
+        return sorted(str(t) for t in {*partitions, *self.ledgers}
+                      if t.persistent and t.namespace_name == namespace)
 
     async def topic_lost(self, topic: TopicName) -> None:
         await self.unload_topic(topic)
@@ -51,9 +68,13 @@ class OwnsEverything:
 
 
 class MemoryBroker:
-    def __init__(self, keepalive: float, mutants: Mutants = NONE) -> None:
+    def __init__(self, keepalive: float, mutants: Mutants = NONE,
+                 deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> None:
         self.ownership = OwnsEverything()
-        self.service = BrokerService(self.ownership, "test", mutants=mutants)
+        self.schemas = MemorySchemas()
+        self.service = BrokerService(self.ownership, "test",
+                                     SchemaRegistry(self.schemas, mutants), mutants=mutants,
+                                     deduplication=deduplication)
         self.server = BinaryServer(self.service, keepalive)
         self.url = ""
         self.loop = asyncio.new_event_loop()
@@ -64,6 +85,11 @@ class MemoryBroker:
 
     def ledger(self, topic: str) -> MemoryLedger:
         return self.ownership.ledgers[TopicName.parse(topic)]
+
+    def unload(self, topic: str) -> None:
+        """What a new owner does: clients are sent away and the topic is loaded afresh
+        over the same (stored) ledger."""
+        self.run(self.ownership.unload_topic(TopicName.parse(topic)))
 
     def backlog(self, topic: str, subscription: str) -> int:
         async def read() -> int:
@@ -79,9 +105,10 @@ class MemoryBroker:
 
 
 @contextlib.contextmanager
-def serving(keepalive: float = 30.0, mutants: Mutants = NONE) -> Iterator[MemoryBroker]:
+def serving(keepalive: float = 30.0, mutants: Mutants = NONE,
+            deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> Iterator[MemoryBroker]:
     """A broker on its own loop and thread for the duration of the block."""
-    broker = MemoryBroker(keepalive, mutants)
+    broker = MemoryBroker(keepalive, mutants, deduplication)
     thread = threading.Thread(target=broker.loop.run_forever, daemon=True)
     thread.start()
 

@@ -18,6 +18,7 @@ class MemoryCursor:
         self._ledger = ledger
         self._acked: set[int] = set(range(start))
         self._read = start
+        self._properties: dict[str, int] = {}
 
     @property
     def mark_delete_position(self) -> Position:
@@ -34,6 +35,13 @@ class MemoryCursor:
     @property
     def read_position(self) -> Position:
         return Position(LEDGER_ID, self._read)
+
+    @property
+    def properties(self) -> dict[str, int]:
+        return dict(self._properties)
+
+    async def put_property(self, name: str, value: int) -> None:
+        self._properties[name] = value
 
     def _unacked_from(self, index: int) -> list[int]:
         return [i for i in range(index, len(self._ledger.entries)) if i not in self._acked]
@@ -72,8 +80,11 @@ class MemoryCursor:
         self._acked = set(range(start))
         self._read = start
 
-    async def mark_delete(self, position: Position) -> None:
+    async def mark_delete(self, position: Position,
+                          properties: dict[str, int] | None = None) -> None:
         self._acked.update(range(position.entry_id + 1))
+        if properties is not None:
+            self._properties = dict(properties)
 
     async def delete(self, positions: list[Position]) -> None:
         self._acked.update(p.entry_id for p in positions)
@@ -92,6 +103,9 @@ class MemoryLedger:
         self._cursors: dict[str, MemoryCursor] = {}
         self._terminated = False
         self.appended = asyncio.Condition()
+        self.writes_flow = asyncio.Event()
+        """Cleared, adds wait until it is set again: writes held in flight."""
+        self.writes_flow.set()
 
     @property
     def last_confirmed(self) -> Position | None:
@@ -102,6 +116,7 @@ class MemoryLedger:
         return self._terminated
 
     async def add_entry(self, data: bytes) -> Position:
+        await self.writes_flow.wait()
         if self._terminated:
             raise TopicTerminated(f"{self.name} is terminated")
         position = Position(LEDGER_ID, len(self.entries))

@@ -74,6 +74,51 @@ def _keys_in_any_order(h: History) -> None:
     h.drain()
 
 
+TWINS: dict[str, tuple[Any, Any, Any]] = {
+    # probe: (expected, what a conforming target shows, what a broken one shows)
+    "reader-message-id-inclusive": (["m4", "m5"], ["m4", "m5"], ["m5"]),
+    "reader-has-message-available": (
+        {"read": ["m0", "m1"], "ended": "unavailable"},
+        {"read": ["m0", "m1"], "ended": "unavailable"},
+        {"read": ["m0"], "ended": "Timeout"}),
+    "reader-leaves-no-subscription": ([], [], ["reader-5f1e"]),
+    "seek-shared-starts-over": (["m4", "m5"], ["m4", "m5"], ["m0", "m4", "m5"]),
+    "deliver-after": ({"delivered": True, "held": True}, {"delivered": True, "held": True},
+                      {"delivered": True, "held": False}),
+    "deliver-at": ({"delivered": True, "held": True}, {"delivered": True, "held": True},
+                   {"delivered": False, "held": False}),
+    "producer-exclusive-refuses-exclusive": ({"refused": True}, {"refused": True},
+                                             {"accepted": True}),
+    "producer-exclusive-refuses-shared": ({"error": "ProducerBusy"}, {"error": "ProducerBusy"},
+                                          {"accepted": True}),
+    "producer-name-unique": ({"error": "ProducerBusy"}, {"error": "ProducerBusy"},
+                             {"accepted": True}),
+    "max-size-message": ({"sent": "Ok", "received": "intact"},
+                         {"sent": "Ok", "received": "intact"}, {"sent": "unanswered"}),
+    "chunked-message": ({"sent": "Ok", "received": "intact"},
+                        {"received": "intact", "sent": "Ok"},
+                        {"sent": "Ok", "received": "nothing"}),
+    "unsupported-request-prompt": ({"prompt": True}, {"prompt": True}, {"prompt": False}),
+}
+"""The probes added with readers' and seek's finer points, delayed delivery, producer
+access, large messages and refusals: each as a conforming target and a broken one show
+it."""
+
+
+def _twin(name: str, broken: bool) -> Case:
+    def build(h: History) -> None:
+        expected, conforming, broken_observation = TWINS[name]
+        observed = broken_observation if broken else conforming
+        _probe(h, name, "fail" if broken else "ok", expected=expected, observed=observed)
+        h.drain()
+    return build
+
+
+for _name in TWINS:
+    CASES[f"twin-{_name}-pass"] = _twin(_name, broken=False)
+    CASES[f"twin-{_name}-fail"] = _twin(_name, broken=True)
+
+
 @case
 def _nack_redelivery(h: History) -> None:
     """Delivered, negatively acknowledged (no `ack`), delivered again, acknowledged."""
@@ -202,3 +247,13 @@ def test_an_acknowledged_message_delivered_again_is_a_duplicate(
     assert duplicate["count"] == 1 and duplicate["examples"][0]["value"] == "m1"
     covered = results["resume-after-confirmed-cumulative-ack"]["checkers"]["duplicate"]
     assert covered["count"] == 1 and covered["examples"][0]["value"] == "m1"
+
+
+@pytest.mark.parametrize("name", sorted(TWINS))
+def test_each_new_probe_passes_as_expected_and_fails_otherwise(
+        results: dict[str, dict], name: str) -> None:
+    assert results[f"twin-{name}-pass"]["checkers"]["contract"]["valid"] is True
+    failing = results[f"twin-{name}-fail"]["checkers"]["contract"]
+    assert failing["valid"] is False
+    (example,) = failing["examples"]
+    assert (example["probe"], example["observed"]) == (name, TWINS[name][2])

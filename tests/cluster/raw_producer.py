@@ -112,12 +112,16 @@ class RawProducer(RawConnection):
             topic=topic, producer_id=PRODUCER_ID, request_id=1, producer_name=name)),
             BaseCommand.PRODUCER_SUCCESS, timeout)
 
-    def send(self, sequence_id: int, payload: bytes) -> None:
-        """Write one SEND frame (no waiting: the broker may be paused)."""
+    def send(self, sequence_id: int, payload: bytes, highest_sequence_id: int = 0) -> None:
+        """Write one SEND frame (no waiting: the broker may be paused). A
+        `highest_sequence_id` makes it stand for a batch of sequence ids up to that one,
+        as the Java client marks its batches."""
         metadata = MessageMetadata(producer_name=self.name, sequence_id=sequence_id,
-                                   publish_time=int(time.time() * 1000))
+                                   publish_time=int(time.time() * 1000),
+                                   highest_sequence_id=highest_sequence_id)
         command = BaseCommand(type=BaseCommand.SEND, send=CommandSend(
-            producer_id=PRODUCER_ID, sequence_id=sequence_id, num_messages=1))
+            producer_id=PRODUCER_ID, sequence_id=sequence_id, num_messages=1,
+            highest_sequence_id=highest_sequence_id))
         self._sock.sendall(encode_command(command, encode_entry(metadata, payload)))
 
 

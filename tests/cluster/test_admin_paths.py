@@ -1,8 +1,9 @@
-"""The admin paths a Pulsar user calls on a topic's subscriptions and a namespace's policies,
-and `/metrics`, each asked as plain HTTP of a real broker, with the official client
-producing and consuming where the effect shows: a skip or an expiry moves what the next
-consumer gets, a reset redelivers to the consumer already connected, a peek leaves the
-backlog as it was."""
+"""The admin paths a Pulsar user calls on a topic's subscriptions, a namespace's and a
+topic's policies, and `/metrics`, each asked as plain HTTP of a real broker, with the
+official client producing and consuming where the effect shows: a skip or an expiry
+moves what the next consumer gets, a reset redelivers to the consumer already connected, a
+peek leaves the backlog as it was, a repeated sequence id is stored once where
+deduplication is on."""
 
 from __future__ import annotations
 
@@ -320,3 +321,97 @@ def test_subscription_operations_on_another_broker_are_redirected_to_the_owner(
     assert answer.status == 307
     assert answer.headers["Location"].startswith(owner.admin_url)
     assert "authoritative=true" in answer.headers["Location"]
+
+
+# --- deduplication ------------------------------------------------------------------------
+
+DEDUP_NAMESPACE = "/admin/v2/namespaces/public/dedup"
+
+
+@pytest.fixture(scope="module")
+def deduplicating_namespace(cluster: LocalCluster) -> str:
+    """A namespace of its own with deduplication on (public/default's other tests keep
+    theirs off)."""
+    assert call(cluster.brokers[0].admin_url, "PUT", DEDUP_NAMESPACE, {}).status == 204
+    assert call(cluster.brokers[0].admin_url, "POST", f"{DEDUP_NAMESPACE}/deduplication",
+                True).status == 204
+    return "persistent://public/dedup"
+
+
+def repeat_is_deduplicated(client: pulsar.Client, topic: str) -> bool:
+    """Send sequence id 1 twice under one producer name: whether the second was answered
+    as a duplicate (message id -1:-1, nothing stored)."""
+    producer = client.create_producer(topic, producer_name="fixed", batching_enabled=False)
+    producer.send(b"once", sequence_id=1)
+    repeat = producer.send(b"twice", sequence_id=1)
+    producer.close()
+    return (repeat.ledger_id(), repeat.entry_id()) == (-1, -1)
+
+
+def test_namespace_deduplication_get_set_remove(admin: Callable[..., Answer]) -> None:
+    dedup = f"{NAMESPACE_PATH}/deduplication"
+    assert admin("GET", dedup).status == 204  # not set: the broker's default applies
+    assert admin("POST", dedup, False).status == 204
+    assert admin("GET", dedup).json() is False
+    assert admin("GET", NAMESPACE_PATH).json()["deduplicationEnabled"] is False
+    assert admin("POST", dedup, "yes").status == 400
+    assert admin("DELETE", dedup).status == 204
+    assert admin("GET", dedup).status == 204
+
+
+def test_topic_deduplication_overrides_the_namespace(
+        client: pulsar.Client, admin: Callable[..., Answer], deduplicating_namespace: str) -> None:
+    inherits, overrides = (f"{deduplicating_namespace}/{name}" for name in ("inherits", "own"))
+    own_path = "/admin/v2/persistent/public/dedup/own/deduplicationEnabled"
+    assert admin("POST", own_path, False).status == 404  # no such topic yet
+    assert admin("PUT", "/admin/v2/persistent/public/dedup/own").status == 204
+    assert admin("GET", own_path).status == 204
+    assert admin("GET", f"{own_path}?applied=true").json() is True  # the namespace's
+    assert admin("POST", own_path, False).status == 204
+    assert (admin("GET", own_path).json(), admin("GET", f"{own_path}?applied=true").json()) \
+        == (False, False)
+    assert repeat_is_deduplicated(client, inherits)
+    assert not repeat_is_deduplicated(client, overrides)
+    assert admin("DELETE", own_path).status == 204
+    assert admin("GET", own_path).status == 204
+
+
+def test_a_deleted_topic_leaves_no_policy_behind(admin: Callable[..., Answer],
+                                                 deduplicating_namespace: str) -> None:
+    path = "/admin/v2/persistent/public/dedup/recreated"
+    assert admin("PUT", path).status == 204
+    assert admin("POST", f"{path}/deduplicationEnabled", False).status == 204
+    assert admin("DELETE", path).status == 204
+    assert admin("PUT", path).status == 204
+    assert admin("GET", f"{path}/deduplicationEnabled").status == 204
+
+
+def test_deduplication_survives_an_unload_on_real_storage(
+        client: pulsar.Client, admin: Callable[..., Answer], deduplicating_namespace: str) -> None:
+    topic = f"{deduplicating_namespace}/reloaded"
+    producer = client.create_producer(topic, producer_name="fixed", batching_enabled=False)
+    for n in range(1, 4):
+        producer.send(f"m{n}".encode(), sequence_id=n)
+    producer.close()
+    assert admin("PUT", "/admin/v2/persistent/public/dedup/reloaded/unload").status == 204
+    again = client.create_producer(topic, producer_name="fixed", batching_enabled=False)
+    assert again.last_sequence_id() == 3  # rebuilt by replaying the ledger
+    resent = again.send(b"m3", sequence_id=3)
+    assert (resent.ledger_id(), resent.entry_id()) == (-1, -1)
+    cursors = admin("GET", "/admin/v2/persistent/public/dedup/reloaded/internalStats").json()
+    assert "pulsar.dedup" in cursors["cursors"]
+    stats = admin("GET", "/admin/v2/persistent/public/dedup/reloaded/stats").json()
+    assert "pulsar.dedup" not in stats["subscriptions"]
+
+
+def test_a_policy_change_reaches_a_loaded_topic(
+        client: pulsar.Client, admin: Callable[..., Answer], deduplicating_namespace: str) -> None:
+    topic = f"{deduplicating_namespace}/switched"
+    path = "/admin/v2/persistent/public/dedup/switched"
+    assert repeat_is_deduplicated(client, topic)
+    assert admin("POST", f"{path}/deduplicationEnabled", False).status == 204
+    deadline = time.monotonic() + 10
+    while "pulsar.dedup" in admin("GET", f"{path}/internalStats").json()["cursors"]:
+        assert time.monotonic() < deadline, "deduplication still on 10 s after the change"
+        time.sleep(0.1)
+    assert not repeat_is_deduplicated(client, topic)

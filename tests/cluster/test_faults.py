@@ -1,6 +1,7 @@
 """Faults against real broker processes: a killed owner, a paused owner whose topic is
 taken over (and its `no-fencing` twin), ZooKeeper session expiry under both PIP-57
-policies, and bytes that are not frames."""
+policies, bytes that are not frames, and deduplication across an owner change (and its
+`dedup-state-lost-on-owner-change` twin)."""
 
 from __future__ import annotations
 
@@ -188,3 +189,30 @@ def test_junk_bytes_do_not_take_the_broker_down(
         assert send_junk(cluster.service_urls[0], junk) == b""
     producer.send(b"still served")
     assert cluster.brokers[0].running
+
+
+@pytest.mark.parametrize("mutants, resends_stored", [
+    pytest.param((), 0, id="contract"),
+    pytest.param(("dedup-state-lost-on-owner-change",), 2,
+                 id="mutant-dedup-state-lost-on-owner-change"),
+])
+def test_deduplication_state_moves_with_the_topic_to_the_survivor(
+        make_cluster: Callable[..., LocalCluster],
+        pulsar_client: Callable[..., pulsar.Client], mutants: tuple[str, ...],
+        resends_stored: int) -> None:
+    """Deduplication on for every topic, a snapshot every two entries: after the owner
+    stops, the survivor rebuilds the map from the snapshot and the entry after it, so the
+    producer's resends are answered as duplicates (message id -1:-1), not stored again."""
+    cluster = make_cluster(brokers=2, mutants=mutants, broker_args=(
+        "--broker-deduplication-enabled", "--deduplication-entries-interval", "2"))
+    topic = "persistent://public/default/deduplicated-across-owners"
+    owner = owner_of(cluster, topic)
+    survivor = other_than(cluster, owner)
+    producer = pulsar_client(survivor.service_url).create_producer(
+        topic, producer_name="fixed", batching_enabled=False)
+    for n in range(1, 4):
+        producer.send(f"m{n}".encode(), sequence_id=n)
+    owner.stop()
+    resent = [producer.send(f"m{n}".encode(), sequence_id=n) for n in (2, 3)]
+    stored = [m for m in resent if (m.ledger_id(), m.entry_id()) != (-1, -1)]
+    assert len(stored) == resends_stored

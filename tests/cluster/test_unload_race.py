@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
+from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.service import BrokerService
 from impl.metadata.store import MetadataStore
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry
@@ -24,6 +25,7 @@ from impl.replication.config import GeoReplicationConfig
 from impl.replication.replicator import Replicator, ReplicatorLinks
 from impl.resources import ClusterData, NamespacePolicies, PulsarResources, TenantInfo
 from impl.storage.api import ManagedLedger
+from tests.broker.memory_schemas import MemorySchemas
 
 pytestmark = pytest.mark.zk
 
@@ -34,10 +36,14 @@ NOWHERE = "pulsar://127.0.0.1:9"
 
 
 class _Ledger:
-    """Only what an unload does to a managed ledger: close it."""
+    """Only what loading and unloading a topic do to a managed ledger: list its cursors
+    (none here; deduplication looks for its own) and close it."""
 
     def __init__(self) -> None:
         self.closed = False
+
+    def cursors(self) -> dict[str, object]:
+        return {}
 
     async def close(self) -> None:
         self.closed = True
@@ -82,7 +88,8 @@ def test_a_client_back_during_a_bundle_unload_is_refused(
         namespaces = NamespaceService(resources, OwnershipCache(store, ME, stale_wait=5),
                                       registry, open_ledger)
         replication = _ReplicatorComesBack()
-        service = replication.service = BrokerService(namespaces, "a", replication)
+        service = replication.service = BrokerService(
+            namespaces, "a", SchemaRegistry(MemorySchemas()), replication)
         assert (await namespaces.lookup(TOPIC)).is_self
         await service.topic(TOPIC)
         bundle = await namespaces.bundle_of(TOPIC)

@@ -4,9 +4,6 @@ named by its probe."""
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,20 +12,17 @@ import pulsar
 import pytest
 from pyspark.sql import SparkSession
 
-from checkers.anomaly import CheckSettings
-from checkers.check import check_runs
-from checkers.load import prepare
 from harness.targets.local.cluster import ClusterSettings, LocalCluster
-from harness.workloads import make_workload
-from harness.workloads.base import WorkloadContext
-from harness.workloads.settings import WorkloadSettings
-from history.writer import HistoryWriter
+from harness.workloads.contract import readers
+from harness.workloads.contract.workload import BESIDE, GROUPS
+from tests.run.contract_run import judged, probe_outcomes, run_contract
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
-RUN_BOUND_S = 60.0
-READER_AND_SEEK = {"reader-earliest", "reader-message-id", "seek-message-id",
-                   "seek-timestamp"}
+PROBES = {probe for spec in GROUPS + BESIDE for probe in spec.probes}
+READER_AND_SEEK = {"reader-earliest", "reader-message-id", "reader-message-id-inclusive",
+                   "reader-has-message-available", "seek-message-id", "seek-timestamp",
+                   "seek-shared-starts-over"}
 
 
 @pytest.fixture(scope="module")
@@ -38,43 +32,19 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 
 def _run(cluster: LocalCluster, directory: Path) -> tuple[Path, float]:
-    """One whole run of the workload: the history and how long the probes took."""
-    history = HistoryWriter(directory / "history.jsonl")
-    workload = make_workload(WorkloadContext(
-        history=history, settings=WorkloadSettings(kind="contract"), seed=1, cluster="a",
-        service_url="pulsar://" + ",".join(url.removeprefix("pulsar://")
-                                           for url in cluster.service_urls),
-        admin_urls=tuple(cluster.admin_urls), topic="persistent://public/default/contract",
-        client_log=directory / "client.log"))
-    started = time.monotonic()
-    try:
-        workload.open()
-        workload.run(started + RUN_BOUND_S, threading.Event())
-        took = time.monotonic() - started
-        workload.drain()
-    finally:
-        workload.close()
-        history.close()
-    return history.path, took
+    return run_contract(directory, cluster.service_urls, cluster.admin_urls)
 
 
 def _judged(spark: SparkSession, path: Path) -> dict[str, Any]:
-    (result,) = check_runs(spark, {"run": prepare(path)}, CheckSettings())
-    return result.results
-
-
-def _probes(path: Path) -> dict[str, str]:
-    """Each probe's completion type."""
-    events = [json.loads(line) for line in path.read_text().splitlines()]
-    return {e["value"]: e["type"] for e in events if e["f"] == "probe" and e["type"] != "invoke"}
+    return judged(spark, {"run": path})["run"]
 
 
 def test_every_probe_passes_on_our_broker(cluster: LocalCluster, spark: SparkSession,
                                           tmp_path: Path) -> None:
     path, took = _run(cluster, tmp_path)
     assert took < 45, f"the probes took {took:.0f} s"
-    probes = _probes(path)
-    assert len(probes) == 15
+    probes = probe_outcomes(path)
+    assert set(probes) == PROBES
     assert set(probes.values()) == {"ok"}, probes
     results = _judged(spark, path)
     assert results["valid"] is True, results["checkers"]
@@ -91,7 +61,8 @@ def test_a_broker_that_ignores_seek_and_start_positions_is_caught(
     monkeypatch.setattr(pulsar.Client, "create_reader",
                         lambda self, topic, start, **options: create_reader(
                             self, topic, pulsar.MessageId.latest, **options))
-    path, _ = _run(cluster, tmp_path)
+    path, _ = run_contract(tmp_path, cluster.service_urls, cluster.admin_urls,
+                           readers.GROUPS, ())
     results = _judged(spark, path)
     contract = results["checkers"]["contract"]
     assert contract["valid"] is False
@@ -100,4 +71,4 @@ def test_a_broker_that_ignores_seek_and_start_positions_is_caught(
     assert results["valid"] is False
     others = {name: c["valid"] for name, c in results["checkers"].items() if name != "contract"}
     assert set(others.values()) == {True}, others
-    assert _probes(path)["reader-latest"] == "ok"  # a reader from the latest still is right
+    assert probe_outcomes(path)["reader-latest"] == "ok"  # a reader from the latest still is right

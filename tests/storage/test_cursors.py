@@ -1,6 +1,6 @@
 """Cursors against real bookies and ZooKeeper: acknowledgements persist across a new
-owner, reads skip what is acknowledged, consumers wake when entries arrive, and reads
-cross ledger boundaries."""
+owner (properties with them), reads skip what is acknowledged, consumers wake when entries
+arrive, and reads cross ledger boundaries."""
 
 from __future__ import annotations
 
@@ -48,6 +48,27 @@ def test_acknowledgements_persist_across_a_new_owner(start_bookie: StartBookie,
 
         async with owner(make_factory, NAME) as third:
             assert third.cursors() == {}
+
+    run(scenario())
+
+
+def test_mark_delete_with_properties_stores_both_in_one_write(
+        start_bookie: StartBookie, make_factory: Factories) -> None:
+    """How deduplication's snapshot reaches a new owner: the properties replace the old
+    ones (a name left out is gone) together with the mark-delete they belong to."""
+    start_bookie()
+
+    async def scenario() -> None:
+        async with owner(make_factory, NAME) as ledger:
+            cursor = await ledger.open_cursor("pulsar.dedup", InitialPosition.LATEST)
+            p = [await ledger.add_entry(b"m%d" % i) for i in range(3)]
+            await cursor.mark_delete(p[0], {"gone": 7, "kept": 1})
+            await cursor.mark_delete(p[1], {"kept": 2})
+
+        async with owner(make_factory, NAME) as reopened:
+            cursor = reopened.cursors()["pulsar.dedup"]
+            assert (cursor.mark_delete_position, cursor.properties) == (p[1], {"kept": 2})
+            assert [e.data for e in await cursor.read_entries(10)] == [b"m2"]
 
     run(scenario())
 

@@ -27,9 +27,13 @@ disturbs another and a rerun against the same Target starts afresh. Two kinds of
 
 The modules: `workload.py` (`ContractWorkload`: the groups in the order they run, the
 drain), `recording.py` (what a group records), `clients.py` (the recorded client
-operations), `receiving.py` (the receive loop), `limits.py` (every count and time), and
-the probes by theme: `queues.py` (queues and acknowledgements), `redelivery.py`,
-`readers.py` (readers and seek) and `termination.py`.
+operations, and `GroupSpec`), `receiving.py` (the receive loop), `limits.py` (every count
+and time), and the probes by theme, each module listing its groups in `GROUPS`:
+`queues.py` (queues and acknowledgements), `redelivery.py`, `readers.py` (readers and
+seek), `producers.py` (access modes and names), `delayed.py` (delayed delivery),
+`large.py` (the largest and chunked messages), `refusal.py` (a prompt answer to a request
+the target may not serve) and `termination.py`. A new theme is a module with its `GROUPS`,
+added to the list in `workload.py`.
 """
 
 from __future__ import annotations

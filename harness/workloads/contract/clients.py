@@ -5,9 +5,11 @@ ordinary checkers judge it; a setup that fails raises `CouldNotRun`."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulsar
@@ -34,7 +36,7 @@ from harness.workloads.official_client import (
     send_recorded,
     subscribe_recorded,
 )
-from harness.workloads.stats import subscription_backlogs
+from harness.workloads.stats import subscription_backlogs, topic_subscriptions
 from history.writer import ClientProcess, SequentialIds
 
 
@@ -77,48 +79,67 @@ class Clients:
                   "cluster": c.cluster}
         return Member(process, fields, consumer.receive, consumer)
 
-    def reader(self, group: Group, probe: str, start: Any) -> Member | dict[str, str]:
+    def reader(self, group: Group, probe: str, start: Any,
+               **options: Any) -> Member | dict[str, str]:
         """A reader from `start`, its deliveries recorded under the probe's name as
         subscription and consumer (a reader's own subscription is the client's secret);
         the error, as an observation, when the client could not make it."""
         try:
-            reader = self._connected().create_reader(group.topic, start,
-                                                     receiver_queue_size=RECEIVER_QUEUE)
+            reader = self._connected().create_reader(
+                group.topic, start, receiver_queue_size=RECEIVER_QUEUE, **options)
         except pulsar.PulsarException as exc:
             return {"error": type(exc).__name__}
         group.closables.append(reader)
         fields = {"topic": group.topic, "subscription": probe, "consumer": probe,
                   "cluster": self.context.cluster}
         return Member(ClientProcess(self.context.history, self._ids), fields,
-                      reader.read_next)
+                      reader.read_next, reader=reader)
+
+    def subscribe_pattern(self, group: Group, pattern: re.Pattern[str]) -> dict[str, Any]:
+        """A consumer of every topic `pattern` matches, made or refused: the answer as an
+        observation (nothing is sent to it)."""
+        try:
+            group.closables.append(self._connected().subscribe(pattern, group.name))
+        except pulsar.PulsarException as exc:
+            return {"error": type(exc).__name__}
+        return {"accepted": True}
 
     def _producer(self, topic: str, **options: Any) -> pulsar.Producer:
         return self._connected().create_producer(topic, **{**PRODUCER_OPTIONS, **options})
 
-    def accepted_producer(self, group: Group) -> dict[str, bool]:
-        """A producer the cluster accepted (closed with the group)."""
-        group.closables.append(self._producer(group.topic))
-        return {"accepted": True}
-
-    def send(self, group: Group, values: Sequence[str]) -> list[Any]:
-        """Each value sent on its own, keyed, recorded; the ids the broker gave them."""
-        producer = retry_until(lambda: self._producer(group.topic), time.monotonic() + SETUP_S,
+    def producer(self, group: Group, **options: Any) -> pulsar.Producer:
+        """A producer on the group's topic, closed with the group (setup: retried until
+        accepted)."""
+        producer = retry_until(lambda: self._producer(group.topic, **options),
+                               time.monotonic() + SETUP_S,
                                f"create a producer on {group.topic}")
         group.closables.append(producer)
+        return producer
+
+    def accepted_producer(self, group: Group, **options: Any) -> dict[str, bool]:
+        """A producer the cluster accepted at the first attempt (closed with the group);
+        raises the client's refusal."""
+        group.closables.append(self._producer(group.topic, **options))
+        return {"accepted": True}
+
+    def send(self, group: Group, values: Sequence[str], **message_options: Any) -> list[Any]:
+        """Each value sent on its own, keyed, recorded; the ids the broker gave them."""
+        producer = self.producer(group)
         process = ClientProcess(self.context.history, self._ids)
         ids = []
         for n, value in enumerate(values):
-            sent = send_recorded(process, producer, value, self._send_fields(group, n))
+            sent = send_recorded(process, producer, value, self._send_fields(group, n),
+                                 **message_options)
             if sent.message_id is None:
                 raise CouldNotRun(f"the send of {value} failed: {sent.error}")
             ids.append(sent.message_id)
         return ids
 
-    def send_once(self, group: Group, value: str) -> Sent:
+    def send_once(self, group: Group, value: str, **message_options: Any) -> Sent:
         """One more send on the group's last producer, whatever comes of it."""
         producer = next(p for p in reversed(group.closables) if isinstance(p, pulsar.Producer))
         return send_recorded(ClientProcess(self.context.history, self._ids), producer, value,
-                             self._send_fields(group, 0))
+                             self._send_fields(group, 0), **message_options)
 
     def _send_fields(self, group: Group, n: int) -> dict[str, Any]:
         return {"key": f"k{n % KEYS}", "topic": group.topic, "cluster": self.context.cluster}
@@ -127,15 +148,12 @@ class Clients:
         """Every value sent asynchronously, so the client batches them; each send under a
         process of its own, as a batch holds many sends outstanding at once (Key_Shared
         needs batches of one key, so there the batching is by key)."""
-        producer = retry_until(
-            lambda: self._producer(
-                group.topic, batching_enabled=True, batching_max_messages=RECEIVER_QUEUE,
-                batching_max_publish_delay_ms=20, max_pending_messages=len(values),
-                batching_type=(pulsar.BatchingType.KeyBased if key_based
-                               else pulsar.BatchingType.Default)),
-            time.monotonic() + SETUP_S, f"create a batching producer on {group.topic}")
-        group.closables.append(producer)
-        done = _Countdown(len(values))
+        producer = self.producer(
+            group, batching_enabled=True, batching_max_messages=RECEIVER_QUEUE,
+            batching_max_publish_delay_ms=20, max_pending_messages=len(values),
+            batching_type=(pulsar.BatchingType.KeyBased if key_based
+                           else pulsar.BatchingType.Default))
+        done = Countdown(len(values))
         for n, value in enumerate(values):
             process = ClientProcess(self.context.history, self._ids)
             fields = self._send_fields(group, n)
@@ -184,6 +202,13 @@ class Clients:
         member.process.complete("info", value=value, error="unconfirmed", **fields)
         raise CouldNotRun(f"the broker never counted the acknowledgement of {value}")
 
+    def subscriptions(self, topic: str) -> list[str]:
+        """The subscriptions the admin API lists on `topic`."""
+        names = topic_subscriptions(self.context.admin_urls, topic)
+        if names is None:
+            raise CouldNotRun(f"no broker listed the subscriptions of {topic}")
+        return names
+
     def terminate_topic(self, topic: str) -> str | dict[str, str]:
         """Terminate through the admin API; the last position it answers. A broker that
         does not own the topic redirects, which `admin_request` cannot follow for a POST,
@@ -206,7 +231,17 @@ Probe = Callable[[Clients, Group], None]
 """What runs one group of probes."""
 
 
-class _Countdown:
+@dataclass(frozen=True)
+class GroupSpec:
+    """A group of probes as the workload runs it: its name (its topic's suffix), every
+    probe it records, and what runs it. Each module of probes lists its own groups."""
+
+    name: str
+    probes: tuple[str, ...]
+    run: Probe
+
+
+class Countdown:
     """Waits for `count` completions from the client's callback threads."""
 
     def __init__(self, count: int) -> None:

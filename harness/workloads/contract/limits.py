@@ -30,3 +30,18 @@ CONFIRM_S = 5.0
 CONFIRM_POLL_S = 0.02
 SEEK_GAP_S = 0.05
 """Around the timestamp a seek goes to, so no publish time lies on it."""
+DELAY_S = 3.0
+"""How long a delayed message is held (`deliver_after`, `deliver_at`)."""
+DELAY_SLACK_S = 1.5
+"""How much earlier than its time a delayed message may come: Pulsar's tracker lets one
+through up to a tick early (`delayedDeliveryTickTimeMillis`, 1 s by default, unless
+`isDelayedDeliveryDeliverAtTimeStrict`), and the client's and brokers' clocks may differ
+a little."""
+PROMPT_S = OPERATION_TIMEOUT_S / 2
+"""Well under the operation timeout: an answer slower than this was not a prompt one."""
+MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+"""Pulsar's default `maxMessageSize`, which the large-message probes assume the target
+keeps."""
+LARGE_SEND_S = 10.0
+"""How long a send of megabytes may take. The client's own send timeout is no bound here:
+a broker that drops the connection on every attempt keeps the client resending past it."""

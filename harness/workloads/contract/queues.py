@@ -4,7 +4,7 @@ individual and cumulative, that a consumer reconnecting to the subscription must
 
 from __future__ import annotations
 
-from harness.workloads.contract.clients import Clients, Probe
+from harness.workloads.contract.clients import Clients, GroupSpec, Probe
 from harness.workloads.contract.limits import MESSAGES, QUEUE_MESSAGES, SETTLE_S
 from harness.workloads.contract.receiving import (
     acknowledged,
@@ -14,6 +14,7 @@ from harness.workloads.contract.receiving import (
     value_of,
 )
 from harness.workloads.contract.recording import Group, in_order
+from harness.workloads.settings import SUBSCRIPTION_MODES
 
 
 def queue_probe(mode: str, batched: bool) -> Probe:
@@ -63,3 +64,12 @@ def ack_cumulative(clients: Clients, group: Group) -> None:
     again = clients.subscribe(group, "c1", "acks", "exclusive")
     receive([again], recorded, lambda: values[-1] in again.got, settle_s=SETTLE_S)
     group.expect("ack-cumulative-resume", values[half:], again.got)
+
+
+GROUPS = (
+    *(GroupSpec(f"queue-{mode.replace('_', '-')}-{'batched' if batched else 'single'}", (),
+                queue_probe(mode, batched))
+      for mode in SUBSCRIPTION_MODES for batched in (False, True)),
+    GroupSpec("ack-individual", ("ack-individual-resume",), ack_individual),
+    GroupSpec("ack-cumulative", ("ack-cumulative-resume",), ack_cumulative),
+)

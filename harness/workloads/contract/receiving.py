@@ -50,11 +50,12 @@ def recorded(member: Member, message: pulsar.Message) -> str:
     return value
 
 
-def acknowledged(member: Member, message: pulsar.Message) -> None:
+def acknowledged(member: Member, message: pulsar.Message) -> str:
     """Record a delivery and acknowledge it (`info`: unconfirmed)."""
     value = recorded(member, message)
     assert member.consumer is not None
     acknowledge_unconfirmed(member.process, member.consumer, message, value, member.fields)
+    return value
 
 
 def collect(member: Member, count: int) -> list[pulsar.Message]:

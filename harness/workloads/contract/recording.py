@@ -28,6 +28,7 @@ class Member:
     fields: dict[str, Any]
     receive: Callable[[int], pulsar.Message]
     consumer: pulsar.Consumer | None = None
+    reader: pulsar.Reader | None = None
     got: list[str] = field(default_factory=list)
     """Values in the order they were delivered."""
 
@@ -67,13 +68,20 @@ class Group:
         self.pending.clear()
 
     def close_consumer(self, member: Member) -> None:
-        """Close a consumer before the group ends (the client refuses a second close)."""
+        """Close a consumer before the group ends."""
         assert member.consumer is not None
-        self.closables.remove(member.consumer)
-        close_quietly(member.consumer)
+        self.close_one(member.consumer)
+
+    def close_one(self, closable: pulsar.Producer | pulsar.Consumer) -> None:
+        """Close a producer or consumer before the group ends (the client refuses a
+        second close)."""
+        self.closables.remove(closable)
+        close_quietly(closable)
 
     def close(self) -> None:
-        for closable in reversed(self.closables):
+        """Close every producer, consumer and reader the group has (again empty after)."""
+        closables, self.closables = self.closables, []
+        for closable in reversed(closables):
             try:
                 closable.close()
             except pulsar.PulsarException:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pulsar
 
-from harness.workloads.contract.clients import Clients
+from harness.workloads.contract.clients import Clients, GroupSpec
 from harness.workloads.contract.limits import (
     ACK_TIMEOUT_MS,
     ACK_TIMEOUT_WAIT_S,
@@ -90,3 +90,11 @@ def closed_consumer(clients: Clients, group: Group) -> None:
     receive([staying], acknowledged, lambda: set(values) <= set(staying.got))
     group.expect("closed-consumer-redelivered", held,
                  in_order(values, set(held) & set(staying.got)))
+
+
+GROUPS = (
+    GroupSpec("nack", ("nack-redelivered", "nack-redelivery-count"), nack),
+    GroupSpec("closed-consumer", ("closed-consumer-redelivered",), closed_consumer),
+)
+ACK_TIMEOUT_GROUP = GroupSpec("ack-timeout", ("ack-timeout-redelivered",), ack_timeout)
+"""The group that runs beside the others: it mostly waits out the client's timeout."""

@@ -4,7 +4,7 @@ every message."""
 
 from __future__ import annotations
 
-from harness.workloads.contract.clients import Clients
+from harness.workloads.contract.clients import Clients, GroupSpec
 from harness.workloads.contract.receiving import acknowledged, receive
 from harness.workloads.contract.recording import Group, observed
 from harness.workloads.official_client import position_of
@@ -29,3 +29,8 @@ def terminate(clients: Clients, group: Group) -> None:
     group.expect("terminated-refuses-producer", {"error": "TopicTerminated"},
                  observed(lambda: clients.accepted_producer(group)))
     receive([member], acknowledged, lambda: values[-1] in member.got)
+
+
+GROUPS = (GroupSpec("terminate", ("last-message-id", "terminate-last-position",
+                                  "terminated-refuses-send", "terminated-refuses-producer"),
+                    terminate),)

@@ -1,8 +1,9 @@
 """`ContractWorkload`: the client, the groups of probes in the order they run, each on a
 topic of its own and recorded `info` when it could not run, and the drain.
 
-The probes run in sequence, except the acknowledgement timeout's, which waits out the
-client's minimum of 10 s and so runs beside the others. Every loop is bounded in count
+The groups come from the modules of probes (each lists its own in `GROUPS`) and run in
+sequence, except the acknowledgement timeout's, which waits out the client's minimum of
+10 s and so runs beside the others. Every loop is bounded in count
 and time; a group that cannot finish records its probes `info`, and the drain then ends
 `info` too (its consumers may not have read all they would have).
 """
@@ -15,44 +16,40 @@ import time
 import uuid
 
 from harness.workloads.base import WorkloadContext
-from harness.workloads.contract.clients import Clients, Probe
+from harness.workloads.contract import (
+    delayed,
+    large,
+    producers,
+    queues,
+    readers,
+    redelivery,
+    refusal,
+    termination,
+)
+from harness.workloads.contract.clients import Clients, GroupSpec
 from harness.workloads.contract.limits import ACK_TIMEOUT_WAIT_S, RECEIVE_BOUND_S, SETUP_S
-from harness.workloads.contract.queues import ack_cumulative, ack_individual, queue_probe
-from harness.workloads.contract.readers import readers, seek
 from harness.workloads.contract.recording import Group
-from harness.workloads.contract.redelivery import ack_timeout, closed_consumer, nack
-from harness.workloads.contract.termination import terminate
 from harness.workloads.loops import drain_fields
-from harness.workloads.settings import SUBSCRIPTION_MODES
 from history.writer import SequentialIds
 
 log = logging.getLogger(__name__)
 
-GroupSpec = tuple[str, tuple[str, ...], Probe]
-"""A group's name, its probes and what runs it."""
-
-ACK_TIMEOUT_GROUP: GroupSpec = ("ack-timeout", ("ack-timeout-redelivered",), ack_timeout)
-"""The group that runs beside the others (it mostly waits)."""
-
 GROUPS: tuple[GroupSpec, ...] = (
-    *((f"queue-{mode.replace('_', '-')}-{'batched' if batched else 'single'}", (),
-       queue_probe(mode, batched))
-      for mode in SUBSCRIPTION_MODES for batched in (False, True)),
-    ("ack-individual", ("ack-individual-resume",), ack_individual),
-    ("ack-cumulative", ("ack-cumulative-resume",), ack_cumulative),
-    ("nack", ("nack-redelivered", "nack-redelivery-count"), nack),
-    ("closed-consumer", ("closed-consumer-redelivered",), closed_consumer),
-    ("reader", ("reader-earliest", "reader-message-id", "reader-latest"), readers),
-    ("seek", ("seek-message-id", "seek-timestamp"), seek),
-    ("terminate", ("last-message-id", "terminate-last-position", "terminated-refuses-send",
-                   "terminated-refuses-producer"), terminate),
-)
-"""Every other group, in the order it runs."""
+    *queues.GROUPS, *redelivery.GROUPS, *readers.GROUPS, *producers.GROUPS,
+    *delayed.GROUPS, *large.GROUPS, *refusal.GROUPS, *termination.GROUPS)
+"""Every group that runs in sequence, in the order it runs: a new module of probes adds
+its `GROUPS` here."""
+BESIDE: tuple[GroupSpec, ...] = (redelivery.ACK_TIMEOUT_GROUP,)
+"""The groups that run each in a thread of its own beside the others (they mostly wait)."""
 
 
 class ContractWorkload:
-    def __init__(self, context: WorkloadContext) -> None:
+    def __init__(self, context: WorkloadContext, groups: tuple[GroupSpec, ...] = GROUPS,
+                 beside: tuple[GroupSpec, ...] = BESIDE) -> None:
+        """`groups` and `beside` narrow the run to some groups (a test of a few probes)."""
         self.context = context
+        self._groups = groups
+        self._beside = beside
         self._ids = SequentialIds("p")
         self._base = f"{context.topic}-{uuid.uuid4().hex[:8]}"
         self._clients = Clients(context, self._ids)
@@ -64,30 +61,33 @@ class ContractWorkload:
         self._clients.connect()
 
     def run(self, deadline: float, stop: threading.Event) -> None:
-        """The acknowledgement timeout's group in a thread of its own (it mostly waits),
-        every other group in sequence; a group that no longer fits before `deadline`, or
-        after `stop`, records its probes `info` (`not-run`)."""
-        waiting = threading.Thread(target=self._run_group, args=ACK_TIMEOUT_GROUP,
-                                   name="contract-ack-timeout", daemon=True)
-        waiting.start()
-        for name, probes, probe in GROUPS:
+        """The groups `beside` each in a thread of its own, every other group in
+        sequence; a group that no longer fits before `deadline`, or after `stop`, records
+        its probes `info` (`not-run`)."""
+        waiting = [threading.Thread(target=self._run_group, args=(spec,),
+                                    name=f"contract-{spec.name}", daemon=True)
+                   for spec in self._beside]
+        for thread in waiting:
+            thread.start()
+        for spec in self._groups:
             if stop.is_set() or time.monotonic() > deadline:
-                self._group(name, probes).undecided("not-run", "the run ended before it")
+                self._group(spec).undecided("not-run", "the run ended before it")
                 continue
-            self._run_group(name, probes, probe)
-        waiting.join(ACK_TIMEOUT_WAIT_S + SETUP_S + RECEIVE_BOUND_S)
+            self._run_group(spec)
+        for thread in waiting:
+            thread.join(ACK_TIMEOUT_WAIT_S + SETUP_S + RECEIVE_BOUND_S)
 
-    def _group(self, name: str, probes: tuple[str, ...]) -> Group:
-        return Group(self.context, self._ids, self._base, name, probes)
+    def _group(self, spec: GroupSpec) -> Group:
+        return Group(self.context, self._ids, self._base, spec.name, spec.probes)
 
-    def _run_group(self, name: str, probes: tuple[str, ...], probe: Probe) -> None:
-        group = self._group(name, probes)
+    def _run_group(self, spec: GroupSpec) -> None:
+        group = self._group(spec)
         try:
-            probe(self._clients, group)
+            spec.run(self._clients, group)
         except Exception as exc:  # a client's, the admin API's or the harness's own:
             # whatever stopped the group, its probes are undecided, never passed.
-            log.warning("contract probe group %s could not run: %s", name, exc)
-            self._unfinished.append(name)
+            log.warning("contract probe group %s could not run: %s", spec.name, exc)
+            self._unfinished.append(spec.name)
             group.undecided(type(exc).__name__, str(exc))
         finally:
             group.close()
