@@ -18,13 +18,12 @@ cluster's cursor of its own topic and subscription.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.admin_api import AdminError, admin_request
+from harness.workloads.stats import TIMEOUT, first_answer, topic_path
 from history.cursor import (
     CursorReading,
     Position,
@@ -34,11 +33,8 @@ from history.cursor import (
 )
 from history.writer import ClientProcess, HistoryWriter, SequentialIds
 
-log = logging.getLogger(__name__)
-
 POLL_S = 0.75
 """How often each watched subscription's cursor is read while the workload runs."""
-TIMEOUT_S = 3.0
 CONFIRMED = {"confirmed_by": "cursor"}
 
 Scope = tuple[str, str, str]
@@ -121,7 +117,8 @@ class CursorObserver:
         Safe to call more than once."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(TIMEOUT_S * 4 + POLL_S)
+            # A reading in progress: two admin reads per broker tried, each bounded.
+            self._thread.join(TIMEOUT * 4 + POLL_S)
             self._thread = None
         with self._lock:
             if self._finished:
@@ -180,24 +177,17 @@ class CursorObserver:
 
 
 def read_cursors(admin_urls: Sequence[str], topic: str) -> dict[str, CursorReading] | None:
-    """Each durable subscription's cursor on `topic`, from the first broker that answers
-    both reads: `internalStats` for the cursor (mark-delete position, individually deleted
-    ranges), `stats` for the backlog and the consumers; None when none answers."""
-    path = "/admin/v2/" + topic.replace("://", "/")
-    for url in admin_urls:
-        try:
-            stats = admin_request(url, "GET", path + "/stats", timeout=TIMEOUT_S)
-            internal = admin_request(url, "GET", path + "/internalStats", timeout=TIMEOUT_S)
-        except (OSError, AdminError, ValueError) as exc:
-            log.debug("reading cursors of %s at %s: %s", topic, url, exc)
-            continue
-        if not isinstance(stats, dict) or not isinstance(internal, dict):
-            continue
-        cursors = internal.get("cursors", {})
-        return {name: _reading(cursors[name], entry)
-                for name, entry in stats.get("subscriptions", {}).items()
-                if entry.get("isDurable", True) and name in cursors}
-    return None
+    """Each durable subscription's cursor on `topic`: `internalStats` for the cursor
+    (mark-delete position, individually deleted ranges), `stats` for the backlog and the
+    consumers; None when either read finds no broker that answers."""
+    stats = first_answer(admin_urls, topic_path(topic) + "/stats", dict)
+    internal = first_answer(admin_urls, topic_path(topic) + "/internalStats", dict)
+    if stats is None or internal is None:
+        return None
+    cursors = internal.get("cursors", {})
+    return {name: _reading(cursors[name], entry)
+            for name, entry in stats.get("subscriptions", {}).items()
+            if entry.get("isDurable", True) and name in cursors}
 
 
 def _reading(cursor: dict[str, Any], subscription: dict[str, Any]) -> CursorReading:

@@ -14,7 +14,7 @@ T = TypeVar("T")
 
 def subscription_backlogs(admin_urls: Sequence[str], topic: str) -> dict[str, int] | None:
     """Subscription -> `msgBacklog` on `topic`; None when no broker answers."""
-    stats = _first_answer(admin_urls, _topic_path(topic) + "/stats", dict)
+    stats = first_answer(admin_urls, topic_path(topic) + "/stats", dict)
     if stats is None:
         return None
     return {name: int(entry.get("msgBacklog", 0))
@@ -23,17 +23,17 @@ def subscription_backlogs(admin_urls: Sequence[str], topic: str) -> dict[str, in
 
 def topic_subscriptions(admin_urls: Sequence[str], topic: str) -> list[str] | None:
     """The subscriptions the topic lists, sorted; None when no broker answers."""
-    names = _first_answer(admin_urls, _topic_path(topic) + "/subscriptions", list)
+    names = first_answer(admin_urls, topic_path(topic) + "/subscriptions", list)
     if names is None:
         return None
     return sorted(str(name) for name in names)
 
 
-def _topic_path(topic: str) -> str:
+def topic_path(topic: str) -> str:
     return "/admin/v2/" + topic.replace("://", "/")
 
 
-def _first_answer(admin_urls: Sequence[str], path: str, kind: type[T]) -> T | None:
+def first_answer(admin_urls: Sequence[str], path: str, kind: type[T]) -> T | None:
     """The answer, of JSON type `kind`, of the first broker that gives one (one that does
     not own the topic redirects to the owner, which `admin_request` follows for a GET)."""
     for url in admin_urls:
