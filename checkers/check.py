@@ -19,11 +19,13 @@ from pyspark.sql import functions as F
 from checkers.anomaly import Checker, CheckSettings
 from checkers.contract import UNDECIDED, contract
 from checkers.delivery import deliveries
-from checkers.duplicates import duplicate_window
+from checkers.duplicates import acks_before_failovers, duplicate_window
 from checkers.forked_position import forked_position
 from checkers.frames import HistoryFrames
 from checkers.load import PreparedHistory
+from checkers.per_value import PRODUCER_RETRY
 from checkers.segments import segment_checks
+from checkers.stalled import stalled_subscriptions
 from checkers.stats import run_stats
 
 CHECKERS = (
@@ -37,6 +39,9 @@ CHECKERS = (
     Checker("misrouted", segment_checks),
     Checker("order", deliveries),
     Checker("contract", contract),
+    Checker("stalled-subscription", stalled_subscriptions),
+    Checker("multi-position", deliveries),
+    Checker("ack-unapplied", deliveries, needs_drain=True),
 )
 UNDECIDED_ROWS = {"contract": (UNDECIDED, "probes could not run or be judged")}
 """Checkers whose finder also reports the units it could not judge, as rows under another
@@ -89,6 +94,7 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
             spark.sparkContext.cancelAllJobs()  # a failure or Ctrl-C waits for no statistics
             raise
         stats = stats_job.result()
+    window_acks = acks_before_failovers(frames) if frames.failover_ops else {}
     counts: dict[tuple[str, str], int] = {}
     examples: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for row in sorted(first, key=lambda r: r["rank"]):
@@ -117,6 +123,9 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
                         "valid": False if count else "unknown", "undecided": undecided,
                         "undecided_examples": examples.get((rows, run), []),
                         "reason": f"{undecided} {what}"})
+        _acks_judged(checkers, stats[run], window_acks.get(run, 0))
+        stats[run]["producer_retries"] = counts.get((PRODUCER_RETRY, run), 0)
+        stats[run]["producer_retry_examples"] = examples.get((PRODUCER_RETRY, run), [])
         meta = frames.meta.get(run, {})
         results.append(RunResult(run, history, {
             "valid": combine([c["valid"] for c in checkers.values()]),
@@ -129,6 +138,17 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
             "stats": stats[run],
         }))
     return results
+
+
+def _acks_judged(checkers: dict[str, dict[str, Any]], stats: dict[str, Any],
+                 before_failovers: int) -> None:
+    """How many acks `duplicate` and `duplicate-window` could judge: only an ack completed
+    `ok` proves its message acknowledged (for `duplicate-window`, one in the cluster a
+    subscription failed over from, before that failover)."""
+    acks_ok = next((o["count"] for o in stats["operations"]
+                    if o["f"] == "ack" and o["outcome"] == "ok"), 0)
+    checkers["duplicate"]["acks_judged"] = acks_ok
+    checkers["duplicate-window"]["acks_judged"] = before_failovers
 
 
 def write_results(result: RunResult, out: Path | None = None) -> Path:

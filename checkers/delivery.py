@@ -1,9 +1,9 @@
 """Did every message reach every subscription that should see it, once, in order, and only
 those messages? `lost`, `unexpected`, `failed-delivered`, `duplicate` and `order` of the
-history contract.
+history contract, and starquake's `multi-position` and `ack-unapplied`.
 
-The first four compare one value's sends, deliveries and acknowledgements; `order`
-compares the first deliveries of one key's values. So one finder decides all five in two
+All but `order` compare one value's sends, deliveries and acknowledgements; `order`
+compares the first deliveries of one key's values. So one finder decides all seven in two
 passes in the Python workers, with one shuffle before each: by value
 (`checkers.per_value`, where the four rules are spelled out), then by key
 (`checkers.order`). Here a failover's duplicates are set aside, and the findings shaped as
@@ -23,15 +23,16 @@ from checkers.per_value import FINDINGS, per_value
 
 
 def deliveries(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
-    """The anomalies of the five checkers, each row naming its checker; an `order` row
-    stands for all of one key's out-of-order pairs."""
+    """The anomalies of the seven checkers, each row naming its checker (and the legal
+    producer retries, `PRODUCER_RETRY`, counted in the statistics); an `order` row stands
+    for all of one key's out-of-order pairs."""
     found = decide(per_value(frames), with_inversions, FINDINGS)
     if frames.failover_ops:
         found = _unexplained_by_failover(frames, found)
     return anomalies(F.col("checker"), found, "at", ["at", "proof0", "proof1", "proof2"],
                      weight=F.coalesce("pairs", F.lit(1)), value="value", topic="topic",
                      subscription="subscription", cluster="cluster", key="key",
-                     earlier="earlier", later="later", pairs="pairs")
+                     earlier="earlier", later="later", pairs="pairs", positions="positions")
 
 
 def _unexplained_by_failover(frames: HistoryFrames, found: DataFrame) -> DataFrame:

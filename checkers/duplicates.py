@@ -42,6 +42,19 @@ def failover_duplicates(frames: HistoryFrames, settings: CheckSettings) -> DataF
                     .alias("window_ms")))
 
 
+def acks_before_failovers(frames: HistoryFrames) -> dict[str, int]:
+    """Per run: the acks completed `ok` that some failover's duplicates were judged
+    against, those of a failed-over subscription in the cluster it left, before it left."""
+    acks = frames.acks.alias("a").join(
+        F.broadcast(frames.failovers()).alias("f"),
+        (F.col("a.run") == F.col("f.run"))
+        & (F.col("a.subscription") == F.col("f.subscription"))
+        & (F.col("f.topic").isNull() | (F.col("a.topic") == F.col("f.topic")))
+        & (F.col("a.cluster") == F.col("f.from_cluster"))
+        & (F.col("a.ack_index") < F.col("f.failover_index")), "left_semi")
+    return {row["run"]: row["count"] for row in acks.groupBy("run").count().collect()}
+
+
 def duplicate_window(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     if not frames.failover_ops:
         return no_anomalies(frames.spark)

@@ -25,6 +25,7 @@ from checkers.load import PreparedHistory
 from checkers.pairing import OPERATIONS_SCHEMA
 from checkers.partitions import Scan, scans
 from checkers.views import ACKS, OBSERVATIONS_FILE, OPERATIONS_FILE, RECVS
+from history.cursor import CursorReading
 from history.schema import ARROW_SCHEMA, detail_object
 
 
@@ -40,6 +41,8 @@ def position_struct(column: str = "position") -> Column:
 
 ACK_SCOPE = ["run", "topic", "subscription", "cluster"]
 """Where an acknowledgement counts: one subscription of one topic, in one cluster."""
+CursorScope = tuple[str, str | None, str | None, str | None]
+"""`ACK_SCOPE`'s values: where a cursor reading holds."""
 
 ROWS_PER_PARTITION = 1000000
 """About how many events one partition of a by-key shuffle holds: a Python worker takes a
@@ -63,6 +66,8 @@ class SmallFact:
     process: str | None
     topic: str | None
     subscription: str | None
+    cluster: str | None
+    position: str | None
     detail: str | None
     """The event's (or the invoke's) `detail` text, as recorded."""
     done_detail: str | None
@@ -108,6 +113,10 @@ class HistoryFrames:
     layouts: dict[tuple[str, str], dict[int, Segment]] = field(default_factory=dict)
     meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     drained: set[str] = field(default_factory=set)
+    drain_ok_index: dict[str, int] = field(default_factory=dict)
+    """Each drained run's first completed drain: its `ok`'s index."""
+    cursor_readings: list[SmallFact] = field(default_factory=list)
+    """Every `cursor` observation, by run and index (a few per second of a run)."""
     nemesis: list[SmallFact] = field(default_factory=list)
     """Nemesis operations, by run and index."""
     failover_ops: list[SmallFact] = field(default_factory=list)
@@ -172,6 +181,9 @@ class HistoryFrames:
                 segments.update(_segments(detail_object(fact.detail)))
             elif fact.f == "drain":
                 self.drained.add(fact.run)
+                self.drain_ok_index.setdefault(fact.run, _done_index(fact))
+            elif fact.f == "cursor":
+                self.cursor_readings.append(fact)
             elif fact.f == "subscribe":
                 created = first.setdefault((fact.run, fact.topic, fact.subscription), fact)
                 if _done_index(fact) < _done_index(created):
@@ -191,6 +203,22 @@ class HistoryFrames:
         self.subscriptions = [Subscription(f.run, f.topic, f.subscription, _done_index(f),
                                            _detail_field(f, "mode"))
                               for f in first.values()]
+
+    @property
+    def deduplicating_runs(self) -> set[str]:
+        """Runs whose `meta` says the broker deduplicates sends (`deduplication`: true)."""
+        return {run for run, meta in self.meta.items() if meta.get("deduplication") is True}
+
+    def final_cursors(self) -> dict[CursorScope, tuple[int, CursorReading]]:
+        """Per subscription and cluster, its last `cursor` reading after the run's
+        completed drain, with that reading's index."""
+        final: dict[CursorScope, tuple[int, CursorReading]] = {}
+        for fact in self.cursor_readings:
+            drained = self.drain_ok_index.get(fact.run)
+            if drained is not None and fact.index > drained:
+                final[(fact.run, fact.topic, fact.subscription, fact.cluster)] = (
+                    fact.index, CursorReading.observed(fact.position, detail_object(fact.detail)))
+        return final
 
     def scans(self) -> list[Scan]:
         """Map tasks over every run's operations and observations, for the Python workers'

@@ -43,10 +43,12 @@ OPERATIONS_SCHEMA = pa.schema(
 
 FACTS_SCHEMA = pa.schema([
     ("f", pa.string()), ("process", pa.string()), ("topic", pa.string()),
-    ("subscription", pa.string()), ("detail", pa.string()), ("done_detail", pa.string()),
+    ("subscription", pa.string()), ("cluster", pa.string()), ("position", pa.string()),
+    ("detail", pa.string()), ("done_detail", pa.string()),
     ("index", pa.int64()), ("time", pa.int64()), ("outcome", pa.string()),
     ("done_time", pa.int64()), ("done_index", pa.int64()), ("segment", pa.int64())])
-"""Layouts and meta (`outcome` ok); completed drains, subscribes (`subscription` falls back
+"""Layouts, meta and cursor readings (`outcome` ok; a subscription's cursor is read about
+once a second, so they stay few); completed drains, subscribes (`subscription` falls back
 to the value) and failovers; every nemesis operation; one `cumulative-ack` row (index -1)
 when some completed ack was cumulative; and per topic and segment, its first acknowledged
 write (`first-write`: the send's completion as `index`, `time`, `done_*`), which
@@ -57,7 +59,7 @@ PAIRED_FILES = (OPERATIONS_FILE, OBSERVATIONS_FILE, FACTS_FILE)
 _ROW_GROUP = 1 << 18
 _DISTINCT_TEXT = frozenset({"value", "position", "done_position", "detail", "done_detail"})
 _OBSERVATIONS = pa.array(sorted(OBSERVATIONS))
-_FACT_OBSERVATIONS = pa.array(["layout", "meta"])
+_FACT_OBSERVATIONS = pa.array(["layout", "meta", "cursor"])
 _FACT_OPERATIONS = pa.array(["drain", "subscribe", "failover"])
 _WRITES = ["topic", "segment", "outcome", "done_time", "done_index"]
 _FIRST = ["topic", "segment"]

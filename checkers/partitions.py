@@ -227,6 +227,10 @@ class TextCodes:
                          if name in self._dictionaries else table[name]
                          for name in table.column_names], names=table.column_names)
 
+    def text(self, name: str, coded: pa.Array) -> pa.Array:
+        """Codes of column `name` back as its text."""
+        return self._dictionaries[name].take(coded)
+
     def coded(self, schema: pa.Schema) -> pa.Schema:
         """`schema` with the coded columns as codes."""
         return pa.schema([f.with_type(pa.int32()) if f.name in self._dictionaries else f

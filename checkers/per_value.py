@@ -3,10 +3,10 @@
 One shuffle by value brings every send, delivery and acknowledgement of a value into one
 partition, and a Python worker decides each partition as a whole with Arrow's joins and
 aggregates (`checkers.partitions`): the anomalies of `lost`, `unexpected`,
-`failed-delivered` and `duplicate`, and each keyed message's first delivery in each
-ordered subscription (what `order` compares). Both come out in one table, told apart by
-`kind`, which the same worker cuts by key for `order`'s pass; the findings are few and
-ride along.
+`failed-delivered`, `duplicate`, `multi-position` and `ack-unapplied`, and each keyed
+message's first delivery in each ordered subscription (what `order` compares). Both come
+out in one table, told apart by `kind`, which the same worker cuts by key for `order`'s
+pass; the findings are few and ride along.
 
 Joins here, as in SQL, never match a null key: a delivery with no topic or subscription
 proves nothing delivered, and a value that is null is never shown delivered.
@@ -14,12 +14,14 @@ proves nothing delivered, and a value that is null is never shown delivered.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers.frames import ACK_SCOPE, HistoryFrames
+from checkers.frames import ACK_SCOPE, CursorScope, HistoryFrames
 from checkers.partitions import (
     Scan,
     TextCodes,
@@ -30,7 +32,8 @@ from checkers.partitions import (
     scatter_frame,
     scatter_scans,
 )
-from checkers.views import ACKS, OBSERVATIONS_FILE, RECVS, SENDS
+from checkers.views import ACK_INVOKES, ACKS, OBSERVATIONS_FILE, RECVS, SENDS
+from history.cursor import CursorReading, parse_position
 from history.schema import ORDERED_MODES
 
 FINDINGS = pa.schema([
@@ -41,7 +44,9 @@ FINDINGS = pa.schema([
     ("at", pa.int64()), ("proof0", pa.int64()), ("proof1", pa.int64()),
     ("proof2", pa.int64()),
     # `order`'s: the first out-of-order pair, and how many pairs the key has.
-    ("earlier", pa.string()), ("later", pa.string()), ("pairs", pa.int64())])
+    ("earlier", pa.string()), ("later", pa.string()), ("pairs", pa.int64()),
+    # `multi-position`'s and `ack-unapplied`'s: the positions concerned.
+    ("positions", pa.list_(pa.string()))])
 """An anomaly, as both passes give them."""
 FIRSTS = ["inv_index", "ok_index", "first_recv"]
 """A keyed send (its `key`, `value`, `topic`), and its first delivery in `subscription`."""
@@ -50,23 +55,29 @@ KEY = ["run", "topic", "subscription", "key"]
 FINDING, FIRST = "finding", "first"
 """`kind` of an output row: an anomaly, or a first delivery."""
 
-_SEND, _RECV, _ACK = 0, 1, 2
+PRODUCER_RETRY = "producer-retry"
+"""Rows of a value stored twice where that is legal (`multi-position`): counted in the
+statistics, not an anomaly."""
+
+_SEND, _RECV, _ACK, _UNCONFIRMED = 0, 1, 2, 3
 _BY_VALUE = pa.schema([
     ("run", pa.string()), ("value", pa.string()), ("kind", pa.int32()),
     ("topic", pa.string()), ("subscription", pa.string()), ("cluster", pa.string()),
     ("key", pa.string()), ("index", pa.int64()), ("done_index", pa.int64()),
-    ("outcome", pa.string())])
-"""What the pass shuffles: a send, a delivery or an ack (`kind`) of a value."""
+    ("outcome", pa.string()), ("position", pa.string())])
+"""What the pass shuffles: a send, a delivery, an ack completed `ok` or one that was not
+(`kind`) of a value; `position` where it was written, delivered or acknowledged."""
 _OUTPUT = pa.schema([("kind", pa.string()), *FINDINGS,
                      *(pa.field(name, pa.int64()) for name in FIRSTS)])
 _PLACE = ["run", "value", "topic", "subscription"]
-_TEXT_KEYS = [*_PLACE, "cluster", "key"]
+_TEXT_KEYS = [*_PLACE, "cluster", "key", "position"]
 
 
 def per_value(frames: HistoryFrames) -> DataFrame:
     """The pass's output (see the module), gathered by key (`KEY`) for `order`'s pass."""
     subscriptions = frames.subscription_table()
     ordered = frames.subscription_table(ORDERED_MODES).select(["run", "topic", "subscription"])
+    facts = _Facts(frames.deduplicating_runs, frames.final_cursors())
     tasks = frames.scans()
     scattered = [scatter_scans(frames.spark, tasks, _by_value, "value", frames.partitions)]
     if frames.cumulative_ack_runs:
@@ -76,12 +87,33 @@ def per_value(frames: HistoryFrames) -> DataFrame:
         scattered.append(scatter_frame(covered, _BY_VALUE, "value", frames.partitions))
     by_value = gather(scattered, frames.partitions)
     decided = decide_and_scatter(
-        by_value, lambda events: _decide(events, subscriptions, ordered), "key",
+        by_value, lambda events: _decide(events, subscriptions, ordered, facts), "key",
         frames.partitions)
     return gather([decided], frames.partitions)
 
 
-def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table) -> pa.Table:
+@dataclass(frozen=True)
+class _Facts:
+    """What the driver knows that some rules need: the runs that deduplicate, and each
+    subscription's last cursor reading after the drain (`ack-unapplied`)."""
+
+    deduplicating: set[str]
+    final_cursors: dict[CursorScope, tuple[int, CursorReading]]
+
+    def runs(self) -> pa.Table:
+        return pa.table({"run": pa.array(sorted(self.deduplicating), pa.string())})
+
+    def idle_scopes(self) -> pa.Table:
+        """Subscriptions whose final reading shows consumers connected with nothing out
+        at them: there, a message neither acknowledged nor delivered again is stuck."""
+        idle = [scope for scope, (_, reading) in self.final_cursors.items()
+                if reading.consumers > 0 and reading.unacked == 0]
+        return pa.table([pa.array([scope[n] for scope in idle], pa.string())
+                         for n in range(len(ACK_SCOPE))], names=ACK_SCOPE)
+
+
+def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table,
+            facts: _Facts) -> pa.Table:
     """Everything one partition's values prove."""
     codes = TextCodes(events, _TEXT_KEYS)
     coded = codes.table
@@ -89,38 +121,47 @@ def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table) -> pa.
     def of(kind: int) -> pa.Table:
         return coded.filter(pc.equal(coded["kind"], kind))
 
-    sends, recvs, acks = of(_SEND), of(_RECV), of(_ACK)
+    sends, recvs, acks, unconfirmed = of(_SEND), of(_RECV), of(_ACK), of(_UNCONFIRMED)
     known = recvs.filter(pc.is_valid(recvs["value"]))
+    deduplicating = codes.encode(facts.runs())["run"].combine_chunks()
     schema = codes.coded(_OUTPUT)
     found = pa.concat_tables([
         _lost(schema, sends, known, codes.encode(subscriptions)),
         _unexpected(schema, sends, recvs), _failed_delivered(schema, sends, known),
-        _duplicate(schema, known, acks),
+        _duplicate(schema, known, acks, deduplicating),
+        _multi_position(schema, sends, known, deduplicating, codes),
+        _unapplied(schema, known, acks, unconfirmed, codes.encode(facts.idle_scopes()), codes),
         _first_deliveries(schema, sends, recvs, codes.encode(ordered))])
-    return codes.decode(found, _OUTPUT)
+    return _still_uncovered(codes.decode(found, _OUTPUT), facts.final_cursors)
 
 
 def _by_value(scan: Scan) -> pa.Table:
-    """A map task's sends (`index` the invoke's), deliveries, and individual acks
-    (`index` the ack's; cumulative ones come covered, from Spark, see `per_value`)."""
+    """A map task's sends (`index` the invoke's), deliveries, individual acks completed
+    `ok` (`index` the ack's; cumulative ones come covered, from Spark, see `per_value`),
+    and acks that did not complete `ok` (`index` the invoke's)."""
     if scan.file == OBSERVATIONS_FILE:
-        names = ["run", "value", "topic", "subscription", "cluster", "index"]
+        names = ["run", "value", "topic", "subscription", "cluster", "index", "position"]
         recvs = RECVS.table(scan.read(RECVS.reads(names)), names)
         return rows(_BY_VALUE, recvs.num_rows, kind=_RECV,
                     **columns(recvs))
     send_names = ["run", "value", "topic", "cluster", "key", "inv_index", "done_index",
-                  "outcome"]
-    ack_names = ["run", "value", *ACK_SCOPE[1:], "cumulative", "ack_index"]
-    operations = scan.read(list(dict.fromkeys(SENDS.reads(send_names)
-                                              + ACKS.reads(ack_names))))
+                  "outcome", "position"]
+    ack_names = ["run", "value", *ACK_SCOPE[1:], "cumulative", "ack_index", "position"]
+    invoke_names = ["run", "value", *ACK_SCOPE[1:], "outcome", "inv_index", "position"]
+    operations = scan.read(list(dict.fromkeys(SENDS.reads(send_names) + ACKS.reads(ack_names)
+                                              + ACK_INVOKES.reads(invoke_names))))
     sends = SENDS.table(operations, send_names)
     acks = ACKS.table(operations, ack_names)
     acks = acks.filter(pc.invert(acks["cumulative"]))
+    invokes = ACK_INVOKES.table(operations, invoke_names)
+    unsettled = invokes.filter(pc.invert(pc.fill_null(pc.equal(invokes["outcome"], "ok"), False)))
     return pa.concat_tables([
         rows(_BY_VALUE, sends.num_rows, kind=_SEND, index=sends["inv_index"],
              **columns(sends)),
         rows(_BY_VALUE, acks.num_rows, kind=_ACK, index=acks["ack_index"],
-             **columns(acks))])
+             **columns(acks)),
+        rows(_BY_VALUE, unsettled.num_rows, kind=_UNCONFIRMED, index=unsettled["inv_index"],
+             **{c: unsettled[c] for c in ["run", "value", *ACK_SCOPE[1:], "position"]})])
 
 
 def _finding(schema: pa.Schema, checker: str, found: pa.Table,
@@ -163,15 +204,113 @@ def _failed_delivered(schema: pa.Schema, sends: pa.Table, recvs: pa.Table) -> pa
                     proof0=delivered["index"], proof1=delivered["done_index"])
 
 
-def _duplicate(schema: pa.Schema, recvs: pa.Table, acks: pa.Table) -> pa.Table:
-    """Deliveries after the value's earliest ack in the same subscription and cluster."""
+def _duplicate(schema: pa.Schema, recvs: pa.Table, acks: pa.Table,
+               deduplicating: pa.Array) -> pa.Table:
+    """Deliveries after an ack of the value in the same subscription and cluster. Where
+    the run does not deduplicate and both positions are known, only an ack of the
+    delivery's own position counts: a delivery at another position is another stored
+    copy's (a producer's resend, judged by `multi-position`)."""
     scope = [*_PLACE, "cluster"]
-    earliest = acks.group_by(scope).aggregate([("index", "min")])
-    after = recvs.select([*scope, "index"]).join(earliest, scope, join_type="inner")
-    after = after.filter(pc.less(after["index_min"], after["index"]))
+    earliest = acks.group_by([*scope, "position"]).aggregate([("index", "min")])
+    after = recvs.select([*scope, "index", "position"]).join(
+        earliest, scope, join_type="inner", right_suffix="_acked")
+    same_copy = pc.or_kleene(pc.or_kleene(
+        pc.is_null(after["position"]), pc.is_null(after["position_acked"])),
+        pc.or_kleene(pc.is_in(after["run"], deduplicating),
+                     pc.equal(after["position"], after["position_acked"])))
+    after = after.filter(pc.and_(pc.less(after["index_min"], after["index"]),
+                                 pc.fill_null(same_copy, True)))
+    after = after.group_by([*scope, "index"]).aggregate([("index_min", "min")])
     return _finding(schema, "duplicate", after, topic=after["topic"],
                     subscription=after["subscription"], cluster=after["cluster"],
-                    at=after["index"], proof0=after["index_min"])
+                    at=after["index"], proof0=after["index_min_min"])
+
+
+_STORED = ["run", "topic", "cluster", "value"]
+RETRY_POSITIONS = 2
+"""How many positions one resend of a send can leave: the first copy and the resent one."""
+
+
+def _multi_position(schema: pa.Schema, sends: pa.Table, recvs: pa.Table,
+                    deduplicating: pa.Array, codes: TextCodes) -> pa.Table:
+    """Values stored at more than one position of one topic in one cluster (where sends
+    completed `ok`, or deliveries came from). Two positions are a producer's resend
+    (`PRODUCER_RETRY`) unless the run deduplicates; more are always an anomaly."""
+    written = sends.filter(pc.and_(pc.equal(sends["outcome"], "ok"),
+                                   pc.is_valid(sends["position"])))
+    placed = pa.concat_tables([
+        written.select([*_STORED, "position"]).append_column("at", written["done_index"]),
+        recvs.filter(pc.is_valid(recvs["position"])).select([*_STORED, "position", "index"])
+        .rename_columns([*_STORED, "position", "at"])])
+    # Positions are codes here: a value at one position has its least code equal to its
+    # greatest, which is cheaper to find than counting distinct positions.
+    spread = placed.group_by(_STORED).aggregate([("position", "min"), ("position", "max")])
+    several = spread.filter(pc.not_equal(spread["position_min"], spread["position_max"]))
+    several = several.select(_STORED)
+    if not several.num_rows:
+        return schema.empty_table()
+    stored = placed.join(several, _STORED, join_type="left semi").group_by(_STORED).aggregate(
+        [("position", "distinct"), ("at", "min"), ("at", "max")])
+    positions = pa.array([sorted(codes.text("position", pa.array(p, pa.int32())).to_pylist())
+                          for p in stored["position_distinct"].to_pylist()],
+                         pa.list_(pa.string()))
+    legal = pc.and_(pc.equal(pc.list_value_length(positions), RETRY_POSITIONS),
+                    pc.invert(pc.is_in(stored["run"], deduplicating)))
+    checker = pc.if_else(legal, PRODUCER_RETRY, "multi-position")
+    return rows(schema, stored.num_rows, kind=FINDING, checker=checker, run=stored["run"],
+                value=stored["value"], topic=stored["topic"], cluster=stored["cluster"],
+                at=stored["at_min"], proof0=stored["at_max"], positions=positions)
+
+
+def _unapplied(schema: pa.Schema, recvs: pa.Table, acks: pa.Table, unconfirmed: pa.Table,
+               idle: pa.Table, codes: TextCodes) -> pa.Table:
+    """Candidates for `ack-unapplied`, in subscriptions whose final cursor reading shows
+    idle consumers (`idle`): per value, its last ack that never completed `ok`, when no
+    ack of it did and it was not delivered again after that ack; with the position it was
+    delivered at. Whether the final reading covers it is decided after decoding
+    (`_still_uncovered`)."""
+    scope = [*_PLACE, "cluster"]
+    waiting = unconfirmed.join(idle, ACK_SCOPE, join_type="left semi")
+    if not waiting.num_rows:
+        return schema.empty_table()
+    waiting = waiting.join(acks.select(scope), scope, join_type="left anti")
+    last_ack = waiting.group_by(scope).aggregate([("index", "max")])
+    last_recv = recvs.group_by(scope).aggregate([("index", "max")])
+    last_recv = last_recv.join(recvs.select([*scope, "index", "position"]),
+                               [*scope, "index_max"], [*scope, "index"], join_type="inner")
+    stuck = last_ack.join(last_recv, scope, join_type="inner", right_suffix="_recv")
+    stuck = stuck.filter(pc.and_(pc.less(stuck["index_max_recv"], stuck["index_max"]),
+                                 pc.is_valid(stuck["position"])))
+    positions = pa.ListArray.from_arrays(
+        pa.array(range(stuck.num_rows + 1), pa.int32()),
+        codes.text("position", stuck["position"].combine_chunks()))
+    return _finding(schema, "ack-unapplied", stuck, topic=stuck["topic"],
+                    subscription=stuck["subscription"], cluster=stuck["cluster"],
+                    at=stuck["index_max"], proof0=stuck["index_max_recv"], positions=positions)
+
+
+def _still_uncovered(found: pa.Table,
+                     final_cursors: dict[CursorScope, tuple[int, CursorReading]]) -> pa.Table:
+    """`ack-unapplied` candidates whose final cursor reading does not cover the delivered
+    position, with that reading as a proving event; every other row as it is. Candidates
+    are few: a loop over them is cheap."""
+    candidate = pc.fill_null(pc.equal(found["checker"], "ack-unapplied"), False)
+    if not pc.any(candidate).as_py():
+        return found
+    keep, proof = [], []
+    for row in found.select([*ACK_SCOPE, "checker", "positions", "proof1"]).to_pylist():
+        scope: CursorScope = (row["run"], row["topic"], row["subscription"], row["cluster"])
+        if row["checker"] != "ack-unapplied" or scope not in final_cursors:
+            keep.append(row["checker"] != "ack-unapplied")
+            proof.append(row["proof1"])
+            continue
+        index, reading = final_cursors[scope]
+        position = parse_position(row["positions"][0])
+        keep.append(position is not None and not reading.covers(position))
+        proof.append(index)
+    found = found.set_column(found.schema.get_field_index("proof1"), "proof1",
+                             pa.array(proof, pa.int64()))
+    return found.filter(pa.array(keep))
 
 
 def _first_deliveries(schema: pa.Schema, sends: pa.Table, recvs: pa.Table,

@@ -5,8 +5,9 @@ into segments 1 and 2, each key routed by the spec's hash; one exclusive subscri
 receives every message in send order and acknowledges it; a final drain completes. Each
 message is a block of events (send invoke, send ok, recv, ack invoke, ack ok, and a spare
 slot for an injected delivery). Injections rewrite chosen blocks so that each adds exactly
-one counted unit of one anomaly, on disjoint messages. Vectorised with numpy, so twenty
-million events take seconds, not minutes.
+one counted unit of one anomaly, on disjoint messages; the two that need `cursor`
+observations (`ack-unapplied`, `stalled-subscription`) add them after the drain.
+Vectorised with numpy, so twenty million events take seconds, not minutes.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ TOPIC = "topic://synthetic/ns/t"
 SUBSCRIPTION = "s"
 CLUSTER = "a"
 INJECTABLE = ("lost", "unexpected", "failed-delivered", "duplicate", "dual-write",
-              "forked-position", "misrouted", "order")
+              "forked-position", "misrouted", "order", "multi-position", "ack-unapplied",
+              "stalled-subscription")
 _SLOTS = 6  # send invoke, send ok, recv, ack invoke, ack ok, injected recv
 _SEND_INV, _SEND_OK, _RECV, _ACK_INV, _ACK_OK, _EXTRA = range(_SLOTS)
+_TYPES = ("invoke", "ok", "fail", "info")
+_INVOKE, _OK, _FAIL, _INFO = range(len(_TYPES))
 _LAYOUT = {
     "epoch": 1, "nextSegmentId": 3, "properties": {},
     "segments": {
@@ -53,6 +57,10 @@ class SyntheticSpec:
     drain: bool = True
 
 
+STALL_S = 11
+"""How long each injected stall lasts: over the default bound of 10 s."""
+
+
 def generate(spec: SyntheticSpec) -> pa.Table:
     """The history as an Arrow table with the spec's columns, index and time in order."""
     unknown = set(spec.inject) - set(INJECTABLE)
@@ -72,7 +80,7 @@ def generate(spec: SyntheticSpec) -> pa.Table:
     cols.f[:, [_ACK_INV, _ACK_OK]] = 2
     cols.f[:, _EXTRA] = 1
     cols.type[:, [_SEND_INV, _ACK_INV]] = 0
-    cols.type[:, [_SEND_OK, _RECV, _ACK_OK, _EXTRA]] = 1
+    cols.type[:, [_SEND_OK, _RECV, _ACK_OK, _EXTRA]] = _OK
     cols.value[:] = ids[:, None]
     cols.key[:, _SEND_INV] = key_ids
     cols.segment[:, [_SEND_OK, _RECV, _EXTRA]] = key_segment[key_ids][:, None]
@@ -80,7 +88,8 @@ def generate(spec: SyntheticSpec) -> pa.Table:
 
     chooser = _Chooser(rng, m, spec.keys)
     for kind, count in spec.inject.items():
-        _INJECTORS[kind](cols, chooser.pick(kind, count), spec)
+        if kind != "stalled-subscription":  # cursor readings only, no message's block
+            _INJECTORS[kind](cols, chooser.pick(kind, count), spec)
     return _table(cols, spec)
 
 
@@ -144,7 +153,7 @@ def _unexpected(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
 
 
 def _failed_delivered(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
-    cols.type[chosen, _SEND_OK] = 2  # fail
+    cols.type[chosen, _SEND_OK] = _FAIL
     cols.entry[chosen, _SEND_OK] = -1
 
 
@@ -177,17 +186,78 @@ def _order(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
                                                          column[chosen, slot].copy())
 
 
+def _multi_position(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
+    """Stored three times: the send's answer names one copy (past every message's
+    entry, so no position forks), the consumer gets another, acknowledges it (naming its
+    position, so the third copy's delivery is no duplicate), then gets the third."""
+    m = spec.messages
+    cols.entry[chosen, _SEND_OK] = m + chosen
+    cols.present[chosen, _EXTRA] = True
+    cols.entry[chosen, _EXTRA] = 2 * m + chosen
+    for slot in (_ACK_INV, _ACK_OK):
+        cols.segment[chosen, slot] = cols.segment[chosen, _RECV]
+        cols.entry[chosen, slot] = cols.entry[chosen, _RECV]
+
+
+def _ack_unapplied(cols: _Blocks, chosen: np.ndarray, spec: SyntheticSpec) -> None:
+    """The ack never confirmed; the final cursor reading leaves these messages out
+    (`_cursor_tail`)."""
+    cols.type[chosen, _ACK_OK] = _INFO
+
+
 _INJECTORS = {
     "lost": _lost, "unexpected": _unexpected, "failed-delivered": _failed_delivered,
     "duplicate": _duplicate, "dual-write": _dual_write, "forked-position": _forked_position,
-    "misrouted": _misrouted, "order": _order,
+    "misrouted": _misrouted, "order": _order, "multi-position": _multi_position,
+    "ack-unapplied": _ack_unapplied,
 }
+
+
+def _cursor_tail(cols: _Blocks, spec: SyntheticSpec) -> list[dict[str, Any]]:
+    """After the drain: for each injected stall, two readings of the subscription
+    `STALL_S` apart with its cursor still (each stall at a cursor of its own, so each is
+    one stretch), then the final reading, which holds every delivered position as
+    acknowledged but those whose ack `ack-unapplied` left unconfirmed. Each row's
+    `delay_ms` is how much later than the one before it it comes."""
+    fields = {"process": "observer", "type": "ok", "f": "cursor", "value": SUBSCRIPTION,
+              "topic": TOPIC, "subscription": SUBSCRIPTION, "cluster": CLUSTER}
+    readings: list[dict[str, Any]] = []
+    for stall in range(spec.inject.get("stalled-subscription", 0)):
+        detail = json.dumps({"individually_deleted": [], "backlog": 5, "consumers": 1,
+                             "unacked": 0})
+        readings += [{**fields, "position": f"0:{stall}", "detail": detail, "delay_ms": 1},
+                     {**fields, "position": f"0:{stall}", "detail": detail,
+                      "delay_ms": STALL_S * 1000}]
+    left_out = np.flatnonzero(cols.present[:, _ACK_OK] & (cols.type[:, _ACK_OK] == _INFO))
+    if spec.inject.get("ack-unapplied"):
+        detail = json.dumps({"individually_deleted": _ranges_without(
+            cols.segment[left_out, _RECV], cols.entry[left_out, _RECV], spec),
+            "backlog": len(left_out), "consumers": 1, "unacked": 0})
+        readings.append({**fields, "position": "-1:-1", "detail": detail, "delay_ms": 1})
+    return readings
+
+
+def _ranges_without(ledgers: np.ndarray, entries: np.ndarray,
+                    spec: SyntheticSpec) -> list[list[str]]:
+    """Individually deleted ranges covering every position a synthetic history uses (its
+    segments as ledgers, entries below three times the messages) except these."""
+    ranges = []
+    for ledger in (0, 1, 2):
+        start = -1
+        for entry in sorted(int(e) for e in entries[ledgers == ledger]):
+            ranges.append([f"{ledger}:{start}", f"{ledger}:{entry - 1}"])
+            start = entry
+        ranges.append([f"{ledger}:{start}", f"{ledger}:{3 * spec.messages}"])
+    return ranges
 
 
 def _table(cols: _Blocks, spec: SyntheticSpec) -> pa.Table:
     mask = cols.present.ravel()
     n = int(mask.sum())
-    head, tail = 4, 2 if spec.drain else 0
+    tail_rows = [{"process": "harness", "type": t, "f": "drain", "value": TOPIC}
+                 for t in ("invoke", "ok")] if spec.drain else []
+    tail_rows += _cursor_tail(cols, spec)
+    head, tail = 4, len(tail_rows)
     total = head + n + tail
 
     def flat(column: np.ndarray) -> np.ndarray:
@@ -197,7 +267,7 @@ def _table(cols: _Blocks, spec: SyntheticSpec) -> pa.Table:
     # Code -1 (the consumer) indexes the last name.
     process_names = np.array([f"p{i}" for i in range(spec.producers)] + ["c0"], dtype=object)
     f_names = np.array(["send", "recv", "ack"], dtype=object)
-    type_names = np.array(["invoke", "ok", "fail"], dtype=object)
+    type_names = np.array(_TYPES, dtype=object)
     values = flat(cols.value)
     value_text = np.strings.add(np.where(flat(cols.unsent), "u", "m"), values.astype(str))
     key = flat(cols.key)
@@ -229,15 +299,15 @@ def _table(cols: _Blocks, spec: SyntheticSpec) -> pa.Table:
         {"process": "c0", "type": "ok", "f": "subscribe", "value": SUBSCRIPTION,
          "topic": TOPIC, "subscription": SUBSCRIPTION, "cluster": CLUSTER},
     ]
-    tail_rows = [{"process": "harness", "type": t, "f": "drain", "value": TOPIC}
-                 for t in ("invoke", "ok")][:tail]
     index = np.arange(total, dtype=np.int64)
+    delays = np.zeros(total, dtype=np.int64)
+    delays[head + n:] = np.cumsum([r.get("delay_ms", 0) for r in tail_rows]) * 1_000_000
     columns = {}
     for name in ARROW_SCHEMA.names:
         if name == "index":
             columns[name] = pa.array(index)
         elif name == "time":
-            columns[name] = pa.array(index * 1000)
+            columns[name] = pa.array(index * 1000 + delays)
         else:
             middle = body.get(name)
             parts = [pa.array([r.get(name) for r in head_rows], ARROW_SCHEMA.field(name).type)]

@@ -83,8 +83,17 @@ SENDS = View(OPERATIONS_FILE, {"f": "send"}, {
 
 ACKS = View(OPERATIONS_FILE, {"f": "ack", "done_type": "ok"}, {
     **_same("run", "topic", "subscription", "cluster", "value", "cumulative"),
-    "ack_index": ("done_index",), "ack_time": ("done_time",)})
-"""Acks completed `ok`, cumulative or not: their moment is their completion's."""
+    "ack_index": ("done_index",), "ack_time": ("done_time",),
+    "position": ("position", "done_position")})
+"""Acks completed `ok`, cumulative or not: their moment is their completion's. `position`
+is the acknowledged delivery's, when the history names it (**starquake** does)."""
+
+ACK_INVOKES = View(OPERATIONS_FILE, {"f": "ack"}, {
+    **_same("run", "topic", "subscription", "cluster", "value"),
+    "outcome": ("done_type",), "inv_index": ("index",),
+    "position": ("position", "done_position")})
+"""Every ack, with its outcome (null if it never ended): `ack-unapplied` looks at those
+that did not complete `ok`."""
 
 RECVS = View(OBSERVATIONS_FILE, {"f": "recv", "type": "ok"}, {
     **_same("run", "index", "time", "topic", "subscription", "consumer", "cluster", "value"),

@@ -41,12 +41,13 @@ ARROW_SCHEMA = pa.schema([pa.field(name, t) for name, (t, _) in FIELDS.items()])
 EVENT_TYPES = frozenset({"invoke", "ok", "fail", "info"})
 
 # Observations are single `ok` events with no invoke (spec, "Process rules").
-OBSERVATIONS = frozenset({"recv", "layout", "meta"})
+OBSERVATIONS = frozenset({"recv", "layout", "meta", "cursor"})
 
 # Subscription modes whose deliveries must keep a key's send order (spec, `order`).
 ORDERED_MODES = ("stream", "exclusive", "failover", "key_shared")
 
 DEFAULT_DUPLICATE_WINDOW_BOUND_MS = 2000
+DEFAULT_STALLED_SUBSCRIPTION_BOUND_MS = 10000
 
 HASH_SPACE = 65536
 

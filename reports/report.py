@@ -34,6 +34,13 @@ DEFINITIONS = {
     "forked-position": "Two different values at the same position.",
     "misrouted": "A send to a segment whose hash range does not hold the key's hash.",
     "order": "Two values of one key first delivered in the opposite order to their sends.",
+    "stalled-subscription": "A subscription whose backlog waited, its cursor still, while "
+                            "its consumers were connected with nothing out, for longer "
+                            "than the bound.",
+    "multi-position": "One value stored at more positions than a producer's resend can "
+                      "leave (or at two, where the run deduplicates).",
+    "ack-unapplied": "An acknowledgement never confirmed whose message the final cursor "
+                     "does not hold as acknowledged, and that was never delivered again.",
 }
 VERDICT_TEXT = {
     "valid": "Every checker passed.",

@@ -21,9 +21,10 @@ client but not yet handled nor acknowledged, which the new cluster must deliver 
 A cluster whose copy of the subscription was moved past them (the
 `update-past-mark-delete` mutant) never delivers them: `lost`.
 
-Acknowledgements complete `info` (`error` `unconfirmed`, `official_client.py`): the
-official client exposes no receipt. So `duplicate` and `duplicate-window` have nothing to
-judge in this workload; `lost`, `unexpected`, `order` and `forked-position` do.
+Acknowledgements are settled by each cluster's cursor of the subscription
+(`harness.workloads.cursors`: `ok` once a reading in the cluster the message was
+delivered in covers it, else `info`), so `duplicate` and `duplicate-window` judge the
+confirmed ones.
 
 The drain happens in the cluster of the last failover: `live`'s consumers read on, and
 in every cluster a late subscription `late-<cluster>` (not replicated, made before the
@@ -47,6 +48,7 @@ import pulsar
 from harness.admin_api import AdminError, admin_request
 from harness.target import TargetCluster
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
+from harness.workloads.cursors import CursorObserver
 from harness.workloads.geo_link import replicate_namespace
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
 from harness.workloads.official_client import (
@@ -113,6 +115,9 @@ class GeoWorkload:
         self._readers: list[_Reader] = []
         self._live_cluster = context.clusters[0].name
         self._deliveries = DeliveryClock()
+        self._cursors = CursorObserver(context.history, self._ids)
+        for cluster in context.clusters:
+            self._cursors.watch(cluster.name, cluster.admin_urls, self.topic)
 
     # --- open ----------------------------------------------------------------------------
 
@@ -133,6 +138,7 @@ class GeoWorkload:
         self._producers = [retry_until(functools.partial(self._new_producer, n), deadline,
                                        f"create producer {n} on {self.topic}")
                            for n in range(c.settings.producers)]
+        self._cursors.start()
         for reader in live:
             self._start(reader)
 
@@ -229,7 +235,7 @@ class GeoWorkload:
             if reader.stop.wait(max(0.0, due - time.time())):
                 return
             self._deliveries.tick()
-            record_and_acknowledge(process, consumer, message, fields)
+            record_and_acknowledge(process, consumer, message, fields, self._cursors)
 
     def _stop_readers(self, readers: list[_Reader]) -> None:
         for reader in readers:
@@ -256,8 +262,11 @@ class GeoWorkload:
         except WorkloadOpenFailed as exc:
             c.history.record("harness", "info", "drain", error="late-subscribe-failed",
                              detail={"message": str(exc)}, **drain_fields(c))
+            self._cursors.finish()
             return False
-        return wait_until_drained(c, started, self._deliveries, self._backlogs)
+        drained = wait_until_drained(c, started, self._deliveries, self._backlogs)
+        self._cursors.finish()  # the last reading, after the drain
+        return drained
 
     def _backlogs(self) -> dict[str, int] | None:
         """What is left to read or to replicate: `live` in its cluster, each late
@@ -274,6 +283,7 @@ class GeoWorkload:
         return left
 
     def close(self) -> None:
+        self._cursors.finish()
         self._stop_readers(list(self._readers))
         clients, self._clients = self._clients, {}
         for client in clients.values():

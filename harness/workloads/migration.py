@@ -19,8 +19,14 @@ A client does not learn which cluster served it. Operations record as `cluster` 
 cluster the lookup service assigned the tenant when they began, and record no
 `position`: a position means something only in its cluster, so `forked-position` has
 nothing to judge here. What this workload proves is `lost` (nothing sent `ok` is
-missing from `live`, wherever it was read) and `unexpected`. Acknowledgements complete
-`info` (`official_client.py`), so `duplicate` judges nothing either.
+missing from `live`, wherever it was read) and `unexpected`.
+
+Acknowledgements are settled by the source cluster's cursor of `live`
+(`harness.workloads.cursors`), compared with the position the client was given, until
+the switch begins: up to then the source alone serves the tenant, so a delivered
+position is certainly the source's. From the switch on the client may be served by
+either cluster without the harness knowing which, so acks still pending then, and every
+later one, complete `info`, and `duplicate` judges the acks confirmed before the switch.
 
 The drain reads `live` in the target until quiet with no backlog there.
 """
@@ -38,6 +44,7 @@ from harness.admin_api import AdminError, admin_request
 from harness.migration import ClusterEndpoint, MigrationPlan, MigrationStuck, migrate_tenant
 from harness.target import TargetCluster
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
+from harness.workloads.cursors import CursorObserver
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
 from harness.workloads.official_client import (
     LIVE,
@@ -91,6 +98,8 @@ class MigrationWorkload:
         self._closing = threading.Event()
         self._consumers: list[tuple[threading.Thread, pulsar.Consumer]] = []
         self._deliveries = DeliveryClock()
+        self._cursors = CursorObserver(context.history, self._ids)
+        self._cursors.watch(self.source.name, self.source.admin_urls, self.topic)
 
     # --- open ----------------------------------------------------------------------------
 
@@ -122,6 +131,7 @@ class MigrationWorkload:
                                                                       **PRODUCER_OPTIONS),
                                        deadline, f"create a producer on {self.topic}")
                            for _ in range(c.settings.producers)]
+        self._cursors.start()
         for thread, _ in self._consumers:
             thread.start()
 
@@ -155,6 +165,8 @@ class MigrationWorkload:
         steps: list[str] = []
 
         def begin(step: str) -> None:
+            if step == "switch":  # from here a position may be either cluster's
+                self._cursors.unwatch(self.source.name, self.topic)
             if steps:
                 self._step_done(steps[-1], detail)
             steps.append(step)
@@ -191,7 +203,7 @@ class MigrationWorkload:
             self._deliveries.tick()
             record_and_acknowledge(process, consumer, message, {
                 "topic": self.topic, "subscription": LIVE, "consumer": name,
-                "cluster": self._serving}, position=False)
+                "cluster": self._serving}, self._cursors, position=False)
 
     # --- drain and close -----------------------------------------------------------------
 
@@ -199,10 +211,14 @@ class MigrationWorkload:
         c = dataclasses.replace(self.context, topic=self.topic, cluster=self._serving)
         c.history.record("harness", "invoke", "drain", **drain_fields(c))
         serving = self.target if self._serving == self.target.name else self.source
-        return wait_until_drained(c, time.monotonic(), self._deliveries,
-                                  lambda: subscription_backlogs(serving.admin_urls, self.topic))
+        drained = wait_until_drained(
+            c, time.monotonic(), self._deliveries,
+            lambda: subscription_backlogs(serving.admin_urls, self.topic))
+        self._cursors.finish()  # the last reading, after the drain
+        return drained
 
     def close(self) -> None:
+        self._cursors.finish()
         self._closing.set()
         for thread, _ in self._consumers:
             thread.join(RECEIVE_POLL_MS / 1000 * 5 + 1)

@@ -6,9 +6,11 @@ subscribes, sends and each delivered message (a `recv` observation and its `ack`
 assigned them (a position means something only in its cluster).
 
 The official Python client gives no receipt for an acknowledgement (it is grouped and sent
-later, and the broker's answer is not exposed), so the `ack` completes `info` with
-`error` `unconfirmed`: the harness cannot know the broker applied it, and the `duplicate`
-checker has nothing to judge. A client with acknowledgement receipts would let it.
+later, and the broker's answer is not exposed). The workloads' acks are therefore settled
+by the subscription's durable cursor (`harness.workloads.cursors`): `ok` once a reading
+of the cursor covers the delivered message, else `info` with `error` `unconfirmed`.
+`acknowledge_unconfirmed` (the contract probes' acks, which no cursor reading settles)
+completes `info` at once.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, TypeVar
 import pulsar
 
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
+from harness.workloads.cursors import CursorObserver
 from harness.workloads.loops import paced_slots
 from harness.workloads.plan import message_plan
 from history.writer import ClientProcess, SequentialIds
@@ -205,11 +208,22 @@ def record_delivery(process: ClientProcess, message: pulsar.Message, fields: dic
 
 
 def record_and_acknowledge(process: ClientProcess, consumer: pulsar.Consumer,
-                           message: pulsar.Message, fields: dict[str, Any], *,
-                           position: bool = True) -> None:
-    """`fields`: the topic, subscription, consumer and cluster every event carries."""
+                           message: pulsar.Message, fields: dict[str, Any],
+                           cursors: CursorObserver, *, position: bool = True) -> None:
+    """The `recv` of a delivered message, then its `ack`, left pending for the
+    subscription's cursor to confirm (`harness.workloads.cursors`). `fields`: the topic,
+    subscription, consumer and cluster every event carries. The cursor is compared with
+    the delivered position even when the history leaves positions out (`position=False`)."""
     value = record_delivery(process, message, fields, position=position)
-    acknowledge_unconfirmed(process, consumer, message, value, fields)
+    delivered = position_of(message.message_id())
+    ack = cursors.invoke_ack(value, delivered if position else None, fields,
+                             confirm_at=delivered)
+    try:
+        consumer.acknowledge(message)
+    except pulsar.PulsarException as exc:
+        ack.refused(type(exc).__name__)
+        return
+    cursors.await_cursor(ack)
 
 
 def acknowledge_unconfirmed(process: ClientProcess, consumer: pulsar.Consumer,

@@ -15,7 +15,7 @@ T = TypeVar("T")
 
 def subscription_backlogs(admin_urls: Sequence[str], topic: str) -> dict[str, int] | None:
     """Subscription -> `msgBacklog` on `topic`; None when no broker answers."""
-    stats = _first_answer(admin_urls, topic_path(topic) + "/stats", dict)
+    stats = first_answer(admin_urls, topic_path(topic) + "/stats", dict)
     if stats is None:
         return None
     return {name: int(entry.get("msgBacklog", 0))
@@ -24,7 +24,7 @@ def subscription_backlogs(admin_urls: Sequence[str], topic: str) -> dict[str, in
 
 def topic_subscriptions(admin_urls: Sequence[str], topic: str) -> list[str] | None:
     """The subscriptions the topic lists, sorted; None when no broker answers."""
-    names = _first_answer(admin_urls, topic_path(topic) + "/subscriptions", list)
+    names = first_answer(admin_urls, topic_path(topic) + "/subscriptions", list)
     if names is None:
         return None
     return sorted(str(name) for name in names)
@@ -52,7 +52,7 @@ def owner_request(admin_urls: Sequence[str], method: str, path: str,
     raise OSError(f"no broker took {method} {path}")
 
 
-def _first_answer(admin_urls: Sequence[str], path: str, kind: type[T]) -> T | None:
+def first_answer(admin_urls: Sequence[str], path: str, kind: type[T]) -> T | None:
     """The answer, of JSON type `kind`, of the first broker that gives one (one that does
     not own the topic redirects to the owner, which `admin_request` follows for a GET)."""
     for url in admin_urls:

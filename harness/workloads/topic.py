@@ -15,10 +15,11 @@ fault and heal, so it proves that every acknowledged message is still stored, wh
 live consumers, fed mostly from the broker's memory moments after each write, cannot.
 
 Consumers record every delivered message as a `recv` and then acknowledge it. The official
-Python client gives no receipt for an acknowledgement (it is grouped and sent later, and
-the broker's answer is not exposed), so an `ack` completes `info`: the harness cannot know
-that the broker applied it. The `duplicate` checker therefore judges nothing here; a
-client with acknowledgement receipts would let it.
+Python client gives no receipt for an acknowledgement, so each `ack` stays pending until
+a reading of the subscription's cursor covers the message (`harness.workloads.cursors`,
+which records each reading as a `cursor` observation): then it completes `ok`, and
+`duplicate` judges every later delivery of it. What no reading covered by the end of the
+drain completes `info`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 import pulsar
 
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
+from harness.workloads.cursors import CursorObserver
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
 from harness.workloads.official_client import (
     LIVE,
@@ -68,6 +70,8 @@ class TopicWorkload:
         self._consuming = threading.Event()
         self._consumer_threads: list[threading.Thread] = []
         self._deliveries = DeliveryClock()
+        self._cursors = CursorObserver(context.history, self._ids)
+        self._cursors.watch(context.cluster, context.admin_urls, context.topic)
 
     # --- open ----------------------------------------------------------------------------
 
@@ -85,6 +89,7 @@ class TopicWorkload:
         self._producers = [retry_until(self._new_producer, deadline,
                                        f"create a producer on {c.topic}")
                            for _ in range(c.settings.producers)]
+        self._cursors.start()
         for consumer in live:
             self._start_consuming(consumer)
 
@@ -133,7 +138,8 @@ class TopicWorkload:
             if message is None:
                 continue
             self._deliveries.tick()
-            record_and_acknowledge(reader.process, reader.consumer, message, fields)
+            record_and_acknowledge(reader.process, reader.consumer, message, fields,
+                                   self._cursors)
 
     # --- drain and close -----------------------------------------------------------------
 
@@ -151,11 +157,15 @@ class TopicWorkload:
         except WorkloadOpenFailed as exc:
             c.history.record("harness", "info", "drain", error="late-subscribe-failed",
                              detail={"message": str(exc)}, **fields)
+            self._cursors.finish()
             return False
-        return wait_until_drained(c, started, self._deliveries,
-                                  lambda: subscription_backlogs(c.admin_urls, c.topic))
+        drained = wait_until_drained(c, started, self._deliveries,
+                                     lambda: subscription_backlogs(c.admin_urls, c.topic))
+        self._cursors.finish()  # the last reading, after the drain
+        return drained
 
     def close(self) -> None:
+        self._cursors.finish()
         self._consuming.set()
         for thread in self._consumer_threads:
             thread.join(RECEIVE_POLL_MS / 1000 * 5 + 1)

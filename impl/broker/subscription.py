@@ -80,6 +80,7 @@ class Subscription:
         self.name = name
         self._mutants = mutants
         self._hooks = hooks
+        hooks.attach(self.move_mark_delete)
         self.cursor = cursor
         self.durable = durable
         self.sub_type = sub_type
@@ -264,6 +265,13 @@ class Subscription:
         changes nothing."""
         await self._mark_delete_through(position)
         self._hooks.acknowledged()  # replicated subscriptions: mark-delete moved
+        self._wakeup.set()
+
+    async def move_mark_delete(self, position: Position) -> None:
+        """Replicated subscriptions: another cluster's acknowledgements moved the
+        mark-delete here. What was out or queued at or below it is acknowledged now, and
+        must not be dispatched (again) from this cluster."""
+        await self._mark_delete_through(position)
         self._wakeup.set()
 
     def _forget(self, position: Position) -> None:

@@ -16,10 +16,13 @@ The front end calls, and knows nothing else of replication:
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from impl.ownership.topic_name import TopicName
-from impl.storage.api import Entry, ManagedCursor, ManagedLedger
+from impl.storage.api import Entry, ManagedCursor, ManagedLedger, Position
+
+MarkDeleteMover = Callable[[Position], Awaitable[None]]
 
 
 class SubscriptionHooks(Protocol):
@@ -30,6 +33,13 @@ class SubscriptionHooks(Protocol):
 
     def acknowledged(self) -> None:
         """After an acknowledgement: never blocks, never raises."""
+        ...
+
+    def attach(self, move_mark_delete: MarkDeleteMover) -> None:
+        """The front end's subscription, loaded: from now on replication moves the
+        mark-delete only through it, so what the subscription holds at or below the new
+        position (unacknowledged, or queued for redelivery) is dropped with it, as a
+        cumulative acknowledgement would drop it."""
         ...
 
 
@@ -60,6 +70,9 @@ class _NoSubscriptionHooks:
         return entries
 
     def acknowledged(self) -> None:
+        pass
+
+    def attach(self, move_mark_delete: MarkDeleteMover) -> None:
         pass
 
 

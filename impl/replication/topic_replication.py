@@ -16,6 +16,7 @@ from collections.abc import Collection, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from impl.replication.acknowledged import MessageIdentity, filter_acknowledged, identity_of
+from impl.replication.broker_hooks import MarkDeleteMover
 from impl.replication.controller import ReplicatedSubscriptionsController
 from impl.replication.markers import MalformedMarker, Snapshot, is_marker, marker_of
 from impl.replication.replicator import (
@@ -59,6 +60,8 @@ class SubscriptionReplication:
         self._identities: dict[Position, MessageIdentity] = {}
         """Extension only: identities of entries dispatched and not yet under mark-delete."""
         self._advancing = asyncio.Lock()
+        self._move_mark_delete: MarkDeleteMover = cursor.mark_delete
+        """Through the front end's subscription once it is loaded (`attach`)."""
 
     # --- ReplicatedSubscription ------------------------------------------------------
 
@@ -75,7 +78,7 @@ class SubscriptionReplication:
         return self.cursor.properties.get(REPLICATED_PROPERTY) == 1
 
     async def move_mark_delete(self, position: Position) -> None:
-        await self.cursor.mark_delete(position)
+        await self._move_mark_delete(position)
 
     def acknowledged_after_mark_delete(self) -> Iterable[MessageIdentity]:
         mark_delete = self.cursor.mark_delete_position
@@ -122,6 +125,9 @@ class SubscriptionReplication:
             return
         if isinstance(marker, Snapshot) and marker.local_cluster == controller.local_cluster:
             controller.snapshot_cache(self.name).add_new_snapshot(marker)
+
+    def attach(self, move_mark_delete: MarkDeleteMover) -> None:
+        self._move_mark_delete = move_mark_delete
 
     def acknowledged(self) -> None:
         mark_delete = self.cursor.mark_delete_position

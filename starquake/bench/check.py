@@ -30,7 +30,7 @@ _DUCKDB_OPS = """
 CREATE TEMP VIEW ev AS SELECT * FROM read_parquet('{path}');
 CREATE TEMP VIEW ops AS
   SELECT *, lead(type) OVER w AS done_type, lead("index") OVER w AS done_index
-  FROM ev WHERE NOT (f IN ('recv', 'layout', 'meta') AND type = 'ok')
+  FROM ev WHERE NOT (f IN ('recv', 'layout', 'meta', 'cursor') AND type = 'ok')
   WINDOW w AS (PARTITION BY process ORDER BY "index");
 """
 _DUCKDB_LOST = """
@@ -47,10 +47,12 @@ WHERE since < inv_index AND NOT EXISTS (
                           AND r.value = sends.value)
 """
 _DUCKDB_DUPLICATE = """
-WITH acks AS (SELECT topic, subscription, cluster, value, min(done_index) AS ack_index
+WITH acks AS (SELECT topic, subscription, cluster, value, position,
+                     min(done_index) AS ack_index
               FROM ops WHERE f = 'ack' AND type = 'invoke' AND done_type = 'ok' GROUP BY ALL)
-SELECT count(*) FROM ev r JOIN acks a USING (topic, subscription, cluster, value)
+SELECT count(DISTINCT r."index") FROM ev r JOIN acks a USING (topic, subscription, cluster, value)
 WHERE r.f = 'recv' AND r.type = 'ok' AND r."index" > a.ack_index
+  AND (a.position IS NULL OR r.position IS NULL OR a.position = r.position)
 """
 
 

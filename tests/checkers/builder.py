@@ -53,8 +53,10 @@ class History:
                                   segment=segment, consumer=process)
 
     def ack(self, value: str, sub: str = "s", *, cumulative: bool = False, outcome: str = "ok",
-            topic: str = "T", cluster: str = "a", process: str = "c0") -> tuple[int, int]:
-        fields = {"value": value, "subscription": sub, "topic": topic, "cluster": cluster}
+            topic: str = "T", cluster: str = "a", process: str = "c0",
+            position: str | None = None) -> tuple[int, int]:
+        fields = {"value": value, "subscription": sub, "topic": topic, "cluster": cluster,
+                  "position": position}
         if cumulative:
             fields["detail"] = {"cumulative": True}
         return self.op(process, "ack", outcome, invoke=fields)
@@ -71,6 +73,17 @@ class History:
                                  for s, (a, b, parents) in segments.items()}}
         self.writer.record("observer", "ok", "layout", topic=topic, epoch=1,
                            detail=json.dumps(metadata))
+
+    def cursor(self, sub: str = "s", mark_delete: str | None = None, *, backlog: int = 0,
+               consumers: int = 1, unacked: int = 0, ranges: list[list[str]] | None = None,
+               topic: str = "T", cluster: str = "a") -> int:
+        """A `cursor` observation: the subscription's cursor as an admin read saw it."""
+        self.now_ms += 1
+        return self.writer.record(
+            "observer", "ok", "cursor", value=sub, subscription=sub, topic=topic,
+            cluster=cluster, position=mark_delete,
+            detail={"individually_deleted": ranges or [], "backlog": backlog,
+                    "consumers": consumers, "unacked": unacked})
 
     def nemesis(self, f: str, **detail: Any) -> None:
         self.op("nemesis", f, invoke={"value": f}, done={"detail": detail})

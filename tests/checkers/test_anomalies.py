@@ -16,13 +16,17 @@ from tests.checkers.builder import History
 
 Case = Callable[[History], None]
 CASES: dict[str, tuple[Case, dict[str, int]]] = {}
+META: dict[str, dict[str, object]] = {}
+"""A case's `meta` settings beyond its scenario and seed."""
 
 
-def case(name: str, **expected: int) -> Callable[[Case], Case]:
+def case(name: str, meta: dict[str, object] | None = None,
+         **expected: int) -> Callable[[Case], Case]:
     """Register a history; `expected` maps checker names (underscored) to counts, every
     other checker must find nothing."""
     def register(build: Case) -> Case:
         CASES[name] = (build, {k.replace("_", "-"): v for k, v in expected.items()})
+        META[name] = meta or {}
         return build
     return register
 
@@ -292,13 +296,146 @@ def _fault_never_completed(h: History) -> None:
     h.drain()
 
 
+@case("multi-position", multi_position=1)
+def _multi_position(h: History) -> None:
+    """One value stored three times: more than one resend can leave."""
+    h.subscribe("s", "exclusive")
+    h.send("m1", position="1:2")
+    for position in ("1:0", "1:1", "1:2"):
+        h.recv("m1", position=position)
+    h.drain()
+
+
+@case("multi-position-legal-producer-retry")
+def _producer_retry(h: History) -> None:
+    """The broker stored m1, died before answering; the client sent it again."""
+    h.subscribe("s", "exclusive")
+    h.send("m1", position="2:0")
+    h.recv("m1", position="1:7")
+    h.recv("m1", position="2:0")
+    h.drain()
+
+
+@case("multi-position-deduplicating", meta={"deduplication": True}, multi_position=1)
+def _retry_deduplicating(h: History) -> None:
+    _producer_retry(h)
+
+
+@case("duplicate-legal-second-stored-copy")
+def _second_copy(h: History) -> None:
+    """The resent copy's first delivery, after the first copy's confirmed ack."""
+    h.subscribe("s", "exclusive")
+    h.send("m1", position="2:0")
+    h.recv("m1", position="1:7")
+    h.ack("m1", position="1:7")
+    h.recv("m1", position="2:0")
+    h.ack("m1", position="2:0")
+    h.drain()
+
+
+@case("duplicate-second-stored-copy-deduplicating", meta={"deduplication": True},
+      duplicate=1, multi_position=1)
+def _second_copy_deduplicating(h: History) -> None:
+    _second_copy(h)
+
+
+@case("duplicate-same-copy-again", duplicate=1)
+def _same_copy_again(h: History) -> None:
+    """A copy acknowledged, then delivered again: a duplicate, deduplication or not."""
+    _second_copy(h)
+    h.recv("m1", position="1:7")
+
+
+def _stalled_for(h: History, seconds: int, **reading: int) -> None:
+    """Readings once a second of a subscription with a backlog of 5 whose cursor stays
+    at 1:0 (`reading` overrides their fields)."""
+    _sent_and_read(h, ["m1"])
+    for second in range(seconds + 1):
+        h.at(1000 * (second + 1)).cursor("s", "1:0", **{"backlog": 5, "consumers": 2,
+                                                          "unacked": 0, **reading})
+    h.drain()
+
+
+@case("stalled-subscription", stalled_subscription=1)
+def _stalled(h: History) -> None:
+    _stalled_for(h, 12)
+
+
+@case("stalled-subscription-legal-within-bound")
+def _stalled_briefly(h: History) -> None:
+    _stalled_for(h, 9)
+
+
+@case("stalled-subscription-legal-messages-out")
+def _busy(h: History) -> None:
+    """The consumers hold unacknowledged messages: slow, not stalled."""
+    _stalled_for(h, 12, unacked=3)
+
+
+@case("stalled-subscription-legal-no-consumer")
+def _nobody_reading(h: History) -> None:
+    _stalled_for(h, 12, consumers=0)
+
+
+@case("stalled-subscription-legal-cursor-moves")
+def _moving(h: History) -> None:
+    _sent_and_read(h, ["m1"])
+    for second in range(13):
+        h.at(1000 * (second + 1)).cursor("s", f"1:{second}", backlog=5, consumers=2)
+    h.drain()
+
+
+def _ack_unconfirmed(h: History, final_mark_delete: str, *, again: bool = False,
+                     **reading: int) -> None:
+    """m1 delivered at 1:0, its ack never confirmed; after the drain, the cursor."""
+    h.subscribe("s", "exclusive")
+    h.send("m1", position="1:0")
+    h.recv("m1", position="1:0")
+    h.ack("m1", position="1:0", outcome="info")
+    if again:
+        h.recv("m1", position="1:0")
+    h.drain()
+    h.cursor("s", final_mark_delete, **{"backlog": 1, "consumers": 1, **reading})
+
+
+@case("ack-unapplied", ack_unapplied=1)
+def _unapplied(h: History) -> None:
+    _ack_unconfirmed(h, "0:-1")
+
+
+@case("ack-unapplied-legal-covered-at-the-end")
+def _covered(h: History) -> None:
+    _ack_unconfirmed(h, "1:0", backlog=0)
+
+
+@case("ack-unapplied-legal-covered-by-a-range")
+def _covered_by_range(h: History) -> None:
+    h.subscribe("s", "exclusive")
+    h.send("m1", position="1:1")
+    h.recv("m1", position="1:1")
+    h.ack("m1", position="1:1", outcome="info")
+    h.drain()
+    h.cursor("s", "0:-1", backlog=1, ranges=[["1:0", "1:1"]])
+
+
+@case("ack-unapplied-legal-delivered-again")
+def _delivered_again(h: History) -> None:
+    _ack_unconfirmed(h, "0:-1", again=True)
+
+
+@case("ack-unapplied-legal-still-out")
+def _still_out(h: History) -> None:
+    """The message is out at a consumer: the broker may yet get its ack."""
+    _ack_unconfirmed(h, "0:-1", unacked=1)
+
+
 @pytest.fixture(scope="module")
 def results(spark, tmp_path_factory) -> dict[str, dict]:
     runs = tmp_path_factory.mktemp("runs")
     histories = {}
     for name, (build, _) in CASES.items():
         (runs / name).mkdir()
-        history = History(runs / name / "history.jsonl", scenario=name, seed=1)
+        history = History(runs / name / "history.jsonl", scenario=name, seed=1, **META[name])
         build(history)
         histories[name] = prepare(history.close())
     return {r.run: r.results for r in check_runs(spark, histories, CheckSettings())}
@@ -311,6 +448,34 @@ def test_counts(results: dict[str, dict], name: str) -> None:
     counts = {checker: r["count"] for checker, r in results[name]["checkers"].items()}
     assert counts == {c.name: expected.get(c.name, 0) for c in CHECKERS}
     assert results[name]["valid"] is (not any(expected.values()))
+
+
+@pytest.mark.spark
+def test_acks_judged_are_counted(results: dict[str, dict]) -> None:
+    checkers = results["legal"]["checkers"]
+    assert checkers["duplicate"]["acks_judged"] == 3
+    assert checkers["duplicate-window"]["acks_judged"] == 0
+    assert results["duplicate-window"]["checkers"]["duplicate-window"]["acks_judged"] > 0
+
+
+@pytest.mark.spark
+def test_a_producer_retry_is_counted_not_judged(results: dict[str, dict]) -> None:
+    stats = results["multi-position-legal-producer-retry"]["stats"]
+    assert stats["producer_retries"] == 1
+    assert stats["producer_retry_examples"][0]["positions"] == ["1:7", "2:0"]
+    assert results["legal"]["stats"]["producer_retries"] == 0
+    example = results["multi-position"]["checkers"]["multi-position"]["examples"][0]
+    assert example["positions"] == ["1:0", "1:1", "1:2"]
+
+
+@pytest.mark.spark
+def test_stall_and_stuck_ack_examples(results: dict[str, dict]) -> None:
+    (stall,) = results["stalled-subscription"]["checkers"]["stalled-subscription"]["examples"]
+    assert stall["subscription"] == "s" and stall["backlog"] == 5
+    assert stall["to_ms"] - stall["from_ms"] > 10000
+    (stuck,) = results["ack-unapplied"]["checkers"]["ack-unapplied"]["examples"]
+    assert stuck["value"] == "m1" and stuck["positions"] == ["1:0"]
+    assert len(stuck["events"]) == 3  # the ack, the delivery, the final reading
 
 
 @pytest.mark.spark

@@ -24,7 +24,7 @@ def synthetic_run(run_dir: Path, messages: int, inject: dict[str, int] | None = 
 
 
 def every_anomaly_run(run_dir: Path) -> Path:
-    return synthetic_run(run_dir, 4000, {kind: 1 + n % 2 for n, kind in enumerate(INJECTABLE)})
+    return synthetic_run(run_dir, 6000, {kind: 1 + n % 2 for n, kind in enumerate(INJECTABLE)})
 
 
 def cut_short_run(run_dir: Path) -> Path:

@@ -1,0 +1,92 @@
+"""A subscription that stopped delivering: `stalled-subscription`.
+
+`lost` cannot tell a broker that withholds a subscription's backlog from idle, connected
+consumers (the drain times out, and `lost` says unknown) from one that is merely slow.
+The `cursor` observations can: readings taken while the consumers are connected, have
+nothing out at them, and the backlog waits, yet the cursor does not move. Readings are a
+few per second of a run, and the driver already holds them (`HistoryFrames.cursor_readings`),
+so the rule runs there and only its findings become a (tiny) Spark frame.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from checkers.anomaly import CheckSettings
+from checkers.frames import CursorScope, HistoryFrames, SmallFact
+from history.cursor import CursorReading
+from history.schema import DEFAULT_STALLED_SUBSCRIPTION_BOUND_MS, detail_object
+
+_MS = 1_000_000
+_ANOMALY_ROWS = "checker string, run string, sort_key long, weight long, example string"
+
+
+@dataclass(frozen=True)
+class _Reading:
+    fact: SmallFact
+    cursor: CursorReading
+
+    @property
+    def idle_with_backlog(self) -> bool:
+        """Messages wait, consumers are connected, and none has any out."""
+        c = self.cursor
+        return c.backlog > 0 and c.consumers > 0 and c.unacked == 0
+
+    def same_cursor(self, other: _Reading) -> bool:
+        return (self.cursor.mark_delete, self.cursor.individually_deleted) == (
+            other.cursor.mark_delete, other.cursor.individually_deleted)
+
+
+def stalled_subscriptions(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
+    """One anomaly per stall: a run of consecutive readings of one subscription, each with
+    a backlog, connected consumers and nothing unacknowledged at them, the cursor
+    (mark-delete position and individually deleted ranges) the same throughout and the
+    backlog never below the first reading's, spanning more than the bound."""
+    by_scope: dict[CursorScope, list[_Reading]] = defaultdict(list)
+    for fact in frames.cursor_readings:
+        by_scope[(fact.run, fact.topic, fact.subscription, fact.cluster)].append(
+            _Reading(fact, CursorReading.observed(fact.position, detail_object(fact.detail))))
+    found = []
+    for (run, topic, subscription, cluster), readings in by_scope.items():
+        bound_ms = _bound_ms(frames, run)
+        for first, last in _stalls(readings):
+            span_ms = (last.fact.time - first.fact.time) / _MS
+            if span_ms > bound_ms:
+                example = {"events": [first.fact.index, last.fact.index], "topic": topic,
+                           "subscription": subscription, "cluster": cluster,
+                           "from_ms": first.fact.time / _MS, "to_ms": last.fact.time / _MS,
+                           "backlog": last.cursor.backlog, "bound_ms": bound_ms}
+                found.append(("stalled-subscription", run, first.fact.index, 1,
+                              json.dumps(example)))
+    return frames.spark.createDataFrame(found, _ANOMALY_ROWS)
+
+
+def _stalls(readings: list[_Reading]) -> list[tuple[_Reading, _Reading]]:
+    """The first and last reading of each maximal stretch (in index order) of idle
+    readings with the same cursor and a backlog not below the stretch's first."""
+    stretches: list[tuple[_Reading, _Reading]] = []
+    first: _Reading | None = None
+    last: _Reading | None = None
+    for reading in sorted(readings, key=lambda r: r.fact.index):
+        continues = (first is not None and reading.idle_with_backlog
+                     and reading.same_cursor(first)
+                     and reading.cursor.backlog >= first.cursor.backlog)
+        if continues:
+            last = reading
+            continue
+        if first is not None and last is not None:
+            stretches.append((first, last))
+        first = last = reading if reading.idle_with_backlog else None
+    if first is not None and last is not None:
+        stretches.append((first, last))
+    return stretches
+
+
+def _bound_ms(frames: HistoryFrames, run: str) -> float:
+    bound = frames.meta.get(run, {}).get("stalled_subscription_bound_ms")
+    return (float(bound) if isinstance(bound, (int, float)) and not isinstance(bound, bool)
+            else DEFAULT_STALLED_SUBSCRIPTION_BOUND_MS)
