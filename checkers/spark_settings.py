@@ -70,5 +70,6 @@ def spark_options(command: F) -> F:
     for flag, env, text in reversed(_OPTIONS):
         kind = (click.Path(file_okay=False, exists=True, path_type=Path)
                 if flag == "--spark-shared-dir" else click.STRING)
-        decorated = click.option(flag, envvar=env, type=kind, help=text)(decorated)
+        decorated = click.option(flag, envvar=env, show_envvar=True, type=kind,
+                                 help=text)(decorated)
     return decorated  # type: ignore[return-value]
