@@ -182,7 +182,6 @@ def _timed_check(spark: SparkSettings, path: Path) -> _TimedCheck:
 def bench_check(events: int, spark: SparkSettings, keep: Path | None,
                 docker_spark_workers: int | None) -> None:
     """Time every checker over EVENTS synthetic events and verify the counts found."""
-
     inject = dict.fromkeys(INJECTABLE, INJECTED_EACH)
     spec = SyntheticSpec(messages=max(events // _EVENTS_PER_MESSAGE, 2000), seed=7,
                          inject=inject)

@@ -89,9 +89,12 @@ def test_parquet_is_validated_too(tmp_path: Path) -> None:
         prepare(tmp_path / "missing.parquet")
 
 
-def test_cli_exits_3_with_one_line(tmp_path: Path) -> None:
+# Validation runs on the driver before Spark starts, so a cluster master (none listens
+# here) changes nothing.
+@pytest.mark.parametrize("master", [[], ["--spark-master", "spark://127.0.0.1:9"]])
+def test_cli_exits_3_with_one_line(tmp_path: Path, master: list[str]) -> None:
     path = _write(tmp_path / "history.jsonl", _with({"f": None}))
-    done = subprocess.run([sys.executable, "-m", "starquake", "check", str(path)],
+    done = subprocess.run([sys.executable, "-m", "starquake", "check", str(path), *master],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 3
     assert done.stderr.strip().splitlines() == [
