@@ -11,6 +11,7 @@ import click
 
 from checkers.anomaly import CheckSettings
 from checkers.load import prepare
+from checkers.spark_settings import SparkSettings, spark_options
 from history.errors import INVALID, UNKNOWN, VALID
 from history.reader import discover_runs
 
@@ -25,25 +26,25 @@ def exit_code(valid: bool | str) -> int:
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path),
               help="Where to write results.json (one run) or summary.json (many runs).")
-@click.option("--spark-master", help="Spark master URL [default: $STARQUAKE_SPARK_MASTER, "
-                                     "else local[*]].")
+@spark_options
 @click.option("--duplicate-window-bound-ms", type=click.IntRange(min=0),
               help="Bound for duplicate-window, overriding the history's meta event.")
-def check(path: Path, out: Path | None, spark_master: str | None,
+def check(path: Path, out: Path | None, spark: SparkSettings,
           duplicate_window_bound_ms: int | None) -> int:
     """Check PATH: a history (.jsonl or .parquet), a run directory, or a directory of runs.
 
     Exits 0 valid, 1 invalid, 2 unknown, 3 bad input.
     """
     from checkers.check import check_runs, combine, write_results
-    from checkers.session import spark_master as resolve_master
     from checkers.session import spark_session
+    from checkers.staging import staged
 
     runs = discover_runs(path)
     histories = {run: prepare(history) for run, history in runs.items()}
-    spark = spark_session(resolve_master(spark_master))
-    results = check_runs(spark, histories,
-                         CheckSettings(duplicate_window_bound_ms=duplicate_window_bound_ms))
+    session = spark_session(spark)
+    with staged(histories, spark.shared_dir) as readable:
+        results = check_runs(session, readable,
+                             CheckSettings(duplicate_window_bound_ms=duplicate_window_bound_ms))
     if len(results) == 1 and (path.is_file() or runs[results[0].run].parent == path):
         written = write_results(results[0], out)
         _print_run(results[0].results, written)

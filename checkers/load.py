@@ -8,7 +8,6 @@ than the Parquet history and were written by this code (their schemas match).
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from checkers.pairing import (
     OperationPairer,
 )
 from checkers.views import OBSERVATIONS_FILE, OPERATIONS_FILE
+from history.partial import temporary_beside
 from history.reader import HistoryError, convert_jsonl, newer, parquet_path, validate_parquet
 
 
@@ -108,7 +108,7 @@ def _validated_and_paired(path: Path) -> int:
 def _pairing(parquet: Path) -> Iterator[OperationPairer]:
     """An `OperationPairer` writing beside `parquet`; its files appear only when complete."""
     final = _paired_dir(parquet)
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    tmp = temporary_beside(final)
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:

@@ -1,37 +1,63 @@
-"""The SparkSession the checkers run in: local by default, any Spark master by configuration."""
+"""The SparkSession the checkers run in: local by default, any Spark master by configuration
+(`checkers.spark_settings`; docs/spark-cluster.md for a cluster of other machines)."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import socket
 import sys
+import zipfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from pyspark import SparkFiles
 from pyspark.sql import SparkSession
 
-MASTER_ENV = "STARQUAKE_SPARK_MASTER"
+from checkers.spark_settings import SparkSettings
+
 _LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
-DEFAULT_MASTER = "local[*]"
+LOOPBACK = "127.0.0.1"
+SHIPPED_PACKAGES = ("checkers", "history")
+"""What the executors' Python workers import from this project: shipped to them as a zip,
+so a worker needs only an interpreter with the project's dependencies."""
 
 
-def spark_master(flag: str | None) -> str:
-    """The master URL: the flag, else $STARQUAKE_SPARK_MASTER, else local[*]."""
-    return flag or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+def route_address(master: str) -> str | None:
+    """This machine's address on the route to a spark:// master (the first of an HA list),
+    which the master's workers can normally reach too; None for other masters, which
+    leaves Spark's own choice (the host name). A UDP `connect` only picks the route: no
+    packet is sent."""
+    if not master.startswith("spark://"):
+        return None
+    first = urlsplit(master.split(",")[0])
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect((first.hostname or "", first.port or 7077))
+        address: str = probe.getsockname()[0]
+    return address
 
 
-def spark_session(master: str, *, driver_memory: str = "3g",
+def spark_session(settings: SparkSettings, *, driver_memory: str = "3g",
                   shuffle_partitions: int | None = None) -> SparkSession:
     """A session tuned for histories: Arrow on, few shuffle partitions on small machines
     (the default 200 costs more in task overhead than our joins do), quiet logs.
 
-    Executors run this Python (`sys.executable`), so a standalone cluster on the same
-    machine finds pyspark and our packages without any extra set-up.
+    A local master keeps all of Spark's traffic on loopback and runs this very interpreter
+    in its Python workers. For a cluster the driver listens on an address the workers
+    reach, and the workers receive this project's code from the driver.
     """
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    # Keep Spark's own traffic on loopback whatever the host's interfaces are.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    driver_host = settings.driver_host or (LOOPBACK if settings.local
+                                           else route_address(settings.master))
+    # The driver decides which interpreter every executor starts (PySpark sends the path
+    # with each function, and a worker's own PYSPARK_PYTHON is not consulted), so this is
+    # the one knob for the workers' Python.
+    os.environ["PYSPARK_PYTHON"] = (settings.python or os.environ.get("PYSPARK_PYTHON")
+                                    or sys.executable)
+    if driver_host is not None:
+        os.environ["SPARK_LOCAL_IP"] = driver_host
     cores = os.cpu_count() or 2
     builder = (
-        SparkSession.builder.master(master)
+        SparkSession.builder.master(settings.master)
         .appName("starquake-check")
         .config("spark.driver.memory", driver_memory)
         # The throughput collector: a check is a batch job that pauses cost nothing; at 20M
@@ -45,10 +71,24 @@ def spark_session(master: str, *, driver_memory: str = "3g",
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
     )
+    if driver_host is not None:
+        builder = (builder.config("spark.driver.host", driver_host)
+                   .config("spark.driver.bindAddress", driver_host))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if not settings.local:
+        session.sparkContext.addPyFile(str(_project_zip()))
     return session
+
+
+def _project_zip() -> Path:
+    """SHIPPED_PACKAGES as this process imports them, zipped into the driver's Spark file
+    directory (removed with the session)."""
+    target = Path(SparkFiles.getRootDirectory()) / "starquake-checkers.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        for package in SHIPPED_PACKAGES:
+            root = Path(importlib.import_module(package).__file__ or "").parent
+            for source in sorted(root.rglob("*.py")):
+                archive.write(source, source.relative_to(root.parent).as_posix())
+    return target

@@ -13,7 +13,6 @@ to the format's columns and types, in file order.
 from __future__ import annotations
 
 import logging
-import os
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +28,7 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from history.errors import BadInput
+from history.partial import temporary_beside
 from history.schema import ARROW_SCHEMA, EVENT_TYPES, FIELDS, INT_FIELDS, REQUIRED
 
 log = logging.getLogger(__name__)
@@ -171,7 +171,7 @@ def _open_parquet(path: Path) -> pq.ParquetFile:
 
 
 def _convert(path: Path, length: int, target: Path, consumer: BatchConsumer | None) -> int:
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp = temporary_beside(target)
     try:
         with pa.memory_map(str(path)) as mm:
             data = mm.read_buffer(length)

@@ -8,20 +8,27 @@ cluster, no failovers): they are a yardstick for speed, not a second implementat
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import resource
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 import pyarrow.parquet as pq
 
+from checkers.spark_settings import SparkSettings, spark_options
 from checkers.synthetic import INJECTABLE, SyntheticSpec, write_parquet
 
 if TYPE_CHECKING:  # pyspark is imported by the command's body, so --help stays fast
     from pyspark.sql import SparkSession
+
+    from checkers.check import RunResult
 
 _EVENTS_PER_MESSAGE = 5
 INJECTED_EACH = 10
@@ -109,20 +116,74 @@ def _python_workers_peak_mib(spark: SparkSession) -> float:
                [handle.pid() for handle in handles.toArray()])
 
 
-@click.command()
-@click.option("--events", default=2_000_000, show_default=True,
-              help="About how many events the synthetic history has.")
-@click.option("--spark-master", help="Spark master URL [default: local[*]].")
-@click.option("--keep", type=click.Path(path_type=Path, file_okay=False),
-              help="Keep the history in this directory, or reuse the one kept there.")
-def bench_check(events: int, spark_master: str | None, keep: Path | None) -> None:
-    """Time every checker over EVENTS synthetic events and verify the counts found."""
+@dataclass(frozen=True)
+class _TimedCheck:
+    master: str
+    result: RunResult
+    session_s: float
+    prepare_s: float
+    check_s: float
+    """Validating and pairing, staging on a cluster, every checker and the statistics."""
+    cpu_s: float
+    jvm_mib: float | None
+    workers_mib: float
+
+
+@contextmanager
+def _cluster(spark: SparkSettings, workers: int | None, shared_dir: Path
+             ) -> Iterator[SparkSettings]:
+    """`spark` as given, or a containerised cluster of `workers` sharing `shared_dir`."""
+    if workers is None:
+        yield spark
+        return
+    from harness.targets.docker.engine import connect
+    from harness.targets.docker.images import node_image
+    from harness.targets.docker.spark_cluster import spark_cluster
+
+    client = connect()
+    with spark_cluster(client, node_image(client, "import"), workers, shared_dir) as cluster:
+        yield dataclasses.replace(spark, master=cluster.master_url,
+                                  driver_host=cluster.driver_host, python=cluster.python,
+                                  shared_dir=shared_dir)
+
+
+def _timed_check(spark: SparkSettings, path: Path) -> _TimedCheck:
     from checkers.anomaly import CheckSettings
     from checkers.check import check_runs
     from checkers.load import prepare
-    from checkers.session import spark_master as resolve_master
     from checkers.session import spark_session
+    from checkers.staging import staged
 
+    started = time.perf_counter()
+    session = spark_session(spark)
+    session_s = time.perf_counter() - started
+    started = time.perf_counter()
+    cpu_before = _jvm_cpu_s(session)
+    prepared = prepare(path)
+    prepare_s = time.perf_counter() - started
+    with staged({"bench": prepared}, spark.shared_dir) as readable:
+        (result,) = check_runs(session, readable, CheckSettings())
+    check_s = time.perf_counter() - started
+    timed = _TimedCheck(spark.master, result, session_s, prepare_s, check_s,
+                        _jvm_cpu_s(session) - cpu_before, _peak_rss_mib(_jvm_pid(session)),
+                        _python_workers_peak_mib(session))
+    session.stop()
+    return timed
+
+
+@click.command()
+@click.option("--events", default=2_000_000, show_default=True,
+              help="About how many events the synthetic history has.")
+@spark_options
+@click.option("--keep", type=click.Path(path_type=Path, file_okay=False),
+              help="Keep the history in this directory, or reuse the one kept there.")
+@click.option("--docker-spark-workers", type=click.IntRange(min=1),
+              help="Check on a Spark cluster of containers started for the bench: a master "
+                   "and this many one-core workers, the history's directory shared "
+                   "(docs/spark-cluster.md); overrides the --spark-* options.")
+def bench_check(events: int, spark: SparkSettings, keep: Path | None,
+                docker_spark_workers: int | None) -> None:
+    """Time every checker over EVENTS synthetic events and verify the counts found."""
     inject = dict.fromkeys(INJECTABLE, INJECTED_EACH)
     spec = SyntheticSpec(messages=max(events // _EVENTS_PER_MESSAGE, 2000), seed=7,
                          inject=inject)
@@ -145,31 +206,22 @@ def bench_check(events: int, spark_master: str | None, keep: Path | None) -> Non
                     raise click.BadParameter(str(exc), param_hint="--events") from None
             click.echo(f"generated {written:,} events in {time.perf_counter() - started:.1f} s")
 
-        started = time.perf_counter()
-        spark = spark_session(resolve_master(spark_master))
-        session_s = time.perf_counter() - started
-        started = time.perf_counter()
-        cpu_before = _jvm_cpu_s(spark)
-        prepared = prepare(path)
-        prepare_s = time.perf_counter() - started
-        (result,) = check_runs(spark, {"bench": prepared}, CheckSettings())
-        check_s = time.perf_counter() - started
-        check_cpu_s = _jvm_cpu_s(spark) - cpu_before
-        jvm_mib = _peak_rss_mib(_jvm_pid(spark))
-        workers_mib = _python_workers_peak_mib(spark)
-        spark.stop()
+        with _cluster(spark, docker_spark_workers, path.parent) as where:
+            timed = _timed_check(where, path)
         # Before DuckDB runs in this process, so the figure is the check's own.
         python_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-        counts = {k: c["count"] for k, c in result.results["checkers"].items()}
+        counts = {k: c["count"] for k, c in timed.result.results["checkers"].items()}
         expected = {k: inject.get(k, 0) for k in counts}
         lost, duplicate, duck_s = duckdb_lost_and_duplicate(path)
 
-    click.echo(f"spark: session start {session_s:.1f} s, all checkers {check_s:.1f} s "
-               f"({written / check_s:,.0f} events/s; of which validating and pairing "
-               f"{prepare_s:.1f} s; driver JVM CPU {check_cpu_s:.1f} s); driver JVM peak "
-               f"{jvm_mib or float('nan'):.0f} MiB, driver Python peak {python_mib:.0f} MiB, "
-               f"Python workers' peaks summed {workers_mib:.0f} MiB")
+    check_s = timed.check_s
+    click.echo(f"spark ({timed.master}): session start {timed.session_s:.1f} s, all checkers "
+               f"{check_s:.1f} s ({written / check_s:,.0f} events/s; of which validating and "
+               f"pairing {timed.prepare_s:.1f} s; driver JVM CPU {timed.cpu_s:.1f} s); driver "
+               f"JVM peak {timed.jvm_mib or float('nan'):.0f} MiB, driver Python peak "
+               f"{python_mib:.0f} MiB, local Python workers' peaks summed "
+               f"{timed.workers_mib:.0f} MiB")
     click.echo(f"duckdb: lost and duplicate only {duck_s:.1f} s "
                f"(lost={lost}, duplicate={duplicate}); spark/duckdb = {check_s / duck_s:.1f}")
     click.echo("counts " + ("verified" if counts == expected else f"WRONG: {counts} "

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from checkers.spark_settings import SparkSettings, spark_options
 from checkers.synthetic import INJECTABLE, SyntheticSpec, write_parquet
 
 _EVENTS_PER_MESSAGE = 5
@@ -21,7 +22,7 @@ INJECTED_EACH = 10
 TARGET_S = 60.0
 
 
-def prepare_run(run_dir: Path, events: int, spark_master: str | None) -> None:
+def prepare_run(run_dir: Path, events: int, spark: SparkSettings) -> None:
     """A checked synthetic run in `run_dir` (kept as is when it already has results.json)."""
     if (run_dir / "results.json").is_file():
         click.echo(f"reusing the checked run in {run_dir}")
@@ -29,8 +30,8 @@ def prepare_run(run_dir: Path, events: int, spark_master: str | None) -> None:
     from checkers.anomaly import CheckSettings
     from checkers.check import check_runs, write_results
     from checkers.load import prepare
-    from checkers.session import spark_master as resolve_master
     from checkers.session import spark_session
+    from checkers.staging import staged
 
     run_dir.mkdir(parents=True, exist_ok=True)
     spec = SyntheticSpec(messages=events // _EVENTS_PER_MESSAGE, seed=1,
@@ -39,12 +40,13 @@ def prepare_run(run_dir: Path, events: int, spark_master: str | None) -> None:
     count = write_parquet(spec, run_dir / "history.parquet")
     click.echo(f"generated {count:,} events in {time.perf_counter() - started:.1f} s")
     started = time.perf_counter()
-    spark = spark_session(resolve_master(spark_master))
+    session = spark_session(spark)
     try:
-        result = check_runs(spark, {run_dir.name: prepare(run_dir / "history.parquet")},
-                            CheckSettings())[0]
+        with staged({run_dir.name: prepare(run_dir / "history.parquet")},
+                    spark.shared_dir) as readable:
+            result = check_runs(session, readable, CheckSettings())[0]
     finally:
-        spark.stop()
+        session.stop()
     write_results(result)
     click.echo(f"checked in {time.perf_counter() - started:.1f} s (untimed for the target)")
 
@@ -54,14 +56,14 @@ def prepare_run(run_dir: Path, events: int, spark_master: str | None) -> None:
               help="About how many events the synthetic history has.")
 @click.option("--keep", type=click.Path(path_type=Path, file_okay=False),
               help="Keep (or reuse) the checked run in this directory.")
-@click.option("--spark-master", help="Spark master URL for the untimed check [default: local[*]].")
-def bench_report(events: int, keep: Path | None, spark_master: str | None) -> None:
+@spark_options
+def bench_report(events: int, keep: Path | None, spark: SparkSettings) -> None:
     """Time `starquake report` on a checked synthetic run of EVENTS events."""
     from reports.report import write_report
 
     with tempfile.TemporaryDirectory(prefix="starquake-bench-report-") as scratch:
         run_dir = keep or Path(scratch) / "run"
-        prepare_run(run_dir, events, spark_master)
+        prepare_run(run_dir, events, spark)
         started = time.perf_counter()
         written = write_report(run_dir)
         elapsed = time.perf_counter() - started

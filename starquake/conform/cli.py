@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from checkers.spark_settings import SparkSettings, spark_options
+
 # starquake.conform.features.FEATURE_NAMES, spelled out so that `starquake --help` imports
 # nothing heavy (a unit test keeps the two equal).
 FEATURE_CHOICES = ("client-contract", "durability-kill", "durability-pause",
@@ -33,8 +35,9 @@ def _features(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("runs"), show_default=True,
               help="Results go to RUNS_DIR/conform/<target>/<timestamp>-<seed>/.")
+@spark_options
 def conform(target_file: Path, features: tuple[str, ...], seed: int | None,
-            runs_dir: Path) -> int:
+            runs_dir: Path, spark: SparkSettings) -> int:
     """Check a Pulsar-compatible system that starquake did not start, feature by feature:
     the client contract, durability under each fault it can take, scalable topics,
     geo-replication, tenant migration.
@@ -49,6 +52,6 @@ def conform(target_file: Path, features: tuple[str, ...], seed: int | None,
     from starquake.conform.pipeline import conform as run_conformance
 
     console = Console()
-    outcome = run_conformance(ConformOptions(target_file, features, seed, runs_dir), console)
+    outcome = run_conformance(ConformOptions(target_file, features, seed, runs_dir, spark), console)
     console.print(f"conformance: {outcome.directory / 'conformance.html'}", markup=False)
     return outcome.exit_code

@@ -14,7 +14,7 @@ import secrets
 import shlex
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from checkers.spark_settings import SparkSettings
 from harness.target import Target
 from harness.targets.external.features import probe_features
 from harness.targets.external.file import FEATURES as SYSTEM_FEATURES
@@ -45,6 +46,7 @@ class ConformOptions:
     """Names from FEATURE_NAMES; empty: every feature."""
     seed: int | None = None
     runs_dir: Path = Path("runs")
+    spark: SparkSettings = field(default_factory=SparkSettings)
 
 
 @dataclass
@@ -139,7 +141,8 @@ def _run_feature(plan: PlannedFeature, row: Row, target: Target, directory: Path
     command = reproducing_command(options, seed, (plan.feature.name,))
     try:
         outcome = run_scenario(RunOptions(scenario_file, seed, None, directory,
-                                          target=target, command=command), console)
+                                          target=target, command=command,
+                                          spark=options.spark), console)
     except StarquakeError as exc:
         if exc.exit_code != ENVIRONMENT:
             raise

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
+
+from checkers.spark_settings import SparkSettings, spark_options
 
 BACKENDS = ("docker", "local")  # scenarios.format.BACKENDS, kept import-light for --help
 
@@ -20,7 +23,9 @@ BACKENDS = ("docker", "local")  # scenarios.format.BACKENDS, kept import-light f
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("runs"), show_default=True,
               help="Runs go to RUNS_DIR/<scenario>/<timestamp>-<seed>/.")
-def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path) -> int:
+@spark_options
+def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path,
+        spark: SparkSettings) -> int:
     """Run SCENARIO: cluster, workload, faults, drain, checkers, report.
 
     Exits 0 valid, 1 invalid, 2 unknown, 3 bad input, 4 environment (no Docker engine, a
@@ -35,7 +40,7 @@ def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path) -
 
     scenario = resolve_scenario(str(scenario))
     console = Console()
-    outcome = run_scenario(RunOptions(scenario, seed, backend, runs_dir), console)
+    outcome = run_scenario(RunOptions(scenario, seed, backend, runs_dir, spark=spark), console)
     print_summary(console, outcome)
     return outcome.exit_code
 
@@ -44,7 +49,8 @@ def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path) -
 @click.argument("run_dir", metavar="RUN", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the new run goes [the runs directory RUN is in].")
-def reproduce(run_dir: Path, runs_dir: Path | None) -> int:
+@spark_options
+def reproduce(run_dir: Path, runs_dir: Path | None, spark: SparkSettings) -> int:
     """Run RUN again: its scenario copy, seed and mutants, each fault aimed at the nodes
     it hit in RUN. `runs/latest` repeats the newest run.
 
@@ -57,6 +63,7 @@ def reproduce(run_dir: Path, runs_dir: Path | None) -> int:
     from starquake.run.summary import print_summary
 
     console = Console()
-    outcome = run_scenario(replay_options(run_dir, runs_dir), console)
+    outcome = run_scenario(dataclasses.replace(replay_options(run_dir, runs_dir), spark=spark),
+                           console)
     print_summary(console, outcome)
     return outcome.exit_code

@@ -19,13 +19,14 @@ import time
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from checkers.load import prepare
+from checkers.spark_settings import SparkSettings
 from harness.signals import sigterm_interrupts
 from harness.target import Target
 from harness.targets import deploy
@@ -77,6 +78,8 @@ class RunOptions:
     """The command that reproduces the run, when it is not `starquake reproduce` (conform)."""
     fault_targets: Sequence[tuple[str, tuple[str, ...]]] = ()
     """The nodes each fault hit in the run being reproduced (`Schedule.pinned`)."""
+    spark: SparkSettings = field(default_factory=SparkSettings)
+    """Where the run's `starquake check` runs its Spark job."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
     finally:
         history.close()
     try:
-        return _judge(run_dir, console)
+        return _judge(run_dir, console, options.spark)
     except KeyboardInterrupt:
         raise RunInterrupted(f"run interrupted while judging; {ended}, the whole history in "
                              f"{run_dir}: judge it with `starquake check {run_dir}`") from None
@@ -221,12 +224,14 @@ def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Target,
         load.join(timeout=60)
 
 
-def _judge(run_dir: Path, console: Console) -> RunOutcome:
-    """Parquet, `starquake check` (its exit code is the run's), the report."""
+def _judge(run_dir: Path, console: Console, spark: SparkSettings) -> RunOutcome:
+    """Parquet, `starquake check` (its exit code is the run's, its Spark settings the
+    run's), the report."""
     prepare(run_dir / "history.jsonl")
     console.print("[bold]checking[/bold]")
     with (run_dir / "check.log").open("w") as check_log:
-        check = subprocess.run([sys.executable, "-m", "starquake", "check", str(run_dir)],
+        check = subprocess.run([sys.executable, "-m", "starquake", "check", str(run_dir),
+                                *spark.check_args()],
                                stdout=check_log, stderr=subprocess.STDOUT, check=False)
     results_path = run_dir / "results.json"
     if check.returncode not in (0, 1, 2) or not results_path.is_file():

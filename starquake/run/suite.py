@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from checkers.spark_settings import SparkSettings, spark_options
 from history.errors import ENVIRONMENT, INVALID, VALID, StarquakeError
 from scenarios.catalogue import resolve_suite
 from starquake.run.pipeline import RunOptions, resolve
@@ -52,7 +53,7 @@ def run_suite(files: list[Path], options: RunOptions, console: Console) -> list[
         console.print(f"suite: {number}/{len(files)} {scenario}", markup=False)
         try:
             outcome = run_scenario(RunOptions(scenario, options.seed, options.backend,
-                                              options.runs_dir), console)
+                                              options.runs_dir, spark=options.spark), console)
         except StarquakeError as exc:
             if exc.exit_code != ENVIRONMENT:
                 raise
@@ -75,8 +76,9 @@ def run_suite(files: list[Path], options: RunOptions, console: Console) -> list[
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the runs, index.html and junit.xml go "
                    "[runs/suite-<timestamp>].")
+@spark_options
 def suite(paths: tuple[Path, ...], seed: int | None, backend: str | None,
-          runs_dir: Path | None) -> int:
+          runs_dir: Path | None, spark: SparkSettings) -> int:
     """Run every scenario in PATHS (files, directories of *.toml, or packaged suites
     and scenarios such as smoke or mutants/..., see `starquake scenario ls`), then write
     index.html and junit.xml beside the runs.
@@ -89,7 +91,7 @@ def suite(paths: tuple[Path, ...], seed: int | None, backend: str | None,
     console = Console()
     files = scenario_files(list(paths))
     top = runs_dir or Path("runs") / f"suite-{time.strftime('%Y%m%d-%H%M%S')}"
-    results = run_suite(files, RunOptions(files[0], seed, backend, top), console)
+    results = run_suite(files, RunOptions(files[0], seed, backend, top, spark=spark), console)
     finished = [r.run_dir for r in results if r.run_dir is not None]
     if finished:
         index, junit = write_suite_index(finished, top)

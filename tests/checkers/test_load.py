@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -88,9 +89,12 @@ def test_parquet_is_validated_too(tmp_path: Path) -> None:
         prepare(tmp_path / "missing.parquet")
 
 
-def test_cli_exits_3_with_one_line(tmp_path: Path) -> None:
+# Validation runs on the driver before Spark starts, so a cluster master (none listens
+# here) changes nothing.
+@pytest.mark.parametrize("master", [[], ["--spark-master", "spark://127.0.0.1:9"]])
+def test_cli_exits_3_with_one_line(tmp_path: Path, master: list[str]) -> None:
     path = _write(tmp_path / "history.jsonl", _with({"f": None}))
-    done = subprocess.run([sys.executable, "-m", "starquake", "check", str(path)],
+    done = subprocess.run([sys.executable, "-m", "starquake", "check", str(path), *master],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 3
     assert done.stderr.strip().splitlines() == [
@@ -155,3 +159,34 @@ def test_an_internal_error_does_not_exit_as_invalid(tmp_path: Path) -> None:
                           text=True, timeout=120)
     assert done.returncode == 4
     assert done.stderr.strip().splitlines()[-1] == "starquake: internal error: RuntimeError: boom"
+
+
+def test_a_killed_check_leaves_the_run_directory_as_it_was(tmp_path: Path) -> None:
+    """Killed while converting and pairing, a check leaves no partial Parquet or paired
+    files; the next preparation removes the dead check's hidden temporaries and succeeds."""
+    from checkers.synthetic import SyntheticSpec, write_jsonl
+
+    run = tmp_path / "run"
+    run.mkdir()
+    history = run / "history.jsonl"
+    events = write_jsonl(SyntheticSpec(messages=60_000), history)
+    before = history.read_bytes()
+    check = subprocess.Popen([sys.executable, "-m", "starquake", "check", str(run)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(run.glob(".*.tmp")):
+            assert check.poll() is None, "the check ended before it wrote anything"
+            assert time.monotonic() < deadline, "no temporary file appeared"
+            time.sleep(0.01)
+    finally:
+        check.kill()
+        check.wait(timeout=30)
+    assert sorted(p.name for p in run.iterdir() if not p.name.startswith(".")) == [
+        "history.jsonl"]
+    assert history.read_bytes() == before
+
+    prepared = prepare(history)
+    assert prepared.events == events
+    assert sorted(p.name for p in run.iterdir()) == [
+        "history.jsonl", "history.paired", "history.parquet"]

@@ -1,0 +1,62 @@
+"""The Spark settings every checking command takes: options, their environment variables,
+and the hand-over from `starquake run` to the `starquake check` it spawns."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from checkers.spark_settings import SparkSettings, spark_options
+from starquake.run import pipeline
+from starquake.run.pipeline import CheckFailed
+
+
+@click.command()
+@spark_options
+def _echo_settings(spark: SparkSettings) -> None:
+    click.echo(repr(spark))
+
+
+def _parsed(args: list[str], env: dict[str, str] | None = None) -> str:
+    done = CliRunner().invoke(_echo_settings, args, env=env)
+    assert done.exit_code == 0, done.output
+    return done.output.strip()
+
+
+def test_options_and_environment_give_the_settings(tmp_path: Path) -> None:
+    given = SparkSettings("spark://10.0.0.2:7077", "10.0.0.1", "/opt/py/bin/python", tmp_path)
+    assert _parsed(given.check_args()) == repr(given)
+    env = {"STARQUAKE_SPARK_MASTER": given.master, "STARQUAKE_SPARK_DRIVER_HOST": "10.0.0.1",
+           "STARQUAKE_SPARK_PYTHON": "/opt/py/bin/python",
+           "STARQUAKE_SPARK_SHARED_DIR": str(tmp_path)}
+    assert _parsed([], env) == repr(given)
+    assert _parsed(["--spark-master", "local[2]"], env) == repr(
+        SparkSettings("local[2]", "10.0.0.1", "/opt/py/bin/python", tmp_path))
+    assert _parsed([], {}) == repr(SparkSettings())
+
+
+def test_run_hands_its_spark_settings_to_the_check(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from checkers.synthetic import SyntheticSpec, write_jsonl
+
+    write_jsonl(SyntheticSpec(messages=200), tmp_path / "history.jsonl")
+    spawned: list[list[str]] = []
+
+    def spawn(argv: list[str], **_options: Any) -> subprocess.CompletedProcess[bytes]:
+        spawned.append(argv)
+        return subprocess.CompletedProcess(argv, 3)
+
+    monkeypatch.setattr(pipeline.subprocess, "run", spawn)
+    settings = SparkSettings("spark://10.0.0.2:7077", shared_dir=tmp_path)
+    with pytest.raises(CheckFailed):
+        pipeline._judge(tmp_path, Console(quiet=True), settings)
+    (argv,) = spawned
+    assert argv[argv.index("check"):] == ["check", str(tmp_path), "--spark-master",
+                                          "spark://10.0.0.2:7077", "--spark-shared-dir",
+                                          str(tmp_path)]
