@@ -56,8 +56,6 @@ CPP_CLIENT_PREFIX = "Pulsar-CPP-"
 LOOKUP = frozenset({PRODUCE, CONSUME})
 """What a role needs to look a topic up: leave to produce or to consume (Pulsar's
 `canLookup`)."""
-NO_REQUEST = (1 << 64) - 1
-"""The request id of an ERROR that answers no request (Pulsar's -1, unsigned)."""
 
 
 class ServerConnection:
@@ -245,7 +243,8 @@ class ServerConnection:
                 connect.auth_method_name, connect.auth_data.decode(errors="replace"))
         except NotAuthenticated as exc:
             log.info("refusing connection from %s: %s", self.address, exc)
-            self.send(commands.error(NO_REQUEST, ServerError.AuthenticationError, str(exc)))
+            self.send(commands.error(commands.SERVER_REQUEST_ID,
+                                     ServerError.AuthenticationError, str(exc)))
             self.close()
             return
         self.understands_end_of_topic = not connect.client_version.startswith(

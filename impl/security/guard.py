@@ -29,9 +29,12 @@ class Guard:
         """The role `credentials` prove; None (anonymous) while authentication is off."""
         if self._secret is None:
             return None
+        if not method:
+            raise NotAuthenticated(f"no credentials given; this broker takes a "
+                                   f"{TOKEN_METHOD!r}")
         if method != TOKEN_METHOD:
-            raise NotAuthenticated(f"authentication method {method or '(none)'!r} is not "
-                                   f"offered; use {TOKEN_METHOD!r}")
+            raise NotAuthenticated(f"authentication method {method!r} is not offered; use "
+                                   f"{TOKEN_METHOD!r}")
         try:
             return verify(self._secret, credentials)
         except InvalidToken as exc:

@@ -19,6 +19,7 @@ from impl.ownership.namespace_service import NamespaceService
 from impl.ownership.ownership_cache import OwnershipCache
 from impl.ownership.topic_name import TopicName
 from impl.resources import ClusterData, PulsarResources
+from impl.security.guard import OPEN_GUARD, Guard
 
 pytestmark = pytest.mark.zk
 
@@ -31,7 +32,10 @@ async def _no_ledgers(topic: TopicName) -> Any:
 
 
 @asynccontextmanager
-async def admin(store: MetadataStore) -> AsyncIterator[TestClient]:
+async def admin(store: MetadataStore,
+                guard: Callable[[PulsarResources], Guard] = lambda _resources: OPEN_GUARD
+                ) -> AsyncIterator[TestClient]:
+    """The admin app over `store`, asking the guard `guard(resources)` makes."""
     resources = PulsarResources(store)
     resources.ensure_cluster("a", ClusterData("http://127.0.0.1:2001", ME.broker_url))
     registry = BrokerRegistry(store, ME, stale_wait=5)
@@ -39,7 +43,7 @@ async def admin(store: MetadataStore) -> AsyncIterator[TestClient]:
     service = NamespaceService(resources, OwnershipCache(store, ME, stale_wait=5), registry,
                                _no_ledgers)
     ctx = AdminContext("a", store, resources, service, healthy=lambda: None)
-    client = TestClient(TestServer(build_admin_app(ctx)))
+    client = TestClient(TestServer(build_admin_app(ctx, guard(resources))))
     await client.start_server()
     try:
         yield client
