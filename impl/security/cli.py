@@ -8,7 +8,7 @@ import secrets
 import sys
 import time
 
-from impl.security.tokens import mint, read_secret_key
+from wire.tokens import mint, read_secret_key
 
 SECRET_KEY_BYTES = 32
 """256 bits: HS256's own strength."""

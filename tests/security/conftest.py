@@ -10,7 +10,7 @@ import pytest
 
 from impl.ownership.topic_name import NamespaceName
 from impl.resources import NamespacePolicies, ResourceNotFound, TenantInfo
-from impl.security.tokens import mint
+from wire.tokens import mint
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 SUPERUSER = "admin"

@@ -15,11 +15,11 @@ import pytest
 from impl.resources import TenantInfo
 from impl.security.config import SecurityConfig
 from impl.security.guard import Guard
-from impl.security.tokens import mint
 from tests.broker.conftest import MemoryBroker, serving
 from tests.security.conftest import SUPERUSER, MemoryPermissions, token
 from wire.frames import FrameDecoder, encode_command
 from wire.pulsar_api_pb2 import BaseCommand, CommandConnect, ServerError
+from wire.tokens import mint
 
 OWN_TOPIC = "persistent://public/default/guarded"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from impl.security.tokens import InvalidToken, mint, verify
 from tests.security.conftest import SECRET
+from wire.tokens import InvalidToken, mint, verify
 
 
 def test_a_minted_token_proves_its_subject() -> None:

@@ -13,6 +13,7 @@ from harness.targets.docker.containers import NodeSpec
 from harness.targets.docker.images import NodeImage
 from harness.targets.local.zookeeper import CLASSPATH, JVM_FLAGS, MAIN_CLASS
 from harness.targets.local.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
+from harness.targets.token_auth import SECRET_KEY_FILE, TokenAuth
 from harness.waits import HttpStatus, TcpPort, ZooKeeperServing
 
 ZOOKEEPER_CLIENT_PORT = 2181
@@ -23,6 +24,7 @@ BROKER_PORT = 6650
 BROKER_ADMIN_PORT = 8080
 BROKER_HEALTH_PATH = "/admin/v2/brokers/health"
 ZOOKEEPER_DIR = "/data/zookeeper"
+SECURITY_DIR = "/data/security"
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ class NodeSettings:
     drops packets leaves replicators looking connected for a minute. Tests about what
     happens once a replicator knows it is cut shorten it."""
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
+    auth: TokenAuth | None = None
+    """Token authentication on the brokers (its key file written into each)."""
 
 
 def zookeeper_servers(ips: Sequence[str]) -> list[ServerAddress]:
@@ -84,14 +88,18 @@ def broker_spec(image: NodeImage, cluster: str, zk_connect: str, advertised_host
                 session_expired_policy: str, settings: NodeSettings) -> NodeSpec:
     """`session_expired_policy` is PIP-57's, always explicit: Pulsar's default changed
     between versions."""
+    auth = settings.auth
+    key_path = f"{SECURITY_DIR}/{SECRET_KEY_FILE}"
     return NodeSpec(
         command=(image.python, "-m", "impl.broker", "--cluster", cluster, "--zk", zk_connect,
                  "--port", str(BROKER_PORT), "--admin-port", str(BROKER_ADMIN_PORT),
-                 "--advertised-host", advertised_host,
+                 "--advertised-host", advertised_host, "--bind-host", "0.0.0.0",
+                 "--debug-endpoints",  # the nemesis expires sessions through it
                  "--session-timeout-ms", str(settings.session_timeout_ms),
                  "--session-expired-policy", session_expired_policy,
                  "--replication-keepalive-seconds", str(settings.replication_keepalive_s),
-                 *_mutant_args(settings)),
+                 *_mutant_args(settings), *(auth.broker_args(key_path) if auth else ())),
+        files={} if auth is None else {key_path: auth.secret},
         # Where it advertises, it must listen, whatever else it binds.
         wait=HttpStatus(BROKER_ADMIN_PORT, BROKER_HEALTH_PATH, host=advertised_host),
         ports={"service": BROKER_PORT, "admin": BROKER_ADMIN_PORT},

@@ -184,6 +184,7 @@ class LocalCluster:
             "--port", str(port), "--admin-port", str(admin_port), "--advertised-host", HOST,
             "--session-timeout-ms", str(s.session_timeout_ms),
             "--session-expired-policy", s.session_expired_policy,
+            "--debug-endpoints",  # the nemesis expires sessions through it
         ]
         if s.mutants:
             command += ["--mutants", ",".join(s.mutants)]

@@ -1,6 +1,8 @@
 """Pulsar's token authentication: a JWT signed with a shared secret key (HS256) whose
-subject is the client's role. Verified with the standard library only, so a broker needs no
-JWT package; `exp`, when present, is honoured.
+subject is the client's role, carried in CONNECT's `auth_data` and in admin requests'
+`Authorization: Bearer` header. Here, in the protocol package, because both sides use it:
+brokers verify tokens, the harness mints them for the clusters it starts. Standard library
+only, so nobody needs a JWT package; `exp`, when present, is honoured.
 
 Only HS256 is accepted: a token that names another algorithm (`none` above all) is refused
 rather than trusted, the classic JWT mistake.
