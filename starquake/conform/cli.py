@@ -10,7 +10,7 @@ import click
 # nothing heavy (a unit test keeps the two equal).
 FEATURE_CHOICES = ("client-contract", "durability-kill", "durability-pause",
                    "durability-partition", "durability-metadata-cut", "scalable-topics",
-                   "geo-replication", "tenant-migration")
+                   "geo-replication", "tenant-migration", "authentication")
 
 
 def _features(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str, ...]:
