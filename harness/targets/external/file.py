@@ -11,6 +11,7 @@ session_timeout_s = 4.0            # the brokers' metadata-store session timeout
 hook_timeout_s = 30.0              # how long one hook command may run; default 30
 features = { scalable = false }    # optional claims, feature -> bool, overriding probes
 auth_token_file = "superuser.token"  # optional: a token (Pulsar's JWT) the harness presents
+unprivileged_auth_token = "..."    # optional: a token of a role granted nothing
 
 [docker]                           # optional
 compose_project = "myproject"      # lets docker nodes name a compose `service`
@@ -85,6 +86,8 @@ Decisions the sketch leaves open, made here:
   with it (`pulsar.AuthenticationToken`) and its admin requests carry it as
   `Authorization: Bearer`. Give a superuser's: the workloads create tenants and
   namespaces. Either key also makes the `authentication` feature supported.
+  `unprivileged_auth_token`, a token of a role granted nothing, lets its probes show that
+  such a role is refused.
 - **Session debug.** No node of a target file has the `session-debug` capability unless it
   is a broker with `session_debug = true`.
 """
@@ -187,6 +190,7 @@ class TargetFile:
     lookup: LookupEndpoint | None = None
     auth_token: str | None = None
     """What the harness presents as its credentials (`auth_token` or `auth_token_file`)."""
+    unprivileged_auth_token: str | None = None
 
     @property
     def nodes(self) -> tuple[NodeEntry, ...]:
@@ -319,7 +323,7 @@ class _Loader:
     def load(self, data: dict[str, Any]) -> TargetFile:
         self.table("", data, ("name", "session_timeout_s", "hook_timeout_s", "features",
                               "docker", "hooks", "lookup", "clusters", "auth_token",
-                              "auth_token_file"))
+                              "auth_token_file", "unprivileged_auth_token"))
         docker = self.table("docker", data.get("docker", {}), ("compose_project",))
         compose_project = self.optional(docker, "compose_project", "docker", self.string, None)
         hooks = {name: self.string(f"hooks.{name}", template) for name, template
@@ -341,7 +345,9 @@ class _Loader:
             compose_project=compose_project,
             hooks=hooks,
             lookup=self.lookup(data),
-            auth_token=self.auth_token(data))
+            auth_token=self.auth_token(data),
+            unprivileged_auth_token=self.optional(data, "unprivileged_auth_token", "",
+                                                  self.string, None))
         self.check_hooks(target)
         return target
 
