@@ -29,7 +29,7 @@ class Topology:
     expires the session within a run."""
     auth: str = "none"
     """`token`: brokers require tokens and check permissions; the harness presents a
-    superuser's (harness/targets/token_auth.py)."""
+    superuser's (harness/targets/run_auth.py)."""
 
     def count(self, role: Role) -> int:
         return {"broker": self.brokers, "bookie": self.bookies,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.credentials import present
 from harness.target import Deployment
-from harness.targets.token_auth import token_auth
+from harness.targets.run_auth import run_auth
 from harness.topology import Topology
 
 
@@ -16,7 +16,7 @@ def deploy(topology: Topology, mutants: tuple[str, ...], run_dir: Path,
     """The Target `topology.backend` names, not yet started; with `lookup_service` it
     starts our lookup service too, over its first cluster. With the topology's `auth`, the
     harness presents the run's superuser token from now on."""
-    auth = token_auth(topology)
+    auth = run_auth(topology)
     present(None if auth is None else auth.credentials())
     if topology.backend == "local":
         from harness.targets.local.target import LocalTarget

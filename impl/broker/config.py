@@ -41,6 +41,9 @@ class BrokerConfig:
     deduplication_entries_interval: int = DEFAULT_SNAPSHOT_INTERVAL
     """Pulsar's `brokerDeduplicationEntriesInterval`: entries between two snapshots."""
     security: SecurityConfig = OPEN
+    metadata_digest_file: str | None = None
+    """A `user:password` file: ZooKeeper digest authentication, and nodes only that user
+    may read or change (docs/security.md)."""
 
     @property
     def session_timeout(self) -> float:
@@ -131,7 +134,8 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
         replication=replication, scalable_grace_period=args.scalable_grace_period_seconds,
         deduplication_enabled=args.broker_deduplication_enabled,
         deduplication_entries_interval=args.deduplication_entries_interval,
-        bind_host=args.bind_host, security=security)
+        bind_host=args.bind_host, security=security,
+        metadata_digest_file=args.metadata_digest_file)
 
 
 def _add_security_arguments(parser: argparse.ArgumentParser) -> None:
@@ -150,3 +154,6 @@ def _add_security_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-cert-file", default=None,
                         help="with --tls-key-file: both ports speak TLS")
     parser.add_argument("--tls-key-file", default=None)
+    parser.add_argument("--metadata-digest-file", default=None,
+                        help="user:password file: authenticate to ZooKeeper, and create "
+                             "nodes only that user may read or change")

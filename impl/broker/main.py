@@ -27,7 +27,7 @@ from impl.broker.schemas.zookeeper import ZooKeeperSchemas
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
 from impl.metadata.errors import MetadataError
-from impl.metadata.store import MetadataStore
+from impl.metadata.store import MetadataStore, read_digest
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry
 from impl.ownership.bundles import NamespaceBundle
 from impl.ownership.namespace_service import NamespaceService
@@ -70,8 +70,10 @@ class BrokerProcess:
 
     async def run(self) -> int:
         config, loop = self.config, asyncio.get_running_loop()
+        digest = (None if config.metadata_digest_file is None
+                  else read_digest(config.metadata_digest_file))
         store = await loop.run_in_executor(self._executor, lambda: MetadataStore.connect(
-            config.zk, session_timeout=config.session_timeout))
+            config.zk, session_timeout=config.session_timeout, digest=digest))
         try:
             return await self._serve(store)
         finally:

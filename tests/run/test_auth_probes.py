@@ -11,14 +11,14 @@ import pytest
 
 from harness.credentials import present
 from harness.targets.local.cluster import ClusterSettings, LocalCluster
-from harness.targets.token_auth import SECRET_KEY_FILE, TokenAuth
+from harness.targets.run_auth import SECRET_KEY_FILE, RunAuth
 from harness.workloads.contract import auth
 from tests.run.contract_run import probe_outcomes, run_contract
 
 pytestmark = [pytest.mark.cluster]
 
 PROBES = set(auth.GROUPS[0].probes)
-TOKEN_AUTH = TokenAuth("a-test-secret-key")
+TOKEN_AUTH = RunAuth("a-test-secret-key")
 
 
 def _cluster(directory: Path, broker_args: tuple[str, ...]) -> LocalCluster:

@@ -13,7 +13,7 @@ from harness.targets.docker.deployment import ClusterNodes, DockerDeployment
 from harness.targets.docker.iptables import IptablesNetwork
 from harness.targets.docker.node_specs import NodeSettings
 from harness.targets.lookup import DeployedLookup
-from harness.targets.token_auth import TokenAuth
+from harness.targets.run_auth import RunAuth
 from harness.topology import BACKEND_CAPABILITIES, Topology
 
 CAPABILITIES = BACKEND_CAPABILITIES["docker"]
@@ -23,7 +23,7 @@ class DockerTarget:
     """A `Deployment` of containers."""
 
     def __init__(self, topology: Topology, mutants: tuple[str, ...], run_dir: Path,
-                 lookup_service: bool = False, auth: TokenAuth | None = None) -> None:
+                 lookup_service: bool = False, auth: RunAuth | None = None) -> None:
         self._topology = topology
         self._lookup = DeployedLookup(lookup_service, run_dir)
         # Connecting here raises EngineUnavailable (exit 4) before anything starts.
