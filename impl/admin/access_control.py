@@ -20,13 +20,12 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from impl.ownership.topic_name import NamespaceName
-from impl.security.authorization import CONSUME, PRODUCE
+from impl.security.authorization import CONSUME, LOOKUP
 from impl.security.errors import NotAuthenticated, NotAuthorized
 from impl.security.guard import TOKEN_METHOD, Guard
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-LOOKUP = frozenset({PRODUCE, CONSUME})
 OPEN_PATHS = ("/admin/v2/brokers/health", "/metrics")
 DEBUG_PREFIX = "/admin/v2/debug/"
 TOPIC_RESOURCES = frozenset({"persistent", "non-persistent", "schemas", "scalable",

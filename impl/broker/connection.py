@@ -29,7 +29,7 @@ from impl.broker.service import BrokerService
 from impl.broker.subscription import Subscription, position_of
 from impl.broker.topic import Topic
 from impl.ownership.topic_name import NamespaceName, TopicName
-from impl.security.authorization import CONSUME, PRODUCE
+from impl.security.authorization import CONSUME, LOOKUP, PRODUCE
 from impl.security.errors import NotAuthenticated
 from impl.security.guard import OPEN_GUARD, Guard
 from impl.storage.api import Position
@@ -53,9 +53,6 @@ LIVENESS_TIMEOUT = 5.0
 `connectionLivenessCheckTimeoutMillis`)."""
 CPP_CLIENT_PREFIX = "Pulsar-CPP-"
 """How the C++ client and those built on it (Python, Node.js) name themselves in CONNECT."""
-LOOKUP = frozenset({PRODUCE, CONSUME})
-"""What a role needs to look a topic up: leave to produce or to consume (Pulsar's
-`canLookup`)."""
 
 
 class ServerConnection:

@@ -18,6 +18,9 @@ PRODUCE = "produce"
 CONSUME = "consume"
 ACTIONS = frozenset({PRODUCE, CONSUME, "functions", "sources", "sinks", "packages"})
 """Pulsar's `AuthAction`s: what a namespace permission may grant."""
+LOOKUP = frozenset({PRODUCE, CONSUME})
+"""What a role needs to look a topic up: leave to produce or to consume (Pulsar's
+`canLookup`)."""
 
 
 class PermissionSource(Protocol):
