@@ -9,6 +9,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from harness.credentials import admin_headers
+
 TIMEOUT = 15.0
 
 
@@ -21,12 +23,14 @@ class AdminError(Exception):
 
 
 def admin_request(base_url: str, method: str, path: str, body: Any = None,
-                  timeout: float = TIMEOUT) -> Any:
-    """The parsed JSON answer (None for an empty one); redirects are followed."""
+                  timeout: float = TIMEOUT, authenticated: bool = True) -> Any:
+    """The parsed JSON answer (None for an empty one); redirects are followed. The
+    harness's credentials go along unless `authenticated` is false."""
     url = f"{base_url.rstrip('/')}{path}"
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json",
+               **(admin_headers() if authenticated else {})}
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             raw = response.read()

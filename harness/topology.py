@@ -27,6 +27,9 @@ class Topology:
     session_timeout_ms: int = 4000
     """The brokers' ZooKeeper session timeout: short, so a pause or partition past it
     expires the session within a run."""
+    auth: str = "none"
+    """`token`: brokers require tokens and check permissions; the harness presents a
+    superuser's (harness/targets/run_auth.py)."""
 
     def count(self, role: Role) -> int:
         return {"broker": self.brokers, "bookie": self.bookies,
@@ -35,6 +38,9 @@ class Topology:
     def node_names(self, cluster: str, role: Role) -> list[str]:
         """The names of `cluster`'s nodes of `role`, in start order."""
         return [node_name(cluster, role, n) for n in range(1, self.count(role) + 1)]
+
+
+AUTH_MODES = ("none", "token")
 
 
 def node_name(cluster: str, role: Role, n: int) -> str:

@@ -98,6 +98,9 @@ class NamespacePolicies:
     deduplication_enabled: bool | None = None
     """Pulsar's `deduplicationEnabled`: None leaves it to the broker's default; a topic's
     own policy overrides it (impl/broker/dedup_policy.py)."""
+    permissions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(role, actions) pairs, sorted: Pulsar's `auth_policies.namespace_auth`, what
+    impl/security/authorization.py grants a role on the namespace's topics."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -112,6 +115,8 @@ class NamespacePolicies:
             "backlog_quota_map": {kind: quota.to_json() for kind, quota in self.backlog_quota_map},
             "schema_compatibility_strategy": self.schema_compatibility_strategy,
             "deduplicationEnabled": self.deduplication_enabled,
+            "auth_policies": {"namespace_auth": {role: list(actions)
+                                                 for role, actions in self.permissions}},
         }
 
     @classmethod
@@ -130,13 +135,23 @@ class NamespacePolicies:
         retention = value.get("retention_policies")
         quotas = value.get("backlog_quota_map") or {}
         deduplication = value.get("deduplicationEnabled")
+        granted = (value.get("auth_policies") or {}).get("namespace_auth") or {}
         return cls(tuple(value.get("replication_clusters") or ()), boundaries,
                    None if ttl is None else int(ttl),
                    None if retention is None else RetentionPolicies.from_json(retention),
                    tuple(sorted((quota_type(kind), BacklogQuota.from_json(quota))
                                 for kind, quota in quotas.items())),
                    str(value.get("schema_compatibility_strategy") or "UNDEFINED"),
-                   None if deduplication is None else bool(deduplication))
+                   None if deduplication is None else bool(deduplication),
+                   tuple(sorted((str(role), tuple(sorted(map(str, actions))))
+                                for role, actions in granted.items())))
+
+
+def _namespace_auth(policies: dict[str, Any]) -> dict[str, Any]:
+    """The role -> actions map inside stored policies, made if missing (Pulsar's shape)."""
+    auth = policies.setdefault("auth_policies", {})
+    namespace_auth: dict[str, Any] = auth.setdefault("namespace_auth", {})
+    return namespace_auth
 
 
 class PulsarResources:
@@ -252,6 +267,16 @@ class PulsarResources:
                 quotas[kind] = quota
             policies["backlog_quota_map"] = {k: q.to_json() for k, q in sorted(quotas.items())}
         self._update_policies(namespace, change)
+
+    def grant_permission(self, namespace: NamespaceName, role: str,
+                         actions: tuple[str, ...]) -> None:
+        """Give `role` exactly `actions` on the namespace (replacing what it had)."""
+        self._update_policies(namespace, lambda policies: _namespace_auth(policies).update(
+            {role: sorted(actions)}))
+
+    def revoke_permission(self, namespace: NamespaceName, role: str) -> None:
+        self._update_policies(namespace,
+                              lambda policies: _namespace_auth(policies).pop(role, None))
 
     def _set_policy(self, namespace: NamespaceName, key: str, value: Any) -> None:
         """Change one field of the namespace's policies, leaving the others as they are."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.targets.reference_mutants import reference_mutants
-from harness.topology import Topology
+from harness.topology import AUTH_MODES, Topology
 from harness.workloads import cluster_count_problem
 from harness.workloads.settings import SUBSCRIPTION_MODES, WORKLOADS, WorkloadSettings
 from history.errors import BadInput
@@ -68,7 +68,7 @@ def load_scenario(path: Path) -> Scenario:
         description=reader.take(data, "description", str, default=""),
         topology=reader.table(data, "topology", Topology, {
             "clusters": (tuple, str), "backend": BACKENDS,
-            "session_expired_policy": SESSION_POLICIES}),
+            "session_expired_policy": SESSION_POLICIES, "auth": AUTH_MODES}),
         workload=reader.table(data, "workload", WorkloadSettings, {
             "kind": WORKLOADS, "subscription_mode": SUBSCRIPTION_MODES}),
         nemesis=_nemesis(reader, data),

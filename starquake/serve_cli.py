@@ -41,11 +41,15 @@ from harness.topology import node_name
                    "it (with --admin-port) [free ports].")
 @click.option("--admin-port", type=click.IntRange(0, 65535), default=0,
               help="The first broker's admin port, the others' counting up from it.")
+@click.option("--bind-host", default="127.0.0.1", show_default=True,
+              help="The address brokers listen on: loopback, so nothing off this machine "
+                   "reaches them (docs/security.md); they still advertise 127.0.0.1.")
 @click.option("--target-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write a target file for `starquake conform` here, once serving.")
 def serve(brokers: int, bookies: int, zookeepers: str, name: str, directory: Path | None,
           session_expired_policy: str, session_timeout_ms: int, mutants: str,
-          service_port: int, admin_port: int, target_file: Path | None) -> None:
+          service_port: int, admin_port: int, bind_host: str,
+          target_file: Path | None) -> None:
     """Start ZooKeeper, bookies and brokers; print each broker's URLs; stop on Ctrl-C."""
     if bool(service_port) != bool(admin_port):
         raise click.UsageError("give both --service-port and --admin-port, or neither")
@@ -53,7 +57,8 @@ def serve(brokers: int, bookies: int, zookeepers: str, name: str, directory: Pat
         name=name, brokers=brokers, bookies=bookies, zookeepers=int(zookeepers),
         session_timeout_ms=session_timeout_ms, session_expired_policy=session_expired_policy,
         mutants=tuple(m.strip() for m in mutants.split(",") if m.strip()),
-        first_broker_ports=(service_port, admin_port) if service_port else None)
+        first_broker_ports=(service_port, admin_port) if service_port else None,
+        broker_args=("--bind-host", bind_host))
     base = directory or Path(tempfile.mkdtemp(prefix="starquake-serve-"))
     with stop_on_signal() as requested:
         cluster = LocalCluster(base, settings)

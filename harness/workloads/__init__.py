@@ -1,8 +1,8 @@
 """Workloads: what drives a run's clients, chosen by the scenario's `[workload] kind`.
 
 Each is a `Workload` (harness/workloads/base.py): `topic` (harness/workloads/topic.py),
-`scalable` (harness/workloads/scalable.py) and `contract` (harness/workloads/contract/,
-the client contract's probes) on one cluster; `geo`
+`scalable` (harness/workloads/scalable.py), `contract` (harness/workloads/contract/,
+the client contract's probes) and `auth` (its authentication probes only) on one cluster; `geo`
 (harness/workloads/geo.py) and `migration` (harness/workloads/migration.py) on two or
 more.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from harness.workloads.base import Workload, WorkloadContext
 
-ONE_CLUSTER = ("topic", "scalable", "contract")
+ONE_CLUSTER = ("topic", "scalable", "contract", "auth")
 SEVERAL_CLUSTERS = ("geo", "migration")
 
 
@@ -43,6 +43,10 @@ def make_workload(context: WorkloadContext) -> Workload:
         from harness.workloads.contract import ContractWorkload
 
         return ContractWorkload(context)
+    if kind == "auth":
+        from harness.workloads.contract import ContractWorkload, auth
+
+        return ContractWorkload(context, auth.GROUPS, beside=())
     from harness.workloads.topic import TopicWorkload  # imports the client library
 
     return TopicWorkload(context)

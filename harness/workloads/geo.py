@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import pulsar
 
 from harness.admin_api import AdminError, admin_request
+from harness.credentials import client_authentication
 from harness.target import TargetCluster
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.cursors import CursorObserver
@@ -128,6 +129,7 @@ class GeoWorkload:
         for name, cluster in self._clusters.items():
             self._clients[name] = pulsar.Client(
                 cluster.service_url, operation_timeout_seconds=10,
+                authentication=client_authentication(),
                 logger=pulsar.FileLogger(pulsar.LoggerLevel.Info,
                                          str(c.client_log.with_name(f"client-{name}.log"))))
         deadline = time.monotonic() + OPEN_TIMEOUT

@@ -41,6 +41,7 @@ import time
 import pulsar
 
 from harness.admin_api import AdminError, admin_request
+from harness.credentials import client_authentication
 from harness.migration import ClusterEndpoint, MigrationPlan, MigrationStuck, migrate_tenant
 from harness.target import TargetCluster
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
@@ -117,6 +118,7 @@ class MigrationWorkload:
         c.client_log.parent.mkdir(parents=True, exist_ok=True)
         self._client = client = pulsar.Client(
             self._lookup.service_url, operation_timeout_seconds=10,
+            authentication=client_authentication(),
             logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(c.client_log)))
         deadline = time.monotonic() + OPEN_TIMEOUT
         for n in range(c.settings.consumers):

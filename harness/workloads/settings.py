@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-WORKLOADS = ("topic", "scalable", "geo", "migration", "contract")
+WORKLOADS = ("topic", "scalable", "geo", "migration", "contract", "auth")
 SUBSCRIPTION_MODES = ("exclusive", "failover", "shared", "key_shared")
 
 

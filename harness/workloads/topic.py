@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import pulsar
 
+from harness.credentials import client_authentication
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.cursors import CursorObserver
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
@@ -80,6 +81,7 @@ class TopicWorkload:
         c.client_log.parent.mkdir(parents=True, exist_ok=True)
         self._client = pulsar.Client(
             c.service_url, operation_timeout_seconds=10,
+            authentication=client_authentication(),
             logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(c.client_log)))
         deadline = time.monotonic() + OPEN_TIMEOUT
         live = [self._subscribe(f"c{n}", LIVE, c.settings.subscription_mode, deadline)

@@ -12,6 +12,7 @@ from impl.admin import (
     namespace_routes,
     non_persistent_routes,
     partitioned_routes,
+    permission_routes,
     scalable_routes,
     schema_routes,
     segment_routes,
@@ -20,17 +21,21 @@ from impl.admin import (
     topic_policy_routes,
     topic_routes,
 )
+from impl.admin.access_control import access_middleware
 from impl.admin.context import CONTEXT, AdminContext
 from impl.admin.errors import errors_middleware
+from impl.security.guard import OPEN_GUARD, Guard
 
 
-def build_admin_app(ctx: AdminContext) -> web.Application:
-    app = web.Application(middlewares=[errors_middleware])
+def build_admin_app(ctx: AdminContext, guard: Guard = OPEN_GUARD) -> web.Application:
+    """`guard` is asked before every handler; errors_middleware, outermost, gives its
+    refusals Pulsar's JSON body too."""
+    app = web.Application(middlewares=[errors_middleware, access_middleware(guard)])
     app[CONTEXT] = ctx
     for module in (cluster_routes, tenant_routes, namespace_routes, namespace_policy_routes,
                    topic_routes, topic_policy_routes, subscription_routes, broker_routes,
                    scalable_routes, segment_routes, schema_routes, partitioned_routes,
-                   non_persistent_routes):
+                   non_persistent_routes, permission_routes):
         app.add_routes(module.routes)
     metrics_routes.install(app)
     return app

@@ -17,7 +17,7 @@ from pathlib import Path
 from impl.bookie.ledgers import LedgerStore
 from impl.bookie.registration import BookieRegistration
 from impl.bookie.server import BookieConfig, BookieServer
-from impl.metadata.store import MetadataStore
+from impl.metadata.store import MetadataStore, read_digest
 from impl.mutants import Mutants
 
 log = logging.getLogger("impl.bookie")
@@ -33,6 +33,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="address to listen on (default: the advertised host)")
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--mutants", default="")
+    parser.add_argument("--metadata-digest-file", default=None,
+                        help="user:password file for ZooKeeper digest authentication")
     return parser.parse_args(argv)
 
 
@@ -54,8 +56,10 @@ async def _serve(args: argparse.Namespace) -> int:
                                                 args.port), mutants)
     await server.start()
     session_timeout = args.session_timeout_ms / 1000
+    digest = (None if args.metadata_digest_file is None
+              else read_digest(args.metadata_digest_file))
     store = await loop.run_in_executor(None, lambda: MetadataStore.connect(
-        args.zk, session_timeout=session_timeout))
+        args.zk, session_timeout=session_timeout, digest=digest))
     registration = BookieRegistration(store, f"{args.advertised_host}:{args.port}",
                                       stale_wait=2 * session_timeout)
     registration.register_in_background()

@@ -37,7 +37,8 @@ SERVER_VERSION = "starquake-broker"
 MAX_PROTOCOL_VERSION = 19
 MAX_MESSAGE_SIZE = DEFAULT_MAX_MESSAGE_SIZE
 SERVER_REQUEST_ID = 2**64 - 1
-"""The request id of a close the broker starts itself (Pulsar sends -1)."""
+"""The request id of a close (or a refusal) the broker starts itself (Pulsar sends -1)."""
+TLS_SCHEME = "pulsar+ssl://"
 
 
 def connected(client_protocol_version: int) -> BaseCommand:
@@ -75,10 +76,14 @@ def partitioned_metadata_failed(request_id: int, code: ServerError,
 
 def lookup_answer(request_id: int, broker_url: str, *, connect: bool,
                   authoritative: bool) -> BaseCommand:
+    """A `pulsar+ssl://` URL goes in `brokerServiceUrlTls` too: the field a client that
+    speaks TLS connects to."""
     kind = CommandLookupTopicResponse.Connect if connect else CommandLookupTopicResponse.Redirect
-    return BaseCommand(type=BaseCommand.LOOKUP_RESPONSE, lookupTopicResponse=(
-        CommandLookupTopicResponse(request_id=request_id, response=kind,
-                                   brokerServiceUrl=broker_url, authoritative=authoritative)))
+    answer = CommandLookupTopicResponse(request_id=request_id, response=kind,
+                                        brokerServiceUrl=broker_url, authoritative=authoritative)
+    if broker_url.startswith(TLS_SCHEME):
+        answer.brokerServiceUrlTls = broker_url
+    return BaseCommand(type=BaseCommand.LOOKUP_RESPONSE, lookupTopicResponse=answer)
 
 
 def lookup_failed(request_id: int, code: ServerError, message: str) -> BaseCommand:

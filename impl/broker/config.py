@@ -15,6 +15,7 @@ from impl.replication.config import (
     InvalidReplicationConfig,
     ReplicatedSubscriptionsConfig,
 )
+from impl.security.config import OPEN, InvalidSecurityConfig, SecurityConfig
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,9 @@ class BrokerConfig:
     session_timeout_ms: int = 30_000
     session_reconnect_retries: int = 3
     mutants: Mutants = Mutants()
-    bind_host: str = "0.0.0.0"
+    bind_host: str = "127.0.0.1"
+    """Loopback unless told: a broker started by hand is not reachable from the network.
+    Containers bind 0.0.0.0 (harness/targets/docker/node_specs.py)."""
     replication: GeoReplicationConfig = GeoReplicationConfig()
     scalable_grace_period: float = 60.0
     """Seconds a disconnected scalable-topic stream consumer keeps its session."""
@@ -37,6 +40,10 @@ class BrokerConfig:
     """Pulsar's `brokerDeduplicationEnabled`: deduplication where no policy says."""
     deduplication_entries_interval: int = DEFAULT_SNAPSHOT_INTERVAL
     """Pulsar's `brokerDeduplicationEntriesInterval`: entries between two snapshots."""
+    security: SecurityConfig = OPEN
+    metadata_digest_file: str | None = None
+    """A `user:password` file: ZooKeeper digest authentication, and nodes only that user
+    may read or change (docs/security.md)."""
 
     @property
     def session_timeout(self) -> float:
@@ -44,11 +51,13 @@ class BrokerConfig:
 
     @property
     def broker_url(self) -> str:
-        return f"pulsar://{self.advertised_host}:{self.port}"
+        scheme = "pulsar+ssl" if self.security.tls else "pulsar"
+        return f"{scheme}://{self.advertised_host}:{self.port}"
 
     @property
     def web_url(self) -> str:
-        return f"http://{self.advertised_host}:{self.admin_port}"
+        scheme = "https" if self.security.tls else "http"
+        return f"{scheme}://{self.advertised_host}:{self.admin_port}"
 
 
 USAGE_EXIT_CODE = 3
@@ -69,6 +78,8 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
     parser.add_argument("--port", type=int, required=True, help="binary protocol port")
     parser.add_argument("--admin-port", type=int, required=True, help="admin HTTP port")
     parser.add_argument("--advertised-host", default="127.0.0.1")
+    parser.add_argument("--bind-host", default=BrokerConfig.bind_host,
+                        help="the address both ports listen on (0.0.0.0: every interface)")
     parser.add_argument("--session-timeout-ms", type=int, default=30_000)
     parser.add_argument("--session-expired-policy", required=True,
                         choices=[p.value for p in SessionExpiredPolicy])
@@ -95,6 +106,7 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
                         default=DEFAULT_SNAPSHOT_INTERVAL,
                         help="entries between two snapshots of a topic's sequence ids "
                              "(Pulsar's brokerDeduplicationEntriesInterval)")
+    _add_security_arguments(parser)
     args = parser.parse_args(argv)
     try:
         mutants = Mutants.parse(args.mutants)
@@ -104,7 +116,15 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
             subscriptions=ReplicatedSubscriptionsConfig(
                 snapshot_frequency_ms=args.replicated_subscriptions_snapshot_frequency_ms,
                 replicate_individually_deleted=args.replicate_individually_deleted))
-    except (UnknownMutant, InvalidReplicationConfig) as exc:
+        security = SecurityConfig(
+            authentication_enabled=args.authentication_enabled,
+            authorization_enabled=args.authorization_enabled,
+            token_secret_key=args.token_secret_key,
+            superuser_roles=frozenset(r.strip() for r in args.superuser_roles.split(",")
+                                      if r.strip()),
+            debug_endpoints=args.debug_endpoints,
+            tls_cert_file=args.tls_cert_file, tls_key_file=args.tls_key_file)
+    except (UnknownMutant, InvalidReplicationConfig, InvalidSecurityConfig) as exc:
         parser.error(str(exc))
     return BrokerConfig(
         cluster=args.cluster, zk=args.zk, port=args.port, admin_port=args.admin_port,
@@ -113,4 +133,27 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
         session_reconnect_retries=args.session_reconnect_retries, mutants=mutants,
         replication=replication, scalable_grace_period=args.scalable_grace_period_seconds,
         deduplication_enabled=args.broker_deduplication_enabled,
-        deduplication_entries_interval=args.deduplication_entries_interval)
+        deduplication_entries_interval=args.deduplication_entries_interval,
+        bind_host=args.bind_host, security=security,
+        metadata_digest_file=args.metadata_digest_file)
+
+
+def _add_security_arguments(parser: argparse.ArgumentParser) -> None:
+    """docs/security.md: all off unless given."""
+    parser.add_argument("--authentication-enabled", action="store_true",
+                        help="CONNECT and admin requests must carry a valid token")
+    parser.add_argument("--authorization-enabled", action="store_true",
+                        help="a role may do only what it was granted (needs authentication)")
+    parser.add_argument("--token-secret-key", default=None,
+                        help="file with the HS256 key tokens are signed with")
+    parser.add_argument("--superuser-roles", default="",
+                        help="comma-separated roles that may do everything")
+    parser.add_argument("--debug-endpoints", action="store_true",
+                        help="serve /admin/v2/debug/... (hands out the ZooKeeper session: "
+                             "for the nemesis of a test cluster only)")
+    parser.add_argument("--tls-cert-file", default=None,
+                        help="with --tls-key-file: both ports speak TLS")
+    parser.add_argument("--tls-key-file", default=None)
+    parser.add_argument("--metadata-digest-file", default=None,
+                        help="user:password file: authenticate to ZooKeeper, and create "
+                             "nodes only that user may read or change")

@@ -29,6 +29,9 @@ from impl.broker.service import BrokerService
 from impl.broker.subscription import Subscription, position_of
 from impl.broker.topic import Topic
 from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.security.authorization import CONSUME, LOOKUP, PRODUCE
+from impl.security.errors import NotAuthenticated
+from impl.security.guard import OPEN_GUARD, Guard
 from impl.storage.api import Position
 from wire.frames import (
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -54,11 +57,15 @@ CPP_CLIENT_PREFIX = "Pulsar-CPP-"
 
 class ServerConnection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE) -> None:
+                 service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE,
+                 guard: Guard = OPEN_GUARD) -> None:
         self._reader = reader
         self._writer = writer
         self._service = service
         self._keepalive = keepalive
+        self._guard = guard
+        self.role: str | None = None
+        """The role CONNECT proved (None while authentication is off)."""
         peer = writer.get_extra_info("peername") or ("?", 0)
         self.address = f"{peer[0]}:{peer[1]}"
         self._decoder = FrameDecoder(frame_limit(service))
@@ -230,16 +237,37 @@ class ServerConnection:
         self._spawn(run())
 
     def _connect(self, frame: Frame) -> None:
+        """Authenticate (when switched on) and answer CONNECTED; credentials that prove no
+        role are answered with ERROR AuthenticationError and the connection is closed, as
+        Pulsar does."""
         connect = frame.command.connect
+        try:
+            self.role = self._guard.authenticate(
+                connect.auth_method_name, connect.auth_data.decode(errors="replace"))
+        except NotAuthenticated as exc:
+            log.info("refusing connection from %s: %s", self.address, exc)
+            self.send(commands.error(commands.SERVER_REQUEST_ID,
+                                     ServerError.AuthenticationError, str(exc)))
+            self.close()
+            return
         self.understands_end_of_topic = not connect.client_version.startswith(
             CPP_CLIENT_PREFIX)
         self.send(commands.connected(connect.protocol_version))
+
+    async def _permit(self, namespace: NamespaceName, actions: frozenset[str]) -> None:
+        """Raise NotAuthorized (or NotAuthenticated) unless this connection's role may do
+        one of `actions` on the namespace; nothing to ask while authorization is off."""
+        if self._guard.authorizer is not None:
+            await asyncio.to_thread(self._guard.check_namespace, self.role, namespace,
+                                    actions)
 
     def _partitioned_metadata(self, frame: Frame) -> None:
         request = frame.command.partitionMetadata
 
         async def answer() -> BaseCommand:
-            partitions = await self._service.partitions(TopicName.parse(request.topic))
+            topic = TopicName.parse(request.topic)
+            await self._permit(topic.namespace_name, LOOKUP)
+            partitions = await self._service.partitions(topic)
             return commands.partitioned_metadata(request.request_id, partitions)
         self._in_turn(request.request_id, answer, commands.partitioned_metadata_failed,
                       ordered=False)
@@ -249,8 +277,9 @@ class ServerConnection:
         request = frame.command.getTopicsOfNamespace
 
         async def answer() -> BaseCommand:
-            topics = await self._service.topics_of(NamespaceName.parse(request.namespace),
-                                                   request.mode)
+            namespace = NamespaceName.parse(request.namespace)
+            await self._permit(namespace, LOOKUP)
+            topics = await self._service.topics_of(namespace, request.mode)
             return commands.topics_of_namespace(request.request_id, topic_list(
                 topics, request.topics_pattern if request.HasField("topics_pattern") else None,
                 request.topics_hash if request.HasField("topics_hash") else None))
@@ -260,8 +289,9 @@ class ServerConnection:
         request = frame.command.lookupTopic
 
         async def answer() -> BaseCommand:
-            result = await self._service.ownership.lookup(TopicName.parse(request.topic),
-                                                          request.authoritative)
+            topic = TopicName.parse(request.topic)
+            await self._permit(topic.namespace_name, LOOKUP)
+            result = await self._service.ownership.lookup(topic, request.authoritative)
             return commands.lookup_answer(
                 request.request_id, result.owner.broker_url, connect=result.is_self,
                 authoritative=result.is_self or result.authoritative)
@@ -274,6 +304,8 @@ class ServerConnection:
         request = frame.command.producer
 
         async def answer() -> BaseCommand:
+            topic_name = TopicName.parse(request.topic)
+            await self._permit(topic_name.namespace_name, frozenset({PRODUCE}))
             existing = self._producers.get(request.producer_id)
             if existing is not None and not existing[1].closed:
                 return commands.producer_success(
@@ -281,7 +313,7 @@ class ServerConnection:
                     schema_version=existing[1].schema_version,
                     last_sequence_id=existing[0].deduplication.last_sequence_id(
                         existing[1].name))
-            topic = await self._service.topic(TopicName.parse(request.topic))
+            topic = await self._service.topic(topic_name)
             schema_version = await producer_schema_version(
                 self._service.schemas, topic.name,
                 SchemaData.declared(request.HasField("schema"), request.schema))
@@ -335,10 +367,12 @@ class ServerConnection:
         request = frame.command.subscribe
 
         async def answer() -> BaseCommand:
+            topic_name = TopicName.parse(request.topic)
+            await self._permit(topic_name.namespace_name, frozenset({CONSUME}))
             existing = self._consumers.get(request.consumer_id)
             if existing is not None and not existing[2].closed:
                 return commands.success(request.request_id)
-            topic = await self._service.topic(TopicName.parse(request.topic))
+            topic = await self._service.topic(topic_name)
             await admit_consumer(self._service.schemas, topic, SchemaData.declared(
                 request.HasField("schema"), request.schema))
             subscription, consumer = await topic.subscribe(self, request)
@@ -425,6 +459,7 @@ class ServerConnection:
         request = frame.command.getSchema
 
         async def answer() -> BaseCommand:
+            await self._permit(TopicName.parse(request.topic).namespace_name, LOOKUP)
             schema, version = await requested_schema(self._service.schemas, request)
             return commands.schema(request.request_id, schema, version)
         self._in_turn(request.request_id, answer, commands.schema_failed, ordered=False)
@@ -435,7 +470,9 @@ class ServerConnection:
         request = frame.command.getOrCreateSchema
 
         async def answer() -> BaseCommand:
-            topic = await self._service.topic(TopicName.parse(request.topic))
+            topic_name = TopicName.parse(request.topic)
+            await self._permit(topic_name.namespace_name, frozenset({PRODUCE}))
+            topic = await self._service.topic(topic_name)
             version = await producer_schema_version(
                 self._service.schemas, topic.name, SchemaData.declared(True, request.schema))
             return commands.schema_version(request.request_id, version or b"")

@@ -7,6 +7,7 @@ from impl.metadata.errors import MetadataError
 from impl.ownership.ephemeral import StaleNodeRemains
 from impl.ownership.namespace_service import NoBrokerAvailable, NotOwner
 from impl.resources import ResourceNotFound
+from impl.security.errors import NotAuthenticated, NotAuthorized
 from impl.storage.api import OwnershipLost, StorageError, TopicTerminated
 from wire.pulsar_api_pb2 import ServerError
 from wire.topic_names import InvalidTopicName
@@ -83,6 +84,8 @@ class TopicClosing(BrokerRequestError):
 # Most specific first: the first matching class decides.
 # A BrokerRequestError carries its own code (`server_error` asks it first).
 _CODES: list[tuple[type[BaseException], ServerError]] = [
+    (NotAuthenticated, ServerError.AuthenticationError),
+    (NotAuthorized, ServerError.AuthorizationError),
     (NotOwner, ServerError.ServiceNotReady),
     (StaleNodeRemains, ServerError.ServiceNotReady),
     (NoBrokerAvailable, ServerError.ServiceNotReady),

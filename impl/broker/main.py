@@ -27,7 +27,7 @@ from impl.broker.schemas.zookeeper import ZooKeeperSchemas
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
 from impl.metadata.errors import MetadataError
-from impl.metadata.store import MetadataStore
+from impl.metadata.store import MetadataStore, read_digest
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry
 from impl.ownership.bundles import NamespaceBundle
 from impl.ownership.namespace_service import NamespaceService
@@ -38,6 +38,7 @@ from impl.replication.service import BrokerReplication
 from impl.resources import ClusterData, PulsarResources
 from impl.scalable.segment_storage import SegmentStorage
 from impl.scalable.service import ScalableTopicsConfig, ScalableTopicService
+from impl.security.guard import Guard
 from impl.storage.factory import ManagedLedgerFactory
 
 log = logging.getLogger("impl.broker")
@@ -69,8 +70,10 @@ class BrokerProcess:
 
     async def run(self) -> int:
         config, loop = self.config, asyncio.get_running_loop()
+        digest = (None if config.metadata_digest_file is None
+                  else read_digest(config.metadata_digest_file))
         store = await loop.run_in_executor(self._executor, lambda: MetadataStore.connect(
-            config.zk, session_timeout=config.session_timeout))
+            config.zk, session_timeout=config.session_timeout, digest=digest))
         try:
             return await self._serve(store)
         finally:
@@ -122,15 +125,17 @@ class BrokerProcess:
                 return "ZooKeeper session lost; bundles not re-owned yet"
             return None
 
-        server = BinaryServer(service)
+        guard = Guard(config.security, resources)
+        server = BinaryServer(service, guard=guard)
         await server.start(config.bind_host, config.port)
         admin = web.AppRunner(build_admin_app(AdminContext(
             config.cluster, store, resources, namespaces, healthy=healthy,
             client_stats=service.client_stats, scalable=scalable,
             segments=SegmentStorage(store, namespaces), broker=service, schemas=schemas,
-            broker_deduplication=config.deduplication_enabled)), access_log=None)
+            broker_deduplication=config.deduplication_enabled), guard), access_log=None)
         await admin.setup()
-        await web.TCPSite(admin, config.bind_host, config.admin_port).start()
+        await web.TCPSite(admin, config.bind_host, config.admin_port,
+                          ssl_context=config.security.server_ssl_context()).start()
         await loop.run_in_executor(self._executor, registry.register)
         registered = True
         policy.start()

@@ -8,14 +8,17 @@ import logging
 
 from impl.broker.connection import DEFAULT_KEEPALIVE, ServerConnection
 from impl.broker.service import BrokerService
+from impl.security.guard import OPEN_GUARD, Guard
 
 log = logging.getLogger(__name__)
 
 
 class BinaryServer:
-    def __init__(self, service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE) -> None:
+    def __init__(self, service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE,
+                 guard: Guard = OPEN_GUARD) -> None:
         self._service = service
         self._keepalive = keepalive
+        self._guard = guard
         self._server: asyncio.Server | None = None
         self._connections: set[ServerConnection] = set()
 
@@ -25,11 +28,14 @@ class BinaryServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def start(self, host: str, port: int) -> None:
-        self._server = await asyncio.start_server(self._serve, host, port)
-        log.info("binary protocol listening on %s:%d", host, self.port)
+        self._server = await asyncio.start_server(
+            self._serve, host, port, ssl=self._guard.config.server_ssl_context())
+        log.info("binary protocol listening on %s:%d%s", host, self.port,
+                 " (TLS)" if self._guard.config.tls else "")
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connection = ServerConnection(reader, writer, self._service, self._keepalive)
+        connection = ServerConnection(reader, writer, self._service, self._keepalive,
+                                      self._guard)
         self._connections.add(connection)
         try:
             await connection.serve()

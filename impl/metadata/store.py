@@ -35,6 +35,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+from kazoo.security import make_digest_acl
 
 from impl.metadata.errors import (
     AlreadyExists,
@@ -117,7 +118,8 @@ class MetadataStore:
     they may call the store.
     """
 
-    def __init__(self, connect_string: str, *, session_timeout: float, operation_timeout: float):
+    def __init__(self, connect_string: str, *, session_timeout: float, operation_timeout: float,
+                 digest: str | None = None):
         hosts, slash, chroot = connect_string.partition("/")
         self._hosts = hosts
         self._chroot = posixpath.normpath("/" + chroot) if slash else ""
@@ -126,6 +128,7 @@ class MetadataStore:
             hosts=connect_string,
             timeout=session_timeout,
             connection_retry=dict(_CONNECTION_RETRY),
+            **digest_options(digest),
         )
         self._tracker = SessionTracker()
         self._notifier = Notifier(f"metadata-notifier-{hosts}{self._chroot}")
@@ -144,22 +147,27 @@ class MetadataStore:
         connect_timeout: float = 15.0,
         create_chroot: bool = True,
         session_listener: Callable[[SessionEvent], None] | None = None,
+        digest: str | None = None,
     ) -> MetadataStore:
         """A connected store. `connect_string` is ZooKeeper's `host:port,host:port[/chroot]`;
         every path is then relative to the chroot, which is created first when missing.
         `session_listener` hears every session event from the first CONNECTED on;
         listeners added later with `watch_session` hear the events after it.
 
+        With `digest` (`user:password`) the session authenticates with ZooKeeper's digest
+        scheme and every node it creates is readable and writable by that user only.
+
         Raises `Unavailable` when no server accepts a session within `connect_timeout`.
         """
         store = cls(
-            connect_string, session_timeout=session_timeout, operation_timeout=operation_timeout
+            connect_string, session_timeout=session_timeout, operation_timeout=operation_timeout,
+            digest=digest,
         )
         if session_listener is not None:
             store.watch_session(session_listener)
         try:
             if store._chroot and create_chroot:
-                _ensure_chroot(store._hosts, store._chroot, connect_timeout)
+                _ensure_chroot(store._hosts, store._chroot, connect_timeout, digest)
             store._client.add_listener(store._on_kazoo_state)
             with store._translating("connect", store._chroot or "/"):
                 store._client.start(timeout=connect_timeout)
@@ -423,9 +431,30 @@ class MetadataStore:
             raise MetadataError(f"{operation} {path} failed: {exc!r}") from exc
 
 
-def _ensure_chroot(hosts: str, chroot: str, connect_timeout: float) -> None:
+def digest_options(digest: str | None) -> dict[str, Any]:
+    """KazooClient's options for a session as `user:password` (digest scheme), whose
+    nodes only that user may read or change; none without one (`world:anyone`)."""
+    if digest is None:
+        return {}
+    user, _, password = digest.partition(":")
+    return {"auth_data": [("digest", digest)],
+            "default_acl": [make_digest_acl(user, password, all=True)]}
+
+
+def read_digest(path: str) -> str:
+    """A digest credentials file: one line `user:password`."""
+    with open(path) as file:
+        digest = file.read().strip()
+    if ":" not in digest:
+        raise ValueError(f"{path}: expected user:password")
+    return digest
+
+
+def _ensure_chroot(hosts: str, chroot: str, connect_timeout: float,
+                   digest: str | None = None) -> None:
     # kazoo cannot create its own chroot, so a short-lived client outside it does.
-    client = KazooClient(hosts=hosts, connection_retry=dict(_CONNECTION_RETRY))
+    client = KazooClient(hosts=hosts, connection_retry=dict(_CONNECTION_RETRY),
+                         **digest_options(digest))
     try:
         try:
             client.start(timeout=connect_timeout)

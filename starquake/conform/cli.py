@@ -12,7 +12,7 @@ from checkers.spark_settings import SparkSettings, spark_options
 # nothing heavy (a unit test keeps the two equal).
 FEATURE_CHOICES = ("client-contract", "durability-kill", "durability-pause",
                    "durability-partition", "durability-metadata-cut", "scalable-topics",
-                   "geo-replication", "tenant-migration")
+                   "geo-replication", "tenant-migration", "authentication")
 
 
 def _features(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str, ...]:

@@ -4,7 +4,8 @@ the scenario that checks it (a packaged file under `scenarios/conformance/`).
 A feature is one short seeded scenario through the Target's public interfaces, judged by
 the ordinary checkers. Before anything runs, each feature is planned against the Target:
 a feature whose system capability the Target lacks (`persistent`, `scalable`,
-`geo-replication`, `replicated-subscriptions`, `migration`) is *unsupported*; a supported
+`geo-replication`, `replicated-subscriptions`, `migration`, `authentication`) is
+*unsupported*; a supported
 feature whose fault the Target cannot take (no node offers the control it needs) is
 *skipped*, with the reason; the rest run.
 """
@@ -68,6 +69,9 @@ FEATURES: tuple[Feature, ...] = (
             "duplicates only within the window"),
     Feature("tenant-migration", ("migration",),
             "a tenant moved between clusters behind the lookup service: nothing lost"),
+    Feature("authentication", ("persistent", "authentication"),
+            "a client without a token, or with a forged one, gets no producer; the admin "
+            "API answers 401 without one; a role granted nothing cannot produce"),
 )
 FEATURE_NAMES = tuple(f.name for f in FEATURES)
 

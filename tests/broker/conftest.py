@@ -22,6 +22,7 @@ from impl.mutants import NONE, Mutants
 from impl.ownership.brokers import BrokerInfo
 from impl.ownership.namespace_service import LookupResult, TopicCloser
 from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.security.guard import OPEN_GUARD, Guard
 from tests.broker.memory_ledger import MemoryLedger
 from tests.broker.memory_schemas import MemorySchemas
 
@@ -69,13 +70,14 @@ class OwnsEverything:
 
 class MemoryBroker:
     def __init__(self, keepalive: float, mutants: Mutants = NONE,
-                 deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> None:
+                 deduplication: DeduplicationPolicy = NO_DEDUPLICATION,
+                 guard: Guard = OPEN_GUARD) -> None:
         self.ownership = OwnsEverything()
         self.schemas = MemorySchemas()
         self.service = BrokerService(self.ownership, "test",
                                      SchemaRegistry(self.schemas, mutants), mutants=mutants,
                                      deduplication=deduplication)
-        self.server = BinaryServer(self.service, keepalive)
+        self.server = BinaryServer(self.service, keepalive, guard)
         self.url = ""
         self.loop = asyncio.new_event_loop()
 
@@ -106,15 +108,17 @@ class MemoryBroker:
 
 @contextlib.contextmanager
 def serving(keepalive: float = 30.0, mutants: Mutants = NONE,
-            deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> Iterator[MemoryBroker]:
+            deduplication: DeduplicationPolicy = NO_DEDUPLICATION,
+            guard: Guard = OPEN_GUARD) -> Iterator[MemoryBroker]:
     """A broker on its own loop and thread for the duration of the block."""
-    broker = MemoryBroker(keepalive, mutants, deduplication)
+    broker = MemoryBroker(keepalive, mutants, deduplication, guard)
     thread = threading.Thread(target=broker.loop.run_forever, daemon=True)
     thread.start()
 
     async def start() -> None:
         await broker.server.start("127.0.0.1", 0)
-        broker.url = f"pulsar://127.0.0.1:{broker.server.port}"
+        scheme = "pulsar+ssl" if guard.config.tls else "pulsar"
+        broker.url = f"{scheme}://127.0.0.1:{broker.server.port}"
         broker.ownership.me = BrokerInfo(broker.url, "http://127.0.0.1:0")
 
     broker.run(start())

@@ -4,6 +4,7 @@ and fail naming the node; reachability and feature probes answer from the system
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import threading
@@ -15,8 +16,9 @@ from typing import ClassVar
 
 import pytest
 
-from harness.targets.external.features import probe_features
-from harness.targets.external.file import TargetFileError, load_target_file
+from harness.credentials import admin_headers, present
+from harness.targets.external.features import Support, probe_features
+from harness.targets.external.file import FEATURES, Feature, TargetFileError, load_target_file
 from harness.targets.external.hook_control import HookFailed, PortDropUnsupported
 from harness.targets.external.reachability import TargetUnreachable, check_reachable
 from harness.targets.external.target import ExternalTarget, NodeNotControlled
@@ -113,6 +115,34 @@ admin_urls = ["http://10.1.0.5:8080", "https://broker-b.example"]
         ("x-broker2", "broker", "broker-b.example", frozenset())]
 
 
+def _authentication(target: ExternalTarget) -> Support:
+    """The feature's support, claimed so that no admin API is asked of the others."""
+    claims: dict[Feature, bool] = {f: False for f in FEATURES if f != "authentication"}
+    return probe_features(ExternalTarget(dataclasses.replace(target.file, features=claims)))[
+        "authentication"]
+
+
+def test_a_token_file_makes_the_harness_present_it_and_authentication_supported(
+        tmp_path: Path) -> None:
+    (tmp_path / "superuser.token").write_text("header.payload.signature\n")
+    target = ExternalTarget(load_target_file(write(
+        tmp_path, 'auth_token_file = "superuser.token"\n' + CLUSTER)))
+    try:
+        assert target.file.auth_token == "header.payload.signature"
+        assert admin_headers() == {"Authorization": "Bearer header.payload.signature"}
+        assert target.file.features == {}
+        assert _authentication(target).supported
+    finally:
+        present(None)
+
+
+def test_without_a_token_authentication_is_unsupported(tmp_path: Path) -> None:
+    target = ExternalTarget(load_target_file(write(tmp_path, CLUSTER)))
+    support = _authentication(target)
+    assert not support.supported and "no auth_token" in support.why
+    assert admin_headers() == {}
+
+
 BROKER = '[[clusters.nodes]]\nname = "a-broker1"\nrole = "broker"\naddress = "10.0.0.5"\n'
 CLUSTER = ('[[clusters]]\nname = "a"\nservice_urls = ["pulsar://10.0.0.5:6650"]\n'
            'admin_urls = ["http://10.0.0.5:8080"]\n')
@@ -194,6 +224,10 @@ BAD = {
     "lookup without admin_url": (
         '[lookup]\nservice_url = "pulsar://l:6650"\n' + CLUSTER, "lookup.admin_url: missing"),
     "not toml": ("clusters = [", "not valid TOML"),
+    "both token keys": ('auth_token = "t"\nauth_token_file = "f"\n' + CLUSTER,
+                        "auth_token_file: give auth_token or auth_token_file, not both"),
+    "token file missing": ('auth_token_file = "absent.token"\n' + CLUSTER,
+                           "auth_token_file: cannot read"),
 }
 
 
@@ -359,7 +393,7 @@ def test_probes_answer_from_the_admin_api(
     found = probe_features(two_clusters(tmp_path, [url_a, url_b]))
     assert {name: support.supported for name, support in found.items()} == {
         "persistent": False, "scalable": True, "geo-replication": False,
-        "replicated-subscriptions": False, "migration": False}
+        "replicated-subscriptions": False, "migration": False, "authentication": False}
     assert found["geo-replication"].why.endswith("/admin/v2/clusters: 404 Not Found")
     assert found["migration"].why == "needs a [lookup] service in the target file"
 
@@ -371,6 +405,6 @@ def test_probes_answer_from_the_admin_api(
         f'admin_url = "{url_b}"\n')))
     assert {name: support.supported for name, support in found.items()} == {
         "persistent": False, "scalable": False, "geo-replication": True,
-        "replicated-subscriptions": True, "migration": True}
+        "replicated-subscriptions": True, "migration": True, "authentication": False}
     assert found["persistent"].why.endswith("features.persistent = false")
     assert "404" in found["scalable"].why and "not served" in found["scalable"].why

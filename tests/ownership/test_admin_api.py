@@ -19,9 +19,12 @@ from impl.ownership.namespace_service import NamespaceService
 from impl.ownership.ownership_cache import OwnershipCache
 from impl.ownership.topic_name import TopicName
 from impl.resources import ClusterData, PulsarResources
+from impl.security.config import SecurityConfig
+from impl.security.guard import OPEN_GUARD, Guard
 
 pytestmark = pytest.mark.zk
 
+DEBUGGING = Guard(SecurityConfig(debug_endpoints=True))
 ME = BrokerInfo("pulsar://127.0.0.1:1001", "http://127.0.0.1:2001")
 OTHER = BrokerInfo("pulsar://127.0.0.1:1002", "http://127.0.0.1:2002")
 
@@ -31,7 +34,10 @@ async def _no_ledgers(topic: TopicName) -> Any:
 
 
 @asynccontextmanager
-async def admin(store: MetadataStore) -> AsyncIterator[TestClient]:
+async def admin(store: MetadataStore,
+                guard: Callable[[PulsarResources], Guard] = lambda _resources: OPEN_GUARD
+                ) -> AsyncIterator[TestClient]:
+    """The admin app over `store`, asking the guard `guard(resources)` makes."""
     resources = PulsarResources(store)
     resources.ensure_cluster("a", ClusterData("http://127.0.0.1:2001", ME.broker_url))
     registry = BrokerRegistry(store, ME, stale_wait=5)
@@ -39,7 +45,7 @@ async def admin(store: MetadataStore) -> AsyncIterator[TestClient]:
     service = NamespaceService(resources, OwnershipCache(store, ME, stale_wait=5), registry,
                                _no_ledgers)
     ctx = AdminContext("a", store, resources, service, healthy=lambda: None)
-    client = TestClient(TestServer(build_admin_app(ctx)))
+    client = TestClient(TestServer(build_admin_app(ctx, guard(resources))))
     await client.start_server()
     try:
         yield client
@@ -53,7 +59,8 @@ def run(zk_store: Callable[..., MetadataStore]) -> Iterator[Callable[..., Any]]:
 
     def run_with_admin(scenario: Callable[[TestClient], Any]) -> Any:
         async def main() -> Any:
-            async with admin(store) as client:
+            # As the harness starts brokers: the nemesis's debug endpoint switched on.
+            async with admin(store, lambda _resources: DEBUGGING) as client:
                 return await scenario(client)
         return asyncio.run(main())
 

@@ -13,6 +13,7 @@ from harness.targets.docker.containers import NodeSpec
 from harness.targets.docker.images import NodeImage
 from harness.targets.local.zookeeper import CLASSPATH, JVM_FLAGS, MAIN_CLASS
 from harness.targets.local.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
+from harness.targets.run_auth import DIGEST_FILE, SECRET_KEY_FILE, RunAuth
 from harness.waits import HttpStatus, TcpPort, ZooKeeperServing
 
 ZOOKEEPER_CLIENT_PORT = 2181
@@ -23,6 +24,7 @@ BROKER_PORT = 6650
 BROKER_ADMIN_PORT = 8080
 BROKER_HEALTH_PATH = "/admin/v2/brokers/health"
 ZOOKEEPER_DIR = "/data/zookeeper"
+SECURITY_DIR = "/data/security"
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ class NodeSettings:
     drops packets leaves replicators looking connected for a minute. Tests about what
     happens once a replicator knows it is cut shorten it."""
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
+    auth: RunAuth | None = None
+    """Token authentication on the brokers (its key file written into each)."""
 
 
 def zookeeper_servers(ips: Sequence[str]) -> list[ServerAddress]:
@@ -67,6 +71,18 @@ def _mutant_args(settings: NodeSettings) -> list[str]:
     return ["--mutants", ",".join(settings.mutants)] if settings.mutants else []
 
 
+DIGEST_PATH = f"{SECURITY_DIR}/{DIGEST_FILE}"
+
+
+def _metadata_args(settings: NodeSettings) -> tuple[str, ...]:
+    return () if settings.auth is None else settings.auth.metadata_args(DIGEST_PATH)
+
+
+def _metadata_files(settings: NodeSettings) -> dict[str, str]:
+    """The ZooKeeper credentials file, where the run has them."""
+    return {} if settings.auth is None else {DIGEST_PATH: settings.auth.metadata_digest}
+
+
 def bookie_spec(image: NodeImage, zk_connect: str, advertised_host: str,
                 settings: NodeSettings) -> NodeSpec:
     """The bookie registers `advertised_host` in ZooKeeper, where brokers in other
@@ -74,8 +90,10 @@ def bookie_spec(image: NodeImage, zk_connect: str, advertised_host: str,
     return NodeSpec(
         command=(image.python, "-m", "impl.bookie", "--port", str(BOOKIE_PORT),
                  "--advertised-host", advertised_host, "--bind-host", "0.0.0.0",
-                 "--data-dir", "/data/bookie", "--zk", zk_connect, *_mutant_args(settings)),
+                 "--data-dir", "/data/bookie", "--zk", zk_connect, *_mutant_args(settings),
+                 *_metadata_args(settings)),
         wait=TcpPort(BOOKIE_PORT, host=advertised_host),
+        files=_metadata_files(settings),
         ports={"bookie": BOOKIE_PORT},
     )
 
@@ -84,14 +102,20 @@ def broker_spec(image: NodeImage, cluster: str, zk_connect: str, advertised_host
                 session_expired_policy: str, settings: NodeSettings) -> NodeSpec:
     """`session_expired_policy` is PIP-57's, always explicit: Pulsar's default changed
     between versions."""
+    auth = settings.auth
+    key_path = f"{SECURITY_DIR}/{SECRET_KEY_FILE}"
     return NodeSpec(
         command=(image.python, "-m", "impl.broker", "--cluster", cluster, "--zk", zk_connect,
                  "--port", str(BROKER_PORT), "--admin-port", str(BROKER_ADMIN_PORT),
-                 "--advertised-host", advertised_host,
+                 "--advertised-host", advertised_host, "--bind-host", "0.0.0.0",
+                 "--debug-endpoints",  # the nemesis expires sessions through it
                  "--session-timeout-ms", str(settings.session_timeout_ms),
                  "--session-expired-policy", session_expired_policy,
                  "--replication-keepalive-seconds", str(settings.replication_keepalive_s),
-                 *_mutant_args(settings)),
+                 *_mutant_args(settings), *(auth.broker_args(key_path) if auth else ()),
+                 *_metadata_args(settings)),
+        files={**_metadata_files(settings),
+               **({} if auth is None else {key_path: auth.secret})},
         # Where it advertises, it must listen, whatever else it binds.
         wait=HttpStatus(BROKER_ADMIN_PORT, BROKER_HEALTH_PATH, host=advertised_host),
         ports={"service": BROKER_PORT, "admin": BROKER_ADMIN_PORT},

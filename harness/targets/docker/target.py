@@ -13,6 +13,7 @@ from harness.targets.docker.deployment import ClusterNodes, DockerDeployment
 from harness.targets.docker.iptables import IptablesNetwork
 from harness.targets.docker.node_specs import NodeSettings
 from harness.targets.lookup import DeployedLookup
+from harness.targets.run_auth import RunAuth
 from harness.topology import BACKEND_CAPABILITIES, Topology
 
 CAPABILITIES = BACKEND_CAPABILITIES["docker"]
@@ -22,13 +23,13 @@ class DockerTarget:
     """A `Deployment` of containers."""
 
     def __init__(self, topology: Topology, mutants: tuple[str, ...], run_dir: Path,
-                 lookup_service: bool = False) -> None:
+                 lookup_service: bool = False, auth: RunAuth | None = None) -> None:
         self._topology = topology
         self._lookup = DeployedLookup(lookup_service, run_dir)
         # Connecting here raises EngineUnavailable (exit 4) before anything starts.
         self._deployment = DockerDeployment(
             topology, settings=NodeSettings(session_timeout_ms=topology.session_timeout_ms,
-                                            mutants=mutants), run_dir=run_dir)
+                                            mutants=mutants, auth=auth), run_dir=run_dir)
         self._network: IptablesNetwork | None = None
         self.where = f"containers labelled starquake={self._deployment.run_id}"
 

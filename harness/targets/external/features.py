@@ -14,6 +14,8 @@ authentication, or offer a feature the probe cannot see). Probes only read:
 - `replicated-subscriptions`: geo-replication; PIP-33 itself shows only in a run.
 - `migration`: a `[lookup]` service and geo-replication (the five-step migration moves a
   tenant with it).
+- `authentication`: the target file gives a token (`auth_token` or `auth_token_file`), so
+  the system says it requires one; the probes of a run then check that it does.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ class _Prober:
             "persistent": self.persistent, "scalable": self.scalable,
             "geo-replication": self.geo_replication,
             "replicated-subscriptions": self.replicated_subscriptions,
-            "migration": self.migration}
+            "migration": self.migration, "authentication": self.authentication}
         claims = self._target.file.features
         for feature in FEATURES:
             claimed = claims.get(feature)
@@ -135,6 +137,12 @@ class _Prober:
         if not geo.supported:
             return Support(False, f"needs geo-replication: {geo.why}")
         return Support(True, f"a lookup service at {lookup.admin_url}, and geo-replication")
+
+    def authentication(self) -> Support:
+        if self._target.file.auth_token is None:
+            return Support(False, "the target file gives no auth_token: the system is taken "
+                                  "to accept clients without credentials")
+        return Support(True, "the target file gives an auth_token: the system requires one")
 
 
 def _get(cluster: TargetCluster, path: str) -> Any:

@@ -10,6 +10,8 @@ name = "reference-in-containers"   # optional, for people; default: the file's s
 session_timeout_s = 4.0            # the brokers' metadata-store session timeout; default 30
 hook_timeout_s = 30.0              # how long one hook command may run; default 30
 features = { scalable = false }    # optional claims, feature -> bool, overriding probes
+auth_token_file = "superuser.token"  # optional: a token (Pulsar's JWT) the harness presents
+unprivileged_auth_token = "..."    # optional: a token of a role granted nothing
 
 [docker]                           # optional
 compose_project = "myproject"      # lets docker nodes name a compose `service`
@@ -79,6 +81,13 @@ Decisions the sketch leaves open, made here:
 - **Partitions of docker nodes** use our iptables chain in the container's namespace; a
   drop asked of a killed container is applied when it starts again, and healing removes
   the chain and its jump, nothing else (harness/targets/external/docker_control.py).
+- **Credentials.** `auth_token` (the token itself) or `auth_token_file` (a file holding
+  it, relative to the target file's directory), not both: the harness's clients connect
+  with it (`pulsar.AuthenticationToken`) and its admin requests carry it as
+  `Authorization: Bearer`. Give a superuser's: the workloads create tenants and
+  namespaces. Either key also makes the `authentication` feature supported.
+  `unprivileged_auth_token`, a token of a role granted nothing, lets its probes show that
+  such a role is refused.
 - **Session debug.** No node of a target file has the `session-debug` capability unless it
   is a broker with `session_debug = true`.
 """
@@ -98,9 +107,9 @@ from history.errors import BadInput
 from history.toml_input import read_toml
 
 Feature = Literal["persistent", "scalable", "geo-replication", "replicated-subscriptions",
-                  "migration"]
+                  "migration", "authentication"]
 FEATURES: tuple[Feature, ...] = ("persistent", "scalable", "geo-replication",
-                                 "replicated-subscriptions", "migration")
+                                 "replicated-subscriptions", "migration", "authentication")
 Control = Literal["docker", "hooks", "none"]
 CONTROLS: tuple[Control, ...] = ("docker", "hooks", "none")
 
@@ -179,6 +188,9 @@ class TargetFile:
     compose_project: str | None = None
     hooks: Mapping[str, str] = field(default_factory=dict)
     lookup: LookupEndpoint | None = None
+    auth_token: str | None = None
+    """What the harness presents as its credentials (`auth_token` or `auth_token_file`)."""
+    unprivileged_auth_token: str | None = None
 
     @property
     def nodes(self) -> tuple[NodeEntry, ...]:
@@ -310,7 +322,8 @@ class _Loader:
 
     def load(self, data: dict[str, Any]) -> TargetFile:
         self.table("", data, ("name", "session_timeout_s", "hook_timeout_s", "features",
-                              "docker", "hooks", "lookup", "clusters"))
+                              "docker", "hooks", "lookup", "clusters", "auth_token",
+                              "auth_token_file", "unprivileged_auth_token"))
         docker = self.table("docker", data.get("docker", {}), ("compose_project",))
         compose_project = self.optional(docker, "compose_project", "docker", self.string, None)
         hooks = {name: self.string(f"hooks.{name}", template) for name, template
@@ -331,9 +344,25 @@ class _Loader:
             features=self.features(data.get("features", {})),
             compose_project=compose_project,
             hooks=hooks,
-            lookup=self.lookup(data))
+            lookup=self.lookup(data),
+            auth_token=self.auth_token(data),
+            unprivileged_auth_token=self.optional(data, "unprivileged_auth_token", "",
+                                                  self.string, None))
         self.check_hooks(target)
         return target
+
+    def auth_token(self, data: dict[str, Any]) -> str | None:
+        if "auth_token" in data and "auth_token_file" in data:
+            raise self.error("auth_token_file", "give auth_token or auth_token_file, not both")
+        if "auth_token" in data:
+            return self.string("auth_token", data["auth_token"]).strip()
+        if "auth_token_file" not in data:
+            return None
+        path = self.path.parent / self.string("auth_token_file", data["auth_token_file"])
+        try:
+            return path.read_text().strip()
+        except OSError as exc:
+            raise self.error("auth_token_file", f"cannot read {path}: {exc}") from None
 
     def features(self, raw: Any) -> dict[Feature, bool]:
         table = self.table("features", raw, FEATURES)

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 from docker import DockerClient
 
+from harness.credentials import Credentials, present
 from harness.target import (
     Capability,
     LookupEndpoint,
@@ -47,6 +48,8 @@ class ExternalTarget:
     def __init__(self, file: TargetFile, client: DockerClient | None = None) -> None:
         self.file = file
         self._client = client
+        present(None if file.auth_token is None
+                else Credentials(file.auth_token, file.unprivileged_auth_token))
         self._hooks = Hooks(file)
         self._containers = {node.name: ContainerControl(self._docker, node, file.compose_project)
                             for node in file.nodes if node.control == "docker"}

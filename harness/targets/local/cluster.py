@@ -44,6 +44,8 @@ class ClusterSettings:
     mutants: tuple[str, ...] = ()
     broker_args: tuple[str, ...] = ()
     """Further `python -m impl.broker` flags, e.g. `--replicate-individually-deleted`."""
+    bookie_args: tuple[str, ...] = ()
+    """Further `python -m impl.bookie` flags, e.g. `--metadata-digest-file`."""
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
     start_timeout: float = 60.0
     first_broker_ports: tuple[int, int] | None = None
@@ -160,7 +162,8 @@ class LocalCluster:
                 f"bookie-{i}",
                 [python, "-m", "impl.bookie", "--port", str(ports[i]),
                  "--data-dir", str(self.base_dir / f"bookie-{i}" / "data"),
-                 "--zk", self.zk_connect_string, *(["--mutants", mutants] if mutants else [])],
+                 "--zk", self.zk_connect_string, *(["--mutants", mutants] if mutants else []),
+                 *settings.bookie_args],
                 self.base_dir / f"bookie-{i}" / "bookie.log"))
             for i in range(settings.bookies)
         ]
@@ -184,6 +187,7 @@ class LocalCluster:
             "--port", str(port), "--admin-port", str(admin_port), "--advertised-host", HOST,
             "--session-timeout-ms", str(s.session_timeout_ms),
             "--session-expired-policy", s.session_expired_policy,
+            "--debug-endpoints",  # the nemesis expires sessions through it
         ]
         if s.mutants:
             command += ["--mutants", ",".join(s.mutants)]

@@ -23,6 +23,7 @@ from harness.target import (
 )
 from harness.targets.local.cluster import BookieNode, BrokerNode, ClusterSettings, LocalCluster
 from harness.targets.lookup import DeployedLookup
+from harness.targets.run_auth import DIGEST_FILE, SECRET_KEY_FILE, RunAuth
 from harness.topology import BACKEND_CAPABILITIES, Topology
 
 CAPABILITIES = BACKEND_CAPABILITIES["local"]
@@ -62,17 +63,26 @@ class LocalTarget:
     """A `Deployment` of local processes."""
 
     def __init__(self, topology: Topology, mutants: tuple[str, ...], run_dir: Path,
-                 lookup_service: bool = False) -> None:
+                 lookup_service: bool = False, auth: RunAuth | None = None) -> None:
         self._topology = topology
         self._lookup = DeployedLookup(lookup_service, run_dir)
         self._run_dir = run_dir
         self._base = Path(tempfile.mkdtemp(prefix="starquake-run-"))
+        broker_args: tuple[str, ...] = ()
+        bookie_args: tuple[str, ...] = ()
+        if auth is not None:
+            key, digest = self._base / SECRET_KEY_FILE, self._base / DIGEST_FILE
+            key.write_text(auth.secret)
+            digest.write_text(auth.metadata_digest)
+            bookie_args = auth.metadata_args(str(digest))
+            broker_args = (*auth.broker_args(str(key)), *bookie_args)
         self.where = f"processes with data in {self._base}"
         self._locals = {
             name: LocalCluster(self._base / name, ClusterSettings(
                 name=name, brokers=topology.brokers, bookies=topology.bookies,
                 zookeepers=topology.zookeepers, session_timeout_ms=topology.session_timeout_ms,
-                session_expired_policy=topology.session_expired_policy, mutants=mutants))
+                session_expired_policy=topology.session_expired_policy, mutants=mutants,
+                broker_args=broker_args, bookie_args=bookie_args))
             for name in topology.clusters}
         self._controls: dict[str, NodeControl] = {}
         self._logs: dict[str, Path] = {}

@@ -31,7 +31,9 @@ operations, and `GroupSpec`), `receiving.py` (the receive loop), `limits.py` (ev
 and time), and the probes by theme, each module listing its groups in `GROUPS`:
 `queues.py` (queues and acknowledgements), `redelivery.py`, `readers.py` (readers and
 seek), `producers.py` (access modes and names), `delayed.py` (delayed delivery),
-`large.py` (the largest and chunked messages), `refusal.py` (a prompt answer to a request
+`large.py` (the largest and chunked messages), `auth.py` (a target that requires credentials
+refuses a client without them: the `auth` workload, run on its own), `refusal.py` (a prompt
+answer to a request
 the target may not serve) and `termination.py`. A new theme is a module with its `GROUPS`,
 added to the list in `workload.py`.
 """

@@ -15,6 +15,7 @@ from typing import Any
 import pulsar
 
 from harness.admin_api import AdminError
+from harness.credentials import client_authentication
 from harness.workloads.base import WorkloadContext
 from harness.workloads.contract.limits import (
     CONFIRM_POLL_S,
@@ -59,6 +60,7 @@ class Clients:
         c.client_log.parent.mkdir(parents=True, exist_ok=True)
         self._client = pulsar.Client(
             c.service_url, operation_timeout_seconds=OPERATION_TIMEOUT_S,
+            authentication=client_authentication(),
             logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(c.client_log)))
 
     def close(self) -> None:

@@ -1,0 +1,51 @@
+"""Authentication on the clusters starquake starts (a scenario's `[topology] auth =
+"token"`): per run, a fresh token secret key and ZooKeeper digest credentials. Brokers
+require tokens signed with the key and grant a superuser role everything; brokers and
+bookies authenticate to ZooKeeper, whose nodes they create only they may read or change;
+the harness presents the superuser's token (harness/credentials.py) to its workloads,
+admin driver and nemesis."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from harness.credentials import Credentials
+from harness.topology import Topology
+from wire.tokens import mint
+
+SUPERUSER_ROLE = "starquake"
+UNPRIVILEGED_ROLE = "starquake-unprivileged"
+"""Granted nothing: what the auth probes show a known role is still refused."""
+SECRET_KEY_FILE = "token-secret.key"
+DIGEST_FILE = "zookeeper-digest"
+METADATA_USER = "starquake"
+
+
+@dataclass(frozen=True)
+class RunAuth:
+    secret: str
+    """The token key, as the text its file holds (brokers sign with the file's bytes)."""
+    metadata_digest: str = ""
+    """`user:password` for ZooKeeper; empty: ZooKeeper stays open (`world:anyone`)."""
+
+    def credentials(self) -> Credentials:
+        key = self.secret.encode()
+        return Credentials(mint(key, SUPERUSER_ROLE), mint(key, UNPRIVILEGED_ROLE))
+
+    def broker_args(self, key_path: str) -> tuple[str, ...]:
+        """The broker's token flags, given where its node finds the key file."""
+        return ("--authentication-enabled", "--authorization-enabled",
+                "--token-secret-key", key_path, "--superuser-roles", SUPERUSER_ROLE)
+
+    @staticmethod
+    def metadata_args(digest_path: str) -> tuple[str, ...]:
+        """A broker's or bookie's ZooKeeper credentials flag."""
+        return ("--metadata-digest-file", digest_path)
+
+
+def run_auth(topology: Topology) -> RunAuth | None:
+    """The run's authentication, or None when the topology has none."""
+    if topology.auth != "token":
+        return None
+    return RunAuth(secrets.token_hex(32), f"{METADATA_USER}:{secrets.token_hex(16)}")
