@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from impl.broker.dedup_policy import DEFAULT_SNAPSHOT_INTERVAL
+from impl.broker.limits import (
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_IP,
+    DEFAULT_MAX_PENDING_PUBLISH_REQUESTS,
+    ConnectionLimits,
+)
 from impl.mutants import Mutants, UnknownMutant
+from impl.ownership.bundles import MAX_NAMESPACE_BUNDLES
 from impl.ownership.session_policy import SessionExpiredPolicy
 from impl.replication.config import (
     GeoReplicationConfig,
@@ -37,6 +45,9 @@ class BrokerConfig:
     """Pulsar's `brokerDeduplicationEnabled`: deduplication where no policy says."""
     deduplication_entries_interval: int = DEFAULT_SNAPSHOT_INTERVAL
     """Pulsar's `brokerDeduplicationEntriesInterval`: entries between two snapshots."""
+    limits: ConnectionLimits = DEFAULT_LIMITS
+    max_namespace_bundles: int = MAX_NAMESPACE_BUNDLES
+    """Pulsar's `loadBalancerNamespaceMaximumBundles`: bundles a new namespace may ask for."""
 
     @property
     def session_timeout(self) -> float:
@@ -95,6 +106,22 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
                         default=DEFAULT_SNAPSHOT_INTERVAL,
                         help="entries between two snapshots of a topic's sequence ids "
                              "(Pulsar's brokerDeduplicationEntriesInterval)")
+    parser.add_argument("--broker-max-connections", type=_bound,
+                        default=DEFAULT_MAX_CONNECTIONS,
+                        help="open connections at most, 0 for no bound (Pulsar's "
+                             "brokerMaxConnections)")
+    parser.add_argument("--broker-max-connections-per-ip", type=_bound,
+                        default=DEFAULT_MAX_CONNECTIONS_PER_IP,
+                        help="open connections from one address at most, 0 for no bound "
+                             "(Pulsar's brokerMaxConnectionsPerIp)")
+    parser.add_argument("--max-pending-publish-requests-per-connection", type=_positive,
+                        default=DEFAULT_MAX_PENDING_PUBLISH_REQUESTS,
+                        help="unanswered SENDs of one connection before the broker stops "
+                             "reading from it (Pulsar's maxPendingPublishRequestsPerConnection)")
+    parser.add_argument("--max-namespace-bundles", type=_positive,
+                        default=MAX_NAMESPACE_BUNDLES,
+                        help="bundles a new namespace may ask for at most (Pulsar's "
+                             "loadBalancerNamespaceMaximumBundles)")
     args = parser.parse_args(argv)
     try:
         mutants = Mutants.parse(args.mutants)
@@ -113,4 +140,24 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
         session_reconnect_retries=args.session_reconnect_retries, mutants=mutants,
         replication=replication, scalable_grace_period=args.scalable_grace_period_seconds,
         deduplication_enabled=args.broker_deduplication_enabled,
-        deduplication_entries_interval=args.deduplication_entries_interval)
+        deduplication_entries_interval=args.deduplication_entries_interval,
+        limits=ConnectionLimits(
+            max_connections=args.broker_max_connections,
+            max_connections_per_ip=args.broker_max_connections_per_ip,
+            max_pending_publish_requests=args.max_pending_publish_requests_per_connection),
+        max_namespace_bundles=args.max_namespace_bundles)
+
+
+def _bound(text: str) -> int:
+    """A limit where 0 means none."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not positive")
+    return value

@@ -122,13 +122,14 @@ class BrokerProcess:
                 return "ZooKeeper session lost; bundles not re-owned yet"
             return None
 
-        server = BinaryServer(service)
+        server = BinaryServer(service, limits=config.limits)
         await server.start(config.bind_host, config.port)
         admin = web.AppRunner(build_admin_app(AdminContext(
             config.cluster, store, resources, namespaces, healthy=healthy,
             client_stats=service.client_stats, scalable=scalable,
             segments=SegmentStorage(store, namespaces), broker=service, schemas=schemas,
-            broker_deduplication=config.deduplication_enabled)), access_log=None)
+            broker_deduplication=config.deduplication_enabled,
+            max_namespace_bundles=config.max_namespace_bundles)), access_log=None)
         await admin.setup()
         await web.TCPSite(admin, config.bind_host, config.admin_port).start()
         await loop.run_in_executor(self._executor, registry.register)

@@ -1,23 +1,29 @@
 """The binary-protocol listener: accepts connections, serves each on its own, and closes
-them all on shutdown. A connection's failure never reaches another."""
+them all on shutdown. A connection's failure never reaches another. Beyond the
+connection limits (impl/broker/limits.py) a new connection is closed as it is accepted."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 
 from impl.broker.connection import DEFAULT_KEEPALIVE, ServerConnection
+from impl.broker.limits import DEFAULT_LIMITS, ConnectionLimits
 from impl.broker.service import BrokerService
 
 log = logging.getLogger(__name__)
 
 
 class BinaryServer:
-    def __init__(self, service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE) -> None:
+    def __init__(self, service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE,
+                 limits: ConnectionLimits = DEFAULT_LIMITS) -> None:
         self._service = service
         self._keepalive = keepalive
+        self._limits = limits
         self._server: asyncio.Server | None = None
         self._connections: set[ServerConnection] = set()
+        self._per_address: Counter[str] = Counter()
 
     @property
     def port(self) -> int:
@@ -29,8 +35,16 @@ class BinaryServer:
         log.info("binary protocol listening on %s:%d", host, self.port)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connection = ServerConnection(reader, writer, self._service, self._keepalive)
+        host = str((writer.get_extra_info("peername") or ("?",))[0])
+        refusal = self._limits.refusal(len(self._connections), self._per_address[host])
+        if refusal is not None:
+            log.warning("refused a connection from %s: %s", host, refusal)
+            writer.close()
+            return
+        connection = ServerConnection(reader, writer, self._service, self._keepalive,
+                                      self._limits.max_pending_publish_requests)
         self._connections.add(connection)
+        self._per_address[host] += 1
         try:
             await connection.serve()
         except Exception:
@@ -38,6 +52,9 @@ class BinaryServer:
             connection.close()
         finally:
             self._connections.discard(connection)
+            self._per_address[host] -= 1
+            if not self._per_address[host]:
+                del self._per_address[host]
 
     async def close(self) -> None:
         if self._server is not None:

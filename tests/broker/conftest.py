@@ -15,6 +15,7 @@ import pytest
 
 from impl.admin.topic_stats import topic_stats
 from impl.broker.dedup_policy import NO_DEDUPLICATION, DeduplicationPolicy
+from impl.broker.limits import DEFAULT_LIMITS, ConnectionLimits
 from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
@@ -69,13 +70,14 @@ class OwnsEverything:
 
 class MemoryBroker:
     def __init__(self, keepalive: float, mutants: Mutants = NONE,
-                 deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> None:
+                 deduplication: DeduplicationPolicy = NO_DEDUPLICATION,
+                 limits: ConnectionLimits = DEFAULT_LIMITS) -> None:
         self.ownership = OwnsEverything()
         self.schemas = MemorySchemas()
         self.service = BrokerService(self.ownership, "test",
                                      SchemaRegistry(self.schemas, mutants), mutants=mutants,
                                      deduplication=deduplication)
-        self.server = BinaryServer(self.service, keepalive)
+        self.server = BinaryServer(self.service, keepalive, limits)
         self.url = ""
         self.loop = asyncio.new_event_loop()
 
@@ -106,9 +108,10 @@ class MemoryBroker:
 
 @contextlib.contextmanager
 def serving(keepalive: float = 30.0, mutants: Mutants = NONE,
-            deduplication: DeduplicationPolicy = NO_DEDUPLICATION) -> Iterator[MemoryBroker]:
+            deduplication: DeduplicationPolicy = NO_DEDUPLICATION,
+            limits: ConnectionLimits = DEFAULT_LIMITS) -> Iterator[MemoryBroker]:
     """A broker on its own loop and thread for the duration of the block."""
-    broker = MemoryBroker(keepalive, mutants, deduplication)
+    broker = MemoryBroker(keepalive, mutants, deduplication, limits)
     thread = threading.Thread(target=broker.loop.run_forever, daemon=True)
     thread.start()
 
