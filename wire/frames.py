@@ -170,14 +170,26 @@ class FrameDecoder:
 def check_entry(entry: bytes) -> MessageMetadata:
     """The entry's metadata, once the entry is known to be one the broker can serve: the
     metadata parses and, for an uncompressed batch, every message it announces lies within
-    the payload (a compressed batch is only opened by consumers). Raises `BadEntry`."""
+    the payload. A compressed batch is only opened by consumers, so its count is held to
+    what its announced uncompressed size (itself at most the largest message) could hold,
+    at least a 4-byte size field per message. Raises `BadEntry`."""
     try:
         metadata, payload = split_entry(entry)
         if metadata.compression == CompressionType.NONE:
             split_batch(metadata, payload)
+        elif metadata.HasField("num_messages_in_batch"):
+            _check_compressed_batch(metadata)
     except MalformedFrame as exc:
         raise BadEntry(ServerError.MetadataError, str(exc)) from None
     return metadata
+
+
+def _check_compressed_batch(metadata: MessageMetadata) -> None:
+    size, count = metadata.uncompressed_size, metadata.num_messages_in_batch
+    if size > DEFAULT_MAX_MESSAGE_SIZE:
+        raise MalformedFrame(f"an uncompressed size of {size} bytes")
+    if not 1 <= count <= size // 4:
+        raise MalformedFrame(f"a compressed batch of {count} messages in {size} bytes")
 
 
 def _decode(frame: bytes) -> Frame:

@@ -188,3 +188,18 @@ def test_a_connection_with_too_many_unanswered_sends_is_not_read_until_they_are_
     ten_pending.run(hold_writes(False))
     answers = [c.type for c in raw.collect(2.0)]
     assert answers.count(BaseCommand.SEND_RECEIPT) == 30 and BaseCommand.PONG in answers
+
+
+def test_compressed_batches_of_the_official_client_pass_validation_and_key_shared(
+        client: pulsar.Client) -> None:
+    """The broker opens no compressed batch, yet checks its count against its
+    uncompressed size: what the official client sends must pass."""
+    topic = f"{TOPIC}-compressed"
+    consumer = client.subscribe(topic, "keyed", consumer_type=pulsar.ConsumerType.KeyShared)
+    producer = client.create_producer(topic, compression_type=pulsar.CompressionType.LZ4,
+                                      batching_enabled=True, batching_max_publish_delay_ms=50)
+    for n in range(40):
+        producer.send_async(f"{n}".encode(), None, partition_key="same")
+    producer.flush()
+    received = [consumer.receive(timeout_millis=5000).data() for _ in range(40)]
+    assert received == [f"{n}".encode() for n in range(40)]

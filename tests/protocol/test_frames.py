@@ -19,6 +19,7 @@ from wire.pulsar_api_pb2 import (
     BaseCommand,
     BrokerEntryMetadata,
     CommandSend,
+    CompressionType,
     MessageMetadata,
     ServerError,
     SingleMessageMetadata,
@@ -121,6 +122,20 @@ def test_send_whose_batch_overruns_its_payload_is_refused_with_metadata_error() 
                                num_messages_in_batch=1000)
     (decoded,) = FrameDecoder().feed(encode_command(command, encode_entry(metadata, b"junk")))
     assert decoded.refused is not None and decoded.refused.error == ServerError.MetadataError
+
+
+def test_compressed_batch_announcing_more_than_its_size_holds_is_refused() -> None:
+    """A compressed batch is not opened by the broker, but its count still bounds what the
+    broker builds for it when it is acknowledged in parts."""
+    command = BaseCommand(type=BaseCommand.SEND, send=CommandSend(producer_id=1, sequence_id=0))
+    for count, size in ((2**31 - 1, 100), (10, 2**31), (0, 100)):
+        metadata = MessageMetadata(producer_name="p", sequence_id=0, publish_time=1,
+                                   compression=CompressionType.LZ4, uncompressed_size=size,
+                                   num_messages_in_batch=count)
+        (decoded,) = FrameDecoder().feed(encode_command(command,
+                                                        encode_entry(metadata, b"junk")))
+        assert decoded.refused is not None, (count, size)
+        assert decoded.refused.error == ServerError.MetadataError
 
 
 def test_encoding_an_incomplete_command_is_our_bug() -> None:
