@@ -16,7 +16,12 @@ from typing import Any
 from impl.metadata import paths
 from impl.metadata.errors import AlreadyExists, NotEmpty, NotFound
 from impl.metadata.store import MetadataStore
-from impl.ownership.bundles import DEFAULT_NUM_BUNDLES, NamespaceBundles, even_boundaries
+from impl.ownership.bundles import (
+    DEFAULT_NUM_BUNDLES,
+    MAX_NAMESPACE_BUNDLES,
+    NamespaceBundles,
+    even_boundaries,
+)
 from impl.ownership.topic_name import NamespaceName, TopicName
 from impl.retention import BacklogQuota, RetentionPolicies, exceeds_retention, quota_type
 
@@ -54,6 +59,14 @@ def _load(data: bytes) -> dict[str, Any]:
     return loaded if isinstance(loaded, dict) else {}
 
 
+def names_in(value: dict[str, Any], key: str) -> tuple[str, ...]:
+    """The list of names a request body holds under `key` (none when absent)."""
+    names = value.get(key) or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise InvalidResource(f"{key} must be a list of names, not {names!r:.80}")
+    return tuple(names)
+
+
 @dataclass(frozen=True)
 class ClusterData:
     service_url: str = ""
@@ -78,7 +91,7 @@ class TenantInfo:
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> TenantInfo:
-        return cls(tuple(value.get("adminRoles") or ()), tuple(value.get("allowedClusters") or ()))
+        return cls(names_in(value, "adminRoles"), names_in(value, "allowedClusters"))
 
 
 @dataclass(frozen=True)
@@ -120,23 +133,33 @@ class NamespacePolicies:
         }
 
     @classmethod
-    def from_json(cls, value: dict[str, Any]) -> NamespacePolicies:
-        """Pulsar's `Policies` body; `bundles` may give `boundaries` or only `numBundles`."""
+    def from_json(cls, value: dict[str, Any],
+                  max_bundles: int = MAX_NAMESPACE_BUNDLES) -> NamespacePolicies:
+        """Pulsar's `Policies` body; `bundles` may give `boundaries` or only `numBundles`,
+        at most `max_bundles` of them (checked before any boundary is computed)."""
         bundles = value.get("bundles") or {}
         try:
+            if not isinstance(bundles, dict):
+                raise TypeError(f"bundles must be an object, not {bundles!r}")
+            if bundles.get("boundaries"):
+                count = len(bundles["boundaries"]) - 1
+            else:
+                count = int(bundles.get("numBundles", DEFAULT_NUM_BUNDLES))
+            if not 1 <= count <= max_bundles:
+                raise ValueError(f"{count} bundles; a namespace has 1 to {max_bundles} "
+                                 f"(loadBalancerNamespaceMaximumBundles)")
             if bundles.get("boundaries"):
                 boundaries = tuple(int(str(b), 16) for b in bundles["boundaries"])
             else:
-                boundaries = tuple(even_boundaries(int(bundles.get("numBundles",
-                                                                   DEFAULT_NUM_BUNDLES))))
-        except (TypeError, ValueError) as exc:
+                boundaries = tuple(even_boundaries(count))
+        except (TypeError, ValueError, OverflowError) as exc:
             raise InvalidResource(f"invalid bundles in namespace policies: {exc}") from None
         ttl = value.get("message_ttl_in_seconds")
         retention = value.get("retention_policies")
         quotas = value.get("backlog_quota_map") or {}
         deduplication = value.get("deduplicationEnabled")
         granted = (value.get("auth_policies") or {}).get("namespace_auth") or {}
-        return cls(tuple(value.get("replication_clusters") or ()), boundaries,
+        return cls(names_in(value, "replication_clusters"), boundaries,
                    None if ttl is None else int(ttl),
                    None if retention is None else RetentionPolicies.from_json(retention),
                    tuple(sorted((quota_type(kind), BacklogQuota.from_json(quota))

@@ -34,6 +34,7 @@ def _register() -> None:
     from starquake.bench.broker import bench_broker
     from starquake.bench.check import bench_check
     from starquake.bench.cluster import bench_cluster
+    from starquake.bench.fuzz import bench_fuzz
     from starquake.bench.history import bench_history
     from starquake.bench.report import bench_report
     from starquake.cluster_cli import cluster
@@ -60,6 +61,7 @@ def _register() -> None:
     bench.add_command(bench_report, "report")
     bench.add_command(bench_cluster, "cluster")
     bench.add_command(bench_broker, "broker")
+    bench.add_command(bench_fuzz, "fuzz")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,6 +2,10 @@
 exploring by hand, and for `starquake conform` to validate like a third party's system:
 with `--target-file` it writes a target file whose shell hooks kill, pause, resume and
 start its nodes (harness/targets/local/served_control.py).
+
+A node that dies is noticed within a second. Without `--target-file` nothing is meant to
+stop a node, so `serve` stops the cluster and exits 4 naming it; with one, a hook may
+have killed it on purpose, so `serve` says so in one line and goes on serving.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from harness.targets.local.cluster import HOST, ClusterSettings, LocalCluster
 from harness.targets.local.cluster import Node as LocalNode
 from harness.targets.local.served_control import ServedControl
 from harness.topology import node_name
+from starquake.node_deaths import NodeDeaths, NodeDied
 
 
 @click.command()
@@ -72,12 +77,18 @@ def serve(brokers: int, bookies: int, zookeepers: str, name: str, directory: Pat
                 click.echo(f"broker {broker.index}: service URL {broker.service_url} "
                            f"admin URL {broker.admin_url} (pid {broker.pid})")
             control = ServedControl(base / "control", _named_nodes(cluster))
+            deaths = NodeDeaths(_named_nodes(cluster))
             if target_file is not None:
                 target_file.write_text(_target_file(cluster, control))
                 click.echo(f"target file: {target_file}")
             click.echo("press Ctrl-C to stop", err=True)
             while not requested.wait(0.5):
                 control.serve_requests()
+                for dead, code in deaths.new():
+                    if target_file is None:
+                        raise NodeDied(dead, code)
+                    click.echo(f"node {dead} died (exit code {code}); a start hook brings "
+                               f"it back", err=True)
             click.echo("stopping", err=True)
         finally:
             cluster.stop()

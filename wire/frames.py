@@ -16,7 +16,13 @@ from dataclasses import dataclass
 import google_crc32c
 from google.protobuf.message import DecodeError, EncodeError, Message
 
-from wire.pulsar_api_pb2 import BaseCommand, MessageMetadata, SingleMessageMetadata
+from wire.pulsar_api_pb2 import (
+    BaseCommand,
+    CompressionType,
+    MessageMetadata,
+    ServerError,
+    SingleMessageMetadata,
+)
 
 CHECKSUM_MAGIC = b"\x0e\x01"
 BROKER_ENTRY_MAGIC = b"\x0e\x02"
@@ -35,11 +41,24 @@ class MalformedFrame(Exception):
     """Bytes that are not a valid frame; the connection that sent them must be closed."""
 
 
+class BadEntry(MalformedFrame):
+    """A well-framed payload that cannot be stored: its checksum fails, its metadata does
+    not parse, or its batch does not fit its payload. `error` is what Pulsar answers such
+    a SEND with (ChecksumError or MetadataError)."""
+
+    def __init__(self, error: ServerError, reason: str) -> None:
+        super().__init__(reason)
+        self.error = error
+
+
 @dataclass(frozen=True)
 class Frame:
     command: BaseCommand
     entry: bytes | None = None
     """For SEND and MESSAGE: `[metadataSize][MessageMetadata][payload]`, checksum verified."""
+    refused: BadEntry | None = None
+    """For SEND only: why its entry cannot be stored. The frame itself was sound, so the
+    connection goes on and the broker answers SEND_ERROR, as Pulsar does."""
 
     def metadata(self) -> MessageMetadata:
         return split_entry(self._entry())[0]
@@ -106,6 +125,8 @@ def split_batch(metadata: MessageMetadata, payload: bytes) -> list[tuple[SingleM
         if metadata.HasField("ordering_key"):
             single.ordering_key = metadata.ordering_key
         return [(single, payload)]
+    if metadata.num_messages_in_batch < 1:
+        raise MalformedFrame(f"a batch of {metadata.num_messages_in_batch} messages")
     messages, rest = [], payload
     for n in range(metadata.num_messages_in_batch):
         single = SingleMessageMetadata()
@@ -146,11 +167,46 @@ class FrameDecoder:
         return len(self._buffer)
 
 
+def check_entry(entry: bytes) -> MessageMetadata:
+    """The entry's metadata, once the entry is known to be one the broker can serve: the
+    metadata parses and, for an uncompressed batch, every message it announces lies within
+    the payload. A compressed batch is only opened by consumers, so its count is held to
+    what its announced uncompressed size (itself at most the largest message) could hold,
+    at least a 4-byte size field per message. Raises `BadEntry`."""
+    try:
+        metadata, payload = split_entry(entry)
+        if metadata.compression == CompressionType.NONE:
+            split_batch(metadata, payload)
+        elif metadata.HasField("num_messages_in_batch"):
+            _check_compressed_batch(metadata)
+    except MalformedFrame as exc:
+        raise BadEntry(ServerError.MetadataError, str(exc)) from None
+    return metadata
+
+
+def _check_compressed_batch(metadata: MessageMetadata) -> None:
+    size, count = metadata.uncompressed_size, metadata.num_messages_in_batch
+    if size > DEFAULT_MAX_MESSAGE_SIZE:
+        raise MalformedFrame(f"an uncompressed size of {size} bytes")
+    if not 1 <= count <= size // 4:
+        raise MalformedFrame(f"a compressed batch of {count} messages in {size} bytes")
+
+
 def _decode(frame: bytes) -> Frame:
     command = BaseCommand()
     rest = _read_sized(frame, command)
     if not rest:
         return Frame(command)
+    try:
+        return Frame(command, _entry_of(rest))
+    except BadEntry as exc:
+        if command.type != BaseCommand.SEND:
+            raise
+        return Frame(command, None, exc)
+
+
+def _entry_of(rest: bytes) -> bytes:
+    """The entry after a command: broker entry metadata skipped, checksum verified."""
     if rest.startswith(BROKER_ENTRY_MAGIC):
         if len(rest) < 6:
             raise MalformedFrame("broker entry metadata cut short")
@@ -163,9 +219,10 @@ def _decode(frame: bytes) -> Frame:
         entry = rest[6:]
         actual = google_crc32c.value(entry)
         if actual != expected:
-            raise MalformedFrame(f"checksum mismatch: frame says {expected:#010x}, "
-                                 f"payload is {actual:#010x}")
+            raise BadEntry(ServerError.ChecksumError,
+                           f"checksum mismatch: frame says {expected:#010x}, "
+                           f"payload is {actual:#010x}")
     else:
         entry = rest  # clients before protocol v6 send no checksum
-    split_entry(entry)  # an unreadable entry is refused here, not when a consumer reads it
-    return Frame(command, entry)
+    check_entry(entry)  # an unreadable entry is refused here, not when a consumer reads it
+    return entry

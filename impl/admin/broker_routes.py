@@ -37,12 +37,18 @@ async def active_brokers(request: web.Request) -> web.Response:
 
 @routes.get("/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces")
 async def owned_bundles(request: web.Request) -> web.Response:
-    """The bundles this broker owns (asked of another broker: redirected there)."""
+    """The bundles this broker owns. Asked of another broker, redirected there only when
+    it is a live broker of this cluster: the redirect's host comes from the registry, never
+    from the request, so the route cannot send a client anywhere it is told."""
     ctx = context(request)
-    me = urlsplit(ctx.namespaces.me.web_url).netloc
-    if request.match_info["broker"] != me:
-        raise web.HTTPTemporaryRedirect(
-            location=f"http://{request.match_info['broker']}{request.rel_url}")
+    wanted = request.match_info["broker"]
+    if wanted != urlsplit(ctx.namespaces.me.web_url).netloc:
+        brokers = await asyncio.to_thread(ctx.namespaces.registry.live_brokers)
+        found = next((b for b in brokers if urlsplit(b.web_url).netloc == wanted), None)
+        if found is None:
+            return error_response(404, f"{wanted} is not a live broker of cluster "
+                                       f"{ctx.cluster}")
+        raise web.HTTPTemporaryRedirect(location=f"{found.web_url}{request.rel_url}")
     owned = ctx.namespaces.ownership.owned_bundles()
     return web.json_response({str(b): {"broker_assignment": "shared", "is_controlled": False,
                                        "is_active": s.value == "active"}

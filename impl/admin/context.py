@@ -12,6 +12,7 @@ from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.service import BrokerService
 from impl.broker.topic import Topic
 from impl.metadata.store import MetadataStore
+from impl.ownership.bundles import MAX_NAMESPACE_BUNDLES
 from impl.ownership.namespace_service import NamespaceService
 from impl.ownership.topic_name import TopicName
 from impl.resources import PulsarResources
@@ -40,6 +41,9 @@ class AdminContext:
     """Topics' schemas (`/admin/v2/schemas`); None: those paths answer 503."""
     broker_deduplication: bool = False
     """The broker's `brokerDeduplicationEnabled`: deduplication where no policy says."""
+    max_namespace_bundles: int = MAX_NAMESPACE_BUNDLES
+    """Pulsar's `loadBalancerNamespaceMaximumBundles`: the most bundles a new namespace
+    may ask for."""
 
 
 CONTEXT: web.AppKey[AdminContext] = web.AppKey("starquake.admin.context", AdminContext)

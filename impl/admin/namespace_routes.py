@@ -32,7 +32,8 @@ async def list_namespaces(request: web.Request) -> web.Response:
 @routes.put("/admin/v2/namespaces/{tenant}/{namespace}")
 async def create_namespace(request: web.Request) -> web.Response:
     ctx = context(request)
-    policies = NamespacePolicies.from_json(await json_object(request))
+    policies = NamespacePolicies.from_json(await json_object(request),
+                                           ctx.max_namespace_bundles)
     if not policies.replication_clusters:
         # As Pulsar does: a namespace created without replication lives in this cluster.
         policies = dataclasses.replace(policies, replication_clusters=(ctx.cluster,))

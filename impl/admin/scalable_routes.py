@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from impl.admin.bodies import json_body
+from impl.admin.bodies import json_object
 from impl.admin.context import context
 from impl.admin.errors import error_response
 from impl.ownership.topic_name import NamespaceName
@@ -106,11 +106,14 @@ async def create_topic(request: web.Request) -> web.Response:
     """Body `{"numInitialSegments": n, "properties": {...}}` (or `?numInitialSegments=n`);
     one segment when neither says."""
     topic = _topic(request)
-    body = await json_body(request)
+    body = await json_object(request)
     count = int(body.get("numInitialSegments", request.query.get("numInitialSegments", 1)))
     if not 1 <= count <= 65536:
         raise ValueError(f"numInitialSegments must be in 1..65536, not {count}")
-    properties = {str(k): str(v) for k, v in (body.get("properties") or {}).items()}
+    given = body.get("properties") or {}
+    if not isinstance(given, dict):
+        raise ValueError("properties must be a JSON object")
+    properties = {str(k): str(v) for k, v in given.items()}
     await asyncio.to_thread(context(request).resources.policies, NamespaceName(
         topic.tenant, topic.namespace))
     layout = await _run(request, lambda s: s.create_topic(topic, count, properties))
@@ -140,7 +143,7 @@ async def get_stats(request: web.Request) -> web.Response:
 async def create_subscription(request: web.Request) -> web.Response:
     """Body `{"type": "STREAM" | "CHECKPOINT"}`, STREAM when empty."""
     topic, name = _topic(request), request.match_info["subscription"]
-    body = await json_body(request)
+    body = await json_object(request)
     kind = SubscriptionType(str(body.get("type", "STREAM")).upper())
     await _run(request, lambda s: s.create_subscription(topic, name, kind))
     return web.Response(status=204)

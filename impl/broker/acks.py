@@ -4,7 +4,8 @@ A batch entry is deleted from the cursor only once every message in it is acknow
 The client names parts of a batch either with `batch_index` or with an `ack_set`: a bit set
 (64-bit words, least significant bit first) whose set bits are the messages still *not*
 acknowledged, the same shape the broker puts into MESSAGE when it redelivers a partly
-acknowledged batch.
+acknowledged batch. Both are checked against the stored entry's size before any set is
+built from them.
 """
 
 from __future__ import annotations
@@ -35,14 +36,32 @@ def words_of(indices: set[int], size: int) -> list[int]:
     return [w - (1 << _WORD) if w >= 1 << (_WORD - 1) else w for w in words]
 
 
+class AckOutOfRange(ValueError):
+    """An acknowledgement naming messages the entry does not hold."""
+
+
+def check_within(message: MessageIdData, batch_size: int) -> None:
+    """Raise `AckOutOfRange` unless every message `message` names lies in an entry of
+    `batch_size` messages. The size is the stored entry's, never the client's `batch_size`
+    field, so a client cannot make the broker build a set larger than a real batch."""
+    if message.ack_set:
+        if len(message.ack_set) > (batch_size + _WORD - 1) // _WORD:
+            raise AckOutOfRange(f"an ack set of {len(message.ack_set)} words for a batch of "
+                                f"{batch_size}")
+        beyond = [i for i in bits_of(list(message.ack_set)) if i >= batch_size]
+        if beyond:
+            raise AckOutOfRange(f"ack set bit {beyond[0]} in a batch of {batch_size}")
+    elif message.batch_index >= batch_size:
+        raise AckOutOfRange(f"batch index {message.batch_index} in a batch of {batch_size}")
+
+
 def remaining_after(message: MessageIdData, remaining: set[int] | None,
-                    batch_size: int | None) -> set[int] | None:
+                    batch_size: int) -> set[int]:
     """Which messages of the entry stay unacknowledged after this acknowledgement.
 
     `remaining` is what was unacknowledged before (None: nothing acknowledged yet), and
-    `batch_size` the entry's message count when known. Returns the empty set when the whole
-    entry is acknowledged, None when the acknowledgement cannot be placed (a batch index of
-    an entry of unknown size).
+    `batch_size` the stored entry's message count (`message` checked by `check_within`).
+    Returns the empty set when the whole entry is acknowledged.
     """
     if message.ack_set:
         still = bits_of(list(message.ack_set))
@@ -50,18 +69,12 @@ def remaining_after(message: MessageIdData, remaining: set[int] | None,
     if message.batch_index < 0:
         return set()
     if remaining is None:
-        size = batch_size or (message.batch_size if message.HasField("batch_size") else None)
-        if size is None:
-            return None
-        remaining = set(range(size))
+        remaining = set(range(batch_size))
     return remaining - {message.batch_index}
 
 
-def covers_entry_through(message: MessageIdData, batch_size: int | None) -> bool:
+def covers_entry_through(message: MessageIdData, batch_size: int) -> bool:
     """Whether a cumulative acknowledgement at `message` covers its whole entry."""
     if message.ack_set:
         return not bits_of(list(message.ack_set))
-    if message.batch_index < 0:
-        return True
-    size = batch_size or (message.batch_size if message.HasField("batch_size") else None)
-    return size is not None and message.batch_index >= size - 1
+    return message.batch_index < 0 or message.batch_index >= batch_size - 1

@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from impl.broker.dedup_policy import DEFAULT_SNAPSHOT_INTERVAL
+from impl.broker.limits import (
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_CONNECTIONS_PER_IP,
+    DEFAULT_MAX_PENDING_PUBLISH_REQUESTS,
+    ConnectionLimits,
+)
 from impl.mutants import Mutants, UnknownMutant
+from impl.ownership.bundles import MAX_NAMESPACE_BUNDLES
 from impl.ownership.session_policy import SessionExpiredPolicy
 from impl.replication.config import (
     GeoReplicationConfig,
@@ -44,6 +52,9 @@ class BrokerConfig:
     metadata_digest_file: str | None = None
     """A `user:password` file: ZooKeeper digest authentication, and nodes only that user
     may read or change (docs/security.md)."""
+    limits: ConnectionLimits = DEFAULT_LIMITS
+    max_namespace_bundles: int = MAX_NAMESPACE_BUNDLES
+    """Pulsar's `loadBalancerNamespaceMaximumBundles`: bundles a new namespace may ask for."""
 
     @property
     def session_timeout(self) -> float:
@@ -107,6 +118,22 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
                         help="entries between two snapshots of a topic's sequence ids "
                              "(Pulsar's brokerDeduplicationEntriesInterval)")
     _add_security_arguments(parser)
+    parser.add_argument("--broker-max-connections", type=_bound,
+                        default=DEFAULT_MAX_CONNECTIONS,
+                        help="open connections at most, 0 for no bound (Pulsar's "
+                             "brokerMaxConnections)")
+    parser.add_argument("--broker-max-connections-per-ip", type=_bound,
+                        default=DEFAULT_MAX_CONNECTIONS_PER_IP,
+                        help="open connections from one address at most, 0 for no bound "
+                             "(Pulsar's brokerMaxConnectionsPerIp)")
+    parser.add_argument("--max-pending-publish-requests-per-connection", type=_positive,
+                        default=DEFAULT_MAX_PENDING_PUBLISH_REQUESTS,
+                        help="unanswered SENDs of one connection before the broker stops "
+                             "reading from it (Pulsar's maxPendingPublishRequestsPerConnection)")
+    parser.add_argument("--max-namespace-bundles", type=_positive,
+                        default=MAX_NAMESPACE_BUNDLES,
+                        help="bundles a new namespace may ask for at most (Pulsar's "
+                             "loadBalancerNamespaceMaximumBundles)")
     args = parser.parse_args(argv)
     try:
         mutants = Mutants.parse(args.mutants)
@@ -135,7 +162,12 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
         deduplication_enabled=args.broker_deduplication_enabled,
         deduplication_entries_interval=args.deduplication_entries_interval,
         bind_host=args.bind_host, security=security,
-        metadata_digest_file=args.metadata_digest_file)
+        metadata_digest_file=args.metadata_digest_file,
+        limits=ConnectionLimits(
+            max_connections=args.broker_max_connections,
+            max_connections_per_ip=args.broker_max_connections_per_ip,
+            max_pending_publish_requests=args.max_pending_publish_requests_per_connection),
+        max_namespace_bundles=args.max_namespace_bundles)
 
 
 def _add_security_arguments(parser: argparse.ArgumentParser) -> None:
@@ -157,3 +189,18 @@ def _add_security_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metadata-digest-file", default=None,
                         help="user:password file: authenticate to ZooKeeper, and create "
                              "nodes only that user may read or change")
+
+
+def _bound(text: str) -> int:
+    """A limit where 0 means none."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not positive")
+    return value

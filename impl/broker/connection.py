@@ -4,8 +4,10 @@ Commands that need ZooKeeper or storage run as tasks so that the connection keep
 (PINGs, SENDs of other producers); PRODUCER, SUBSCRIBE, CLOSE_* and UNSUBSCRIBE take their
 turn in arrival order (a client that closes and re-creates a consumer relies on it).
 Keep-alive as in Pulsar: after `keepalive` seconds of silence the broker pings, and after
-twice that it closes the connection. Bytes that are not a valid frame close this
-connection only. A request this broker does not serve is refused with ERROR, never left
+twice that it closes the connection. Bytes that are not a valid frame, and commands a
+handler cannot take, close this connection only, with one log line. At most
+`max_pending_publishes` SENDs wait for their answer; beyond, reading pauses until one is
+answered. A request this broker does not serve is refused with ERROR, never left
 unanswered.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 from impl.broker import commands
 from impl.broker.consumer import Consumer
 from impl.broker.errors import BrokerRequestError, ConsumerNotFound, SeekRefused, server_error
+from impl.broker.limits import DEFAULT_MAX_PENDING_PUBLISH_REQUESTS, PendingPublishes
 from impl.broker.namespace_topics import topic_list
 from impl.broker.producer import Producer
 from impl.broker.scalable_commands import ScalableCommands
@@ -58,7 +61,8 @@ CPP_CLIENT_PREFIX = "Pulsar-CPP-"
 class ServerConnection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE,
-                 guard: Guard = OPEN_GUARD) -> None:
+                 guard: Guard = OPEN_GUARD,
+                 max_pending_publishes: int = DEFAULT_MAX_PENDING_PUBLISH_REQUESTS) -> None:
         self._reader = reader
         self._writer = writer
         self._service = service
@@ -69,6 +73,7 @@ class ServerConnection:
         peer = writer.get_extra_info("peername") or ("?", 0)
         self.address = f"{peer[0]}:{peer[1]}"
         self._decoder = FrameDecoder(frame_limit(service))
+        self._publishes = PendingPublishes(max_pending_publishes)
         self._pongs: list[asyncio.Future[None]] = []
         self._producers: dict[int, tuple[Topic, Producer]] = {}
         self._consumers: dict[int, tuple[Topic, Subscription, Consumer]] = {}
@@ -117,10 +122,16 @@ class ServerConnection:
                 self._silence.heard()
                 for frame in self._decoder.feed(data):
                     self._dispatch(frame)
+                await self._publishes.room()
         except MalformedFrame as exc:
             log.warning("closing connection from %s: %s", self.address, exc)
         except (ConnectionError, asyncio.IncompleteReadError) as exc:
             log.info("connection from %s dropped: %s", self.address, exc)
+        except Exception as exc:
+            # A command whose content a handler could not take (a well-formed frame
+            # carrying nonsense): the client's fault, told in one line.
+            log.warning("closing connection from %s: unusable command: %s: %s",
+                        self.address, type(exc).__name__, exc)
         finally:
             keepalive.cancel()
             self.close()
@@ -212,7 +223,15 @@ class ServerConnection:
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._settled)
+
+    def _settled(self, task: asyncio.Task[Any]) -> None:
+        """A task of this connection ended; one that failed is told in one line (what a
+        hostile client makes fail must not fill the log with tracebacks)."""
+        self._tasks.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.warning("a command from %s failed: %s: %s", self.address,
+                        type(exc).__name__, exc)
 
     def _in_turn(self, request_id: int, work: Callable[[], Awaitable[BaseCommand]],
                  answer_error: Callable[[int, ServerError, str], BaseCommand] = commands.error,
@@ -231,7 +250,8 @@ class ServerConnection:
             except Exception as exc:
                 code = server_error(exc)
                 if code == ServerError.UnknownError:
-                    log.exception("request %d from %s failed", request_id, self.address)
+                    log.warning("request %d from %s failed: %s: %s", request_id,
+                                self.address, type(exc).__name__, exc)
                 reply = answer_error(request_id, code, str(exc))
             self.send(reply)
         self._spawn(run())
@@ -348,10 +368,12 @@ class ServerConnection:
     def _send(self, frame: Frame) -> None:
         send = frame.command.send
         found = self._producers.get(send.producer_id)
-        if found is None or frame.entry is None:
+        entry = frame.entry if frame.refused is None else frame.refused
+        if found is None or entry is None:
             log.info("%s sent to unknown producer %d; dropped", self.address, send.producer_id)
             return
-        found[1].send(send, frame.entry)
+        if (answered := found[1].send(send, entry)) is not None:
+            self._publishes.track(answered)
 
     def _close_producer(self, frame: Frame) -> None:
         request = frame.command.close_producer

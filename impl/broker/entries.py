@@ -9,6 +9,7 @@ from functools import cached_property
 
 from impl.storage.api import Entry, Position
 from wire.frames import split_batch, split_entry
+from wire.pulsar_api_pb2 import CompressionType, MessageMetadata, SingleMessageMetadata
 
 
 @dataclass
@@ -33,9 +34,12 @@ class DispatchEntry:
     @cached_property
     def sticky_key(self) -> bytes:
         """The key Key_Shared routes by: the ordering key if any, else the partition key, of
-        the first message (a batch is routed whole, as Pulsar routes it)."""
+        the first message (a batch is routed whole, as Pulsar routes it). A compressed batch
+        is not opened here: its own metadata's key stands for it."""
         metadata, payload = split_entry(self.data)
-        first, _ = split_batch(metadata, payload)[0]
-        if first.HasField("ordering_key"):
-            return first.ordering_key
-        return first.partition_key.encode() if first.HasField("partition_key") else b""
+        keyed: MessageMetadata | SingleMessageMetadata = metadata
+        if metadata.compression == CompressionType.NONE:
+            keyed = split_batch(metadata, payload)[0][0]
+        if keyed.HasField("ordering_key"):
+            return keyed.ordering_key
+        return keyed.partition_key.encode() if keyed.HasField("partition_key") else b""

@@ -72,6 +72,14 @@ class SeekRefused(BrokerRequestError):
     code = ServerError.MetadataError
 
 
+class AckRefused(BrokerRequestError):
+    """An acknowledgement of a message the topic does not hold: past its last entry, or a
+    batch index or ack set beyond the stored batch. Nothing changes; a receipt asked for
+    says why (Pulsar refuses a malformed request with NotAllowedError)."""
+
+    code = ServerError.NotAllowedError
+
+
 class TopicClosing(BrokerRequestError):
     """The topic is being unloaded here; the client must look it up again."""
 

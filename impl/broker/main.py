@@ -126,13 +126,14 @@ class BrokerProcess:
             return None
 
         guard = Guard(config.security, resources)
-        server = BinaryServer(service, guard=guard)
+        server = BinaryServer(service, guard=guard, limits=config.limits)
         await server.start(config.bind_host, config.port)
         admin = web.AppRunner(build_admin_app(AdminContext(
             config.cluster, store, resources, namespaces, healthy=healthy,
             client_stats=service.client_stats, scalable=scalable,
             segments=SegmentStorage(store, namespaces), broker=service, schemas=schemas,
-            broker_deduplication=config.deduplication_enabled), guard), access_log=None)
+            broker_deduplication=config.deduplication_enabled,
+            max_namespace_bundles=config.max_namespace_bundles), guard), access_log=None)
         await admin.setup()
         await web.TCPSite(admin, config.bind_host, config.admin_port,
                           ssl_context=config.security.server_ssl_context()).start()

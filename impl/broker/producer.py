@@ -7,7 +7,9 @@ closed (CLOSE_PRODUCER) and sends no receipt again: the client looks the topic u
 resends what was not receipted. A write that was not durably added never gets a receipt.
 With deduplication on (impl/broker/deduplication.py), a duplicate's receipt (message id
 -1:-1) also waits its turn, and a SEND whose earlier copy is still being written gets
-SEND_ERROR without the producer being closed.
+SEND_ERROR without the producer being closed. So does a SEND whose entry fails its
+checksum (ChecksumError) or whose metadata or batch does not parse (MetadataError): nothing
+is stored that consumers could not be sent.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from impl.broker import commands
 from impl.broker.deduplication import SequenceInFlight
 from impl.broker.peer import Peer
 from impl.storage.api import OwnershipLost, Position, TopicTerminated
+from wire.frames import BadEntry
 from wire.pulsar_api_pb2 import CommandSend, ProducerAccessMode, ServerError
 
 log = logging.getLogger(__name__)
@@ -49,11 +52,20 @@ class Producer:
     def __repr__(self) -> str:
         return f"Producer({self.name!r}, id={self.producer_id}, {self.peer.address})"
 
-    def send(self, send: CommandSend, entry: bytes) -> None:
+    def send(self, send: CommandSend, entry: bytes | BadEntry) -> asyncio.Future[None] | None:
+        """Append `entry`, or refuse it when the frame codec found it unfit to store; the
+        answer waits for those of earlier SENDs. Returns the future of that answer (None
+        when the producer is closed and the SEND is dropped)."""
         if self.closed:
-            return  # closed by the broker; the client re-creates it and resends
-        appended = asyncio.ensure_future(self._append(send, entry))
+            return None  # closed by the broker; the client re-creates it and resends
+        appended: asyncio.Future[Position]
+        if isinstance(entry, BadEntry):
+            appended = asyncio.get_running_loop().create_future()
+            appended.set_exception(entry)
+        else:
+            appended = asyncio.ensure_future(self._append(send, entry))
         self._last = asyncio.ensure_future(self._settle(send, appended, self._last))
+        return self._last
 
     async def _settle(self, send: CommandSend, appended: asyncio.Future[Position],
                       previous: asyncio.Future[None] | None) -> None:
@@ -72,6 +84,11 @@ class Producer:
         elif isinstance(position, TopicTerminated):
             self.peer.send(commands.send_error(self.producer_id, send.sequence_id,
                                                ServerError.TopicTerminatedError, str(position)))
+        elif isinstance(position, BadEntry):
+            # Nothing was written; the producer stays, as in Pulsar.
+            log.warning("%s: write %d refused: %s", self, send.sequence_id, position)
+            self.peer.send(commands.send_error(self.producer_id, send.sequence_id,
+                                               position.error, str(position)))
         elif isinstance(position, SequenceInFlight):
             # The producer stays: the client answers SEND_ERROR by reconnecting.
             self.peer.send(commands.send_error(self.producer_id, send.sequence_id,

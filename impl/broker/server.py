@@ -1,12 +1,15 @@
 """The binary-protocol listener: accepts connections, serves each on its own, and closes
-them all on shutdown. A connection's failure never reaches another."""
+them all on shutdown. A connection's failure never reaches another. Beyond the
+connection limits (impl/broker/limits.py) a new connection is closed as it is accepted."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 
 from impl.broker.connection import DEFAULT_KEEPALIVE, ServerConnection
+from impl.broker.limits import DEFAULT_LIMITS, ConnectionLimits
 from impl.broker.service import BrokerService
 from impl.security.guard import OPEN_GUARD, Guard
 
@@ -15,12 +18,14 @@ log = logging.getLogger(__name__)
 
 class BinaryServer:
     def __init__(self, service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE,
-                 guard: Guard = OPEN_GUARD) -> None:
+                 guard: Guard = OPEN_GUARD, limits: ConnectionLimits = DEFAULT_LIMITS) -> None:
         self._service = service
         self._keepalive = keepalive
         self._guard = guard
+        self._limits = limits
         self._server: asyncio.Server | None = None
         self._connections: set[ServerConnection] = set()
+        self._per_address: Counter[str] = Counter()
 
     @property
     def port(self) -> int:
@@ -34,9 +39,16 @@ class BinaryServer:
                  " (TLS)" if self._guard.config.tls else "")
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        host = str((writer.get_extra_info("peername") or ("?",))[0])
+        refusal = self._limits.refusal(len(self._connections), self._per_address[host])
+        if refusal is not None:
+            log.warning("refused a connection from %s: %s", host, refusal)
+            writer.close()
+            return
         connection = ServerConnection(reader, writer, self._service, self._keepalive,
-                                      self._guard)
+                                      self._guard, self._limits.max_pending_publish_requests)
         self._connections.add(connection)
+        self._per_address[host] += 1
         try:
             await connection.serve()
         except Exception:
@@ -44,6 +56,9 @@ class BinaryServer:
             connection.close()
         finally:
             self._connections.discard(connection)
+            self._per_address[host] -= 1
+            if not self._per_address[host]:
+                del self._per_address[host]
 
     async def close(self) -> None:
         if self._server is not None:

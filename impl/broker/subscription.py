@@ -10,7 +10,10 @@ redelivery count grows, and MESSAGE carries it.
 
 An entry leaves the cursor only once every message in it is acknowledged (impl/broker/
 acks.py); a partly acknowledged batch is redelivered with an ack set, so the client skips
-what it acknowledged already.
+what it acknowledged already. An acknowledgement is checked against what the topic holds
+before it changes anything: a position past the last written entry, or a batch index or
+ack set beyond the stored entry's batch, is refused (ACK_RESPONSE with an error when the
+client asked for a receipt, else one log line).
 
 Delayed messages (`deliver_at_time`) read by a Shared or Key_Shared subscription wait in
 the delayed-delivery tracker (impl/broker/delayed.py) and are read again once due.
@@ -28,15 +31,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from impl.broker import commands
-from impl.broker.acks import bits_of, covers_entry_through, remaining_after, words_of
+from impl.broker.acks import (
+    AckOutOfRange,
+    bits_of,
+    check_within,
+    covers_entry_through,
+    remaining_after,
+    words_of,
+)
 from impl.broker.consumer import Consumer
 from impl.broker.delayed import DelayedDeliveryTracker
 from impl.broker.dispatch import Dispatcher, dispatcher_for
 from impl.broker.entries import DispatchEntry
-from impl.broker.errors import ConsumerBusy, ConsumerNotFound, server_error
+from impl.broker.errors import AckRefused, ConsumerBusy, ConsumerNotFound, server_error
 from impl.mutants import NONE, Mutants
 from impl.replication.broker_hooks import NO_SUBSCRIPTION_HOOKS, SubscriptionHooks
 from impl.storage.api import ManagedCursor, Position, StorageError
+from wire.frames import MalformedFrame
 from wire.pulsar_api_pb2 import CommandAck, CommandSubscribe, MessageIdData
 
 log = logging.getLogger(__name__)
@@ -76,8 +87,11 @@ class Subscription:
     def __init__(self, name: str, cursor: ManagedCursor, sub_type: int,
                  terminated: Callable[[], bool],
                  hooks: SubscriptionHooks = NO_SUBSCRIPTION_HOOKS, durable: bool = True,
-                 mutants: Mutants = NONE) -> None:
+                 mutants: Mutants = NONE,
+                 last_written: Callable[[], Position | None] = lambda: None) -> None:
         self.name = name
+        self._last_written = last_written
+        """The topic's last entry: no acknowledgement may reach beyond it."""
         self._mutants = mutants
         self._hooks = hooks
         hooks.attach(self.move_mark_delete)
@@ -184,11 +198,15 @@ class Subscription:
         else:
             try:
                 if ack.ack_type == CommandAck.Cumulative:
+                    if len(ack.message_id) != 1:
+                        raise AckRefused(f"a cumulative ACK names {len(ack.message_id)} "
+                                         f"message ids, not one")
                     await self._ack_cumulative(ack.message_id[0])
                 else:
                     await self._ack_individual(list(ack.message_id))
-            except StorageError as exc:
-                log.warning("acknowledgement on %s failed: %s", self.name, exc)
+            except (StorageError, AckRefused) as exc:
+                log.warning("acknowledgement from %s on %s refused: %s", consumer.peer.address,
+                            self.name, exc)
                 error = exc
             self._hooks.acknowledged()  # replicated subscriptions: mark-delete may have moved
         if ack.HasField("request_id"):
@@ -198,23 +216,50 @@ class Subscription:
         if self._to_deliver:
             self._wakeup.set()  # a Key_Shared key may be free to move on
 
-    def _batch_size(self, position: Position) -> int | None:
-        entry = self._entry_at(position)
-        return entry.num_messages if entry is not None else None
-
     def _entry_at(self, position: Position) -> DispatchEntry | None:
         if position in self._unacked:
             return self._unacked[position].entry
         return self._to_deliver.get(position)
 
+    async def _acknowledged_entry(self, message: MessageIdData) -> DispatchEntry | None:
+        """The entry `message` names, its batch part checked against the stored entry;
+        None when the entry is acknowledged already. Raises `AckRefused` for a position
+        the topic never wrote or a part of a batch that does not exist."""
+        position = position_of(message)
+        entry = self._entry_at(position)
+        if entry is None:
+            if position <= self.cursor.mark_delete_position:
+                return None
+            last = self._last_written()
+            if (last is None or position > last or position.ledger_id < 0
+                    or position.entry_id < 0):
+                raise AckRefused(f"no message at {position}: the last written is {last}")
+            stored = await self.cursor.read_positions([position])
+            if not stored:
+                return None  # acknowledged individually already
+            try:
+                entry = DispatchEntry.of(stored[0])
+            except MalformedFrame as exc:
+                raise AckRefused(f"the entry at {position} is unreadable: {exc}") from None
+        try:
+            check_within(message, entry.num_messages)
+        except AckOutOfRange as exc:
+            raise AckRefused(f"at {position}: {exc}") from None
+        return entry
+
     async def _ack_individual(self, messages: list[MessageIdData]) -> None:
-        whole = []
+        """Acknowledge every message that checks out; refuse the others afterwards."""
+        whole, refused = [], []
         for message in messages:
             position = position_of(message)
-            left = remaining_after(message, self._remaining.get(position),
-                                   self._batch_size(position))
-            if left is None:
+            try:
+                entry = await self._acknowledged_entry(message)
+            except AckRefused as exc:
+                refused.append(exc)
                 continue
+            if entry is None:
+                continue
+            left = remaining_after(message, self._remaining.get(position), entry.num_messages)
             if left:
                 self._remaining[position] = left
             else:
@@ -222,19 +267,29 @@ class Subscription:
                 self._forget(position)
         if whole:
             await self.cursor.delete(whole)
+        if refused:
+            raise AckRefused(f"{len(refused)} of {len(messages)} message ids refused, "
+                             f"first: {refused[0]}")
 
     async def _ack_cumulative(self, message: MessageIdData) -> None:
         position = position_of(message)
+        if position.ledger_id < 0:
+            raise AckRefused(f"no message at {position}")
         if position.entry_id < 0:
             # `ledger:-1`: nothing of this ledger, everything before it (the C++ client
             # acknowledges "the entry before" a partly acknowledged first batch this way).
+            last = self._last_written()
+            if last is None or position.ledger_id > last.ledger_id:
+                raise AckRefused(f"no ledger {position.ledger_id}: the last written is {last}")
             await self._ack_before(Position(position.ledger_id, 0))
             return
-        size = self._batch_size(position)
-        if not covers_entry_through(message, size):
+        if position <= self.cursor.mark_delete_position:
+            return  # nothing new; the mark-delete never moves back
+        entry = await self._acknowledged_entry(message)
+        if entry is not None and not covers_entry_through(message, entry.num_messages):
             # Part of this batch is acknowledged; everything before it entirely.
             left = (bits_of(list(message.ack_set)) if message.ack_set
-                    else set(range(message.batch_index + 1, size or message.batch_size)))
+                    else set(range(message.batch_index + 1, entry.num_messages)))
             self._remaining[position] = left & self._remaining.get(position, left)
             await self._ack_before(position)
             return

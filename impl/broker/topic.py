@@ -176,7 +176,8 @@ class Topic:
         return self.subscriptions.setdefault(
             name, Subscription(name, cursor, sub_type, lambda: self.ledger.terminated,
                                self.replication.subscription_hooks(cursor), durable=durable,
-                               mutants=self._mutants))
+                               mutants=self._mutants,
+                               last_written=lambda: self.ledger.last_confirmed))
 
     # --- administering subscriptions (the admin API) ------------------------------------
 

@@ -23,6 +23,10 @@ FULL_LOWER_BOUND = 0x00000000
 FULL_UPPER_BOUND = 0xFFFFFFFF
 DEFAULT_NUM_BUNDLES = 4
 """Pulsar's `defaultNumberOfNamespaceBundles`."""
+MAX_NAMESPACE_BUNDLES = 128
+"""Pulsar's default `loadBalancerNamespaceMaximumBundles`: the most bundles a namespace
+may be created with (a count from a request is checked against it before anything is
+computed from it)."""
 
 
 def topic_hash(topic: TopicName) -> int:

@@ -15,6 +15,7 @@ import pytest
 
 from impl.admin.topic_stats import topic_stats
 from impl.broker.dedup_policy import NO_DEDUPLICATION, DeduplicationPolicy
+from impl.broker.limits import DEFAULT_LIMITS, ConnectionLimits
 from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
@@ -71,13 +72,14 @@ class OwnsEverything:
 class MemoryBroker:
     def __init__(self, keepalive: float, mutants: Mutants = NONE,
                  deduplication: DeduplicationPolicy = NO_DEDUPLICATION,
-                 guard: Guard = OPEN_GUARD) -> None:
+                 guard: Guard = OPEN_GUARD,
+                 limits: ConnectionLimits = DEFAULT_LIMITS) -> None:
         self.ownership = OwnsEverything()
         self.schemas = MemorySchemas()
         self.service = BrokerService(self.ownership, "test",
                                      SchemaRegistry(self.schemas, mutants), mutants=mutants,
                                      deduplication=deduplication)
-        self.server = BinaryServer(self.service, keepalive, guard)
+        self.server = BinaryServer(self.service, keepalive, guard, limits)
         self.url = ""
         self.loop = asyncio.new_event_loop()
 
@@ -109,9 +111,10 @@ class MemoryBroker:
 @contextlib.contextmanager
 def serving(keepalive: float = 30.0, mutants: Mutants = NONE,
             deduplication: DeduplicationPolicy = NO_DEDUPLICATION,
-            guard: Guard = OPEN_GUARD) -> Iterator[MemoryBroker]:
+            guard: Guard = OPEN_GUARD,
+            limits: ConnectionLimits = DEFAULT_LIMITS) -> Iterator[MemoryBroker]:
     """A broker on its own loop and thread for the duration of the block."""
-    broker = MemoryBroker(keepalive, mutants, deduplication, guard)
+    broker = MemoryBroker(keepalive, mutants, deduplication, guard, limits)
     thread = threading.Thread(target=broker.loop.run_forever, daemon=True)
     thread.start()
 

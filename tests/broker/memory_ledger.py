@@ -65,7 +65,8 @@ class MemoryCursor:
 
     async def read_positions(self, positions: list[Position]) -> list[Entry]:
         return [self._ledger.entries[p.entry_id] for p in positions
-                if p.entry_id not in self._acked]
+                if p.ledger_id == LEDGER_ID and 0 <= p.entry_id < len(self._ledger.entries)
+                and p.entry_id not in self._acked]
 
     async def reset(self, read_from: Position) -> None:
         self.place_at(read_from)

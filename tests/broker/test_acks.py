@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from impl.broker.acks import bits_of, covers_entry_through, remaining_after, words_of
+import pytest
+
+from impl.broker.acks import (
+    AckOutOfRange,
+    bits_of,
+    check_within,
+    covers_entry_through,
+    remaining_after,
+    words_of,
+)
 from wire.pulsar_api_pb2 import MessageIdData
 
 
@@ -27,13 +36,23 @@ def test_an_entry_is_whole_only_when_every_message_is_acknowledged() -> None:
 
 
 def test_an_ack_set_names_what_is_still_unacknowledged() -> None:
-    assert remaining_after(message(ack_set=words_of({1, 2}, 4)), None, None) == {1, 2}
+    assert remaining_after(message(ack_set=words_of({1, 2}, 4)), None, 4) == {1, 2}
     assert remaining_after(message(ack_set=words_of({2}, 4)), {1, 2}, 4) == {2}
-    assert remaining_after(message(batch_index=1), None, None) is None  # size unknown
+
+
+def test_an_ack_beyond_the_stored_batch_is_out_of_range() -> None:
+    check_within(message(batch_index=2), 3)
+    check_within(message(ack_set=words_of({63}, 64)), 64)
+    with pytest.raises(AckOutOfRange, match="batch index 3"):
+        check_within(message(batch_index=3), 3)
+    with pytest.raises(AckOutOfRange, match="bit 5"):
+        check_within(message(ack_set=words_of({5}, 8)), 3)
+    with pytest.raises(AckOutOfRange, match="2 words"):
+        check_within(message(ack_set=[0, 0]), 64)
 
 
 def test_cumulative_ack_covers_its_entry_only_at_the_batchs_last_message() -> None:
-    assert covers_entry_through(message(), None)
+    assert covers_entry_through(message(), 1)
     assert not covers_entry_through(message(batch_index=1), 3)
     assert covers_entry_through(message(batch_index=2), 3)
     assert covers_entry_through(message(ack_set=[0]), 3)

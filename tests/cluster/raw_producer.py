@@ -112,13 +112,17 @@ class RawProducer(RawConnection):
             topic=topic, producer_id=PRODUCER_ID, request_id=1, producer_name=name)),
             BaseCommand.PRODUCER_SUCCESS, timeout)
 
-    def send(self, sequence_id: int, payload: bytes, highest_sequence_id: int = 0) -> None:
+    def send(self, sequence_id: int, payload: bytes, highest_sequence_id: int = 0,
+             num_messages_in_batch: int | None = None) -> None:
         """Write one SEND frame (no waiting: the broker may be paused). A
         `highest_sequence_id` makes it stand for a batch of sequence ids up to that one,
-        as the Java client marks its batches."""
+        as the Java client marks its batches; `num_messages_in_batch` declares a batch
+        (whose payload the caller builds, or fakes)."""
         metadata = MessageMetadata(producer_name=self.name, sequence_id=sequence_id,
                                    publish_time=int(time.time() * 1000),
                                    highest_sequence_id=highest_sequence_id)
+        if num_messages_in_batch is not None:
+            metadata.num_messages_in_batch = num_messages_in_batch
         command = BaseCommand(type=BaseCommand.SEND, send=CommandSend(
             producer_id=PRODUCER_ID, sequence_id=sequence_id, num_messages=1,
             highest_sequence_id=highest_sequence_id))
@@ -138,8 +142,10 @@ class RawConsumer(RawConnection):
         self._send(BaseCommand(type=BaseCommand.FLOW, flow=CommandFlow(
             consumer_id=CONSUMER_ID, messagePermits=permits)))
 
-    def acknowledge(self, message_id: MessageIdData, request_id: int | None = None) -> None:
-        ack = CommandAck(consumer_id=CONSUMER_ID, ack_type=CommandAck.Individual,
+    def acknowledge(self, message_id: MessageIdData, request_id: int | None = None,
+                    cumulative: bool = False) -> None:
+        ack = CommandAck(consumer_id=CONSUMER_ID,
+                         ack_type=CommandAck.Cumulative if cumulative else CommandAck.Individual,
                          message_id=[message_id])
         if request_id is not None:
             ack.request_id = request_id

@@ -19,7 +19,9 @@ from wire.pulsar_api_pb2 import (
     BaseCommand,
     BrokerEntryMetadata,
     CommandSend,
+    CompressionType,
     MessageMetadata,
+    ServerError,
     SingleMessageMetadata,
 )
 
@@ -58,11 +60,15 @@ def test_truncated_frame_waits_for_the_rest() -> None:
     assert len(decoder.feed(frame[-3:])) == 1
 
 
-def test_corrupted_payload_fails_its_checksum() -> None:
+def test_corrupted_send_is_refused_with_checksum_error() -> None:
+    """A SEND whose payload fails its checksum is still a sound frame: the broker answers
+    it with ChecksumError rather than dropping the connection."""
     frame = bytearray(_send(1))
     frame[-1] ^= 0xFF
-    with pytest.raises(MalformedFrame, match="checksum mismatch"):
-        FrameDecoder().feed(bytes(frame))
+    (decoded,) = FrameDecoder().feed(bytes(frame))
+    assert decoded.entry is None and decoded.refused is not None
+    assert decoded.refused.error == ServerError.ChecksumError
+    assert "checksum mismatch" in str(decoded.refused)
 
 
 @pytest.mark.parametrize("garbage", [
@@ -106,6 +112,30 @@ def test_batch_payload_splits_into_messages() -> None:
     assert [(m.partition_key, d) for m, d in messages] == [("a", b"one"), ("b", b"two!")]
     with pytest.raises(MalformedFrame):
         split_batch(decoded, payload[:-2])
+
+
+def test_send_whose_batch_overruns_its_payload_is_refused_with_metadata_error() -> None:
+    """What stalled a Key_Shared subscription for good once stored: a batch announcing
+    more messages than its payload holds."""
+    command = BaseCommand(type=BaseCommand.SEND, send=CommandSend(producer_id=1, sequence_id=0))
+    metadata = MessageMetadata(producer_name="p", sequence_id=0, publish_time=1,
+                               num_messages_in_batch=1000)
+    (decoded,) = FrameDecoder().feed(encode_command(command, encode_entry(metadata, b"junk")))
+    assert decoded.refused is not None and decoded.refused.error == ServerError.MetadataError
+
+
+def test_compressed_batch_announcing_more_than_its_size_holds_is_refused() -> None:
+    """A compressed batch is not opened by the broker, but its count still bounds what the
+    broker builds for it when it is acknowledged in parts."""
+    command = BaseCommand(type=BaseCommand.SEND, send=CommandSend(producer_id=1, sequence_id=0))
+    for count, size in ((2**31 - 1, 100), (10, 2**31), (0, 100)):
+        metadata = MessageMetadata(producer_name="p", sequence_id=0, publish_time=1,
+                                   compression=CompressionType.LZ4, uncompressed_size=size,
+                                   num_messages_in_batch=count)
+        (decoded,) = FrameDecoder().feed(encode_command(command,
+                                                        encode_entry(metadata, b"junk")))
+        assert decoded.refused is not None, (count, size)
+        assert decoded.refused.error == ServerError.MetadataError
 
 
 def test_encoding_an_incomplete_command_is_our_bug() -> None:

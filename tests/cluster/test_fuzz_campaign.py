@@ -1,0 +1,30 @@
+"""A short run of `starquake bench fuzz`'s campaign: a few thousand spoiled frames leave
+the broker alive, answering, within a memory bound, its log free of tracebacks, and the
+official client working."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from harness.targets.local.cluster import LocalCluster
+from starquake.bench.fuzz import ROUND_TRIPS, run_fuzz
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+RSS_GROWTH_BOUND_MIB = 100
+
+
+def test_a_short_fuzzing_campaign_leaves_the_broker_sound(
+        make_cluster: Callable[..., LocalCluster]) -> None:
+    cluster = make_cluster(brokers=1)
+    broker = cluster.brokers[0]
+    result = run_fuzz(broker.service_url, lambda: broker.pid, frames=4000, seconds=60,
+                      seed=11)
+    assert result.frames >= 4000
+    assert (result.crashes, result.hangs) == (0, 0)
+    assert result.rss_growth_mib < RSS_GROWTH_BOUND_MIB
+    assert result.round_trips == ROUND_TRIPS
+    log = (cluster.base_dir / "broker-0" / "broker.log").read_text()
+    assert "Traceback" not in log
