@@ -1,6 +1,7 @@
 """Our reference implementation started on its own in containers (`starquake cluster up`)
 and validated as a third party's system through a target file naming its containers:
-every feature passes."""
+every feature passes but authentication, which these brokers run without (the target file
+gives no token, so the feature is unsupported, not failed)."""
 
 from __future__ import annotations
 
@@ -39,4 +40,6 @@ def test_every_feature_passes_through_container_names(containers: Path,
     assert 'control = "docker"' in containers.read_text()
     done, document = conform(containers, tmp_path / "runs", timeout=1500)
     assert done.returncode == 0, explain(done)
-    assert set(statuses(document).values()) == {"pass"}, statuses(document)
+    found = statuses(document)
+    assert found.pop("authentication") == "unsupported", statuses(document)
+    assert set(found.values()) == {"pass"}, statuses(document)
