@@ -1,16 +1,30 @@
-"""What the cluster tests share: asking a broker's admin API, finding a topic's owner, and
-reading a consumer dry."""
+"""What the cluster tests share: a module's cluster, asking a broker's admin API, finding a
+topic's owner, and reading a consumer dry."""
 
 from __future__ import annotations
 
 import json
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pulsar
+import pytest
 
-from harness.targets.local.cluster import BrokerNode, LocalCluster
+from harness.targets.local.cluster import BrokerNode, ClusterSettings, LocalCluster
+
+
+def module_cluster(name: str, brokers: int) -> Callable[..., Any]:
+    """A module-scoped `cluster` fixture: `brokers` brokers started once for the module's
+    tests (each uses topics of its own), stopped after them."""
+    @pytest.fixture(scope="module")
+    def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+        with LocalCluster(Path(tmp_path_factory.mktemp(name)),
+                          ClusterSettings(brokers=brokers)) as started:
+            yield started
+    return cluster
 
 
 def admin_get(admin_url: str, path: str, timeout: float = 15.0) -> Any:

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import http.client
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import cast
 from urllib.parse import urlsplit
 
 import pytest
 
-from harness.targets.local.cluster import ClusterSettings, LocalCluster
+from harness.targets.local.cluster import LocalCluster
 from impl.admin.app import build_admin_app
 from impl.admin.context import AdminContext
+from tests.cluster.helpers import module_cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
@@ -65,13 +64,7 @@ def _request(netloc: str, method: str, path: str, body: bytes) -> tuple[int, byt
         connection.close()
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    local = LocalCluster(Path(tmp_path_factory.mktemp("admin-hostile")),
-                         ClusterSettings(brokers=1))
-    local.start()
-    yield local
-    local.stop()
+cluster = module_cluster("admin-hostile", brokers=1)
 
 
 def test_no_admin_route_answers_bad_input_with_a_server_error(cluster: LocalCluster) -> None:

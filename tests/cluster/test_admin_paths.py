@@ -10,17 +10,16 @@ from __future__ import annotations
 import http.client
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pulsar
 import pytest
 
-from harness.targets.local.cluster import ClusterSettings, LocalCluster
-from tests.cluster.helpers import backlog, drain, owner_of
+from harness.targets.local.cluster import LocalCluster
+from tests.cluster.helpers import backlog, drain, module_cluster, owner_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(90)]
 
@@ -50,13 +49,7 @@ def call(admin_url: str, method: str, path: str, body: Any = None) -> Answer:
         connection.close()
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """One broker for the whole module; each test has topics of its own."""
-    local = LocalCluster(Path(tmp_path_factory.mktemp("admin-paths")), ClusterSettings(brokers=1))
-    local.start()
-    yield local
-    local.stop()
+cluster = module_cluster("admin-paths", brokers=1)
 
 
 @pytest.fixture

@@ -8,27 +8,20 @@ import json
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pulsar
 import pytest
 
-from harness.targets.local.cluster import ClusterSettings, LocalCluster
-from tests.cluster.helpers import admin_get, drain
+from harness.targets.local.cluster import LocalCluster
+from tests.cluster.helpers import admin_get, drain, module_cluster
 
 pytestmark = pytest.mark.cluster
 
 NAMESPACE = "/admin/v2/persistent/public/default"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    started = LocalCluster(Path(tmp_path_factory.mktemp("partitioned")),
-                           ClusterSettings(brokers=2))
-    started.start()
-    yield started
-    started.stop()
+cluster = module_cluster("partitioned", brokers=2)
 
 
 @pytest.fixture

@@ -4,16 +4,16 @@ compatibility tests follow the namespace's strategy, and a deleted schema is gon
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pulsar
 import pytest
 from pulsar.schema import AvroSchema, Integer, Record, String
 
-from harness.targets.local.cluster import ClusterSettings, LocalCluster
+from harness.targets.local.cluster import LocalCluster
 from impl.metadata import paths
 from impl.metadata.store import MetadataStore
+from tests.cluster.helpers import module_cluster
 from tests.cluster.test_admin_paths import Answer, call
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(90)]
@@ -34,12 +34,7 @@ def definition(*fields: dict[str, object]) -> str:
         *fields]}).schema_info().schema()
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    local = LocalCluster(Path(tmp_path_factory.mktemp("schemas")), ClusterSettings(brokers=1))
-    local.start()
-    yield local
-    local.stop()
+cluster = module_cluster("schemas", brokers=1)
 
 
 def test_schemas_live_in_zookeeper_and_the_admin_api_serves_them(
