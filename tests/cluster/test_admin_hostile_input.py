@@ -4,17 +4,13 @@ never a 500; and `ownedNamespaces` redirects only to a live broker of the cluste
 
 from __future__ import annotations
 
-import http.client
 import re
-from typing import cast
 from urllib.parse import urlsplit
 
 import pytest
 
 from harness.targets.local.cluster import LocalCluster
-from impl.admin.app import build_admin_app
-from impl.admin.context import AdminContext
-from tests.cluster.helpers import module_cluster
+from tests.cluster.helpers import admin_routes, module_cluster, send
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
@@ -44,43 +40,25 @@ DELIBERATE = {501, 503}
 PLACEHOLDER = re.compile(r"\{(\w+)(?::[^}]*)?\}")
 
 
-def admin_routes() -> list[tuple[str, str]]:
-    """(method, path template) of every route the admin app serves."""
-    app = build_admin_app(cast(AdminContext, None))
-    routes = {(route.method, route.resource.canonical) for route in app.router.routes()
-              if route.resource is not None and route.method in {"GET", "PUT", "POST",
-                                                                   "DELETE"}}
-    return sorted(routes, key=lambda r: (r[0] == "DELETE", r[1], r[0]))
-
-
-def _request(netloc: str, method: str, path: str, body: bytes) -> tuple[int, bytes, str]:
-    connection = http.client.HTTPConnection(netloc, timeout=5)
-    try:
-        connection.request(method, path, body=body or None,
-                           headers={"Content-Type": "application/json"})
-        response = connection.getresponse()
-        return response.status, response.read(), response.headers.get("Location", "")
-    finally:
-        connection.close()
-
-
 cluster = module_cluster("admin-hostile", brokers=1)
 
 
 def test_no_admin_route_answers_bad_input_with_a_server_error(cluster: LocalCluster) -> None:
-    netloc = urlsplit(cluster.brokers[0].admin_url).netloc
-    assert _request(netloc, "PUT", "/admin/v2/tenants/hostile",
-                    b'{"allowedClusters": ["standalone"]}')[0] < 300
-    _request(netloc, "PUT", "/admin/v2/namespaces/hostile/ns", b"")
+    admin = cluster.brokers[0].admin_url
+    assert send(admin, "PUT", "/admin/v2/tenants/hostile",
+                b'{"allowedClusters": ["standalone"]}').status < 300
+    send(admin, "PUT", "/admin/v2/namespaces/hostile/ns")
     failures: set[str] = set()
     asked = 0
-    for method, template in admin_routes():
+    # DELETEs last, so the tenant and namespace the others need are still there
+    for method, template in sorted(admin_routes(), key=lambda r: (r[0] == "DELETE", r[1])):
         for values in PATH_VALUES:
             path = PLACEHOLDER.sub(lambda m, v=values: v.get(m.group(1), "x"), template)
             for query in QUERIES:
                 for body in BODIES if method in {"PUT", "POST"} else [b""]:
                     try:
-                        status, answer, _ = _request(netloc, method, path + query, body)
+                        found = send(admin, method, path + query, body or None, timeout=5)
+                        status, answer = found.status, found.body
                     except TimeoutError:
                         status, answer = 0, b"no answer"
                     asked += 1
@@ -92,10 +70,9 @@ def test_no_admin_route_answers_bad_input_with_a_server_error(cluster: LocalClus
 
 
 def test_owned_namespaces_of_another_host_is_no_open_redirect(cluster: LocalCluster) -> None:
-    netloc = urlsplit(cluster.brokers[0].admin_url).netloc
-    status, _, location = _request(
-        netloc, "GET", "/admin/v2/brokers/any/evil.example:80/ownedNamespaces", b"")
-    assert status == 404 and "evil.example" not in location
-    status, body, _ = _request(netloc, "GET", f"/admin/v2/brokers/any/{netloc}/ownedNamespaces",
-                               b"")
-    assert status == 200, body
+    admin = cluster.brokers[0].admin_url
+    refused = send(admin, "GET", "/admin/v2/brokers/any/evil.example:80/ownedNamespaces")
+    assert refused.status == 404 and "evil.example" not in refused.headers.get("Location", "")
+    netloc = urlsplit(admin).netloc
+    owned = send(admin, "GET", f"/admin/v2/brokers/any/{netloc}/ownedNamespaces")
+    assert owned.status == 200, owned.body

@@ -7,46 +7,19 @@ deduplication is on."""
 
 from __future__ import annotations
 
-import http.client
-import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 import pulsar
 import pytest
 
 from harness.targets.local.cluster import LocalCluster
-from tests.cluster.helpers import backlog, drain, module_cluster, owner_of
+from tests.cluster.helpers import Answer, backlog, call, drain, module_cluster, owner_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(90)]
 
 NAMESPACE_PATH = "/admin/v2/namespaces/public/default"
-
-
-@dataclass
-class Answer:
-    status: int
-    headers: http.client.HTTPMessage
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-def call(admin_url: str, method: str, path: str, body: Any = None) -> Answer:
-    """One request, redirects not followed (a 307 is an answer here)."""
-    connection = http.client.HTTPConnection(urlsplit(admin_url).netloc, timeout=15)
-    try:
-        data = None if body is None else json.dumps(body).encode()
-        connection.request(method, path, body=data,
-                           headers={"Content-Type": "application/json"})
-        response = connection.getresponse()
-        return Answer(response.status, response.headers, response.read())
-    finally:
-        connection.close()
 
 
 cluster = module_cluster("admin-paths", brokers=1)

@@ -4,9 +4,6 @@ the two brokers share), and partitioned-stats gathers them from their owners."""
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +11,7 @@ import pulsar
 import pytest
 
 from harness.targets.local.cluster import LocalCluster
-from tests.cluster.helpers import admin_get, drain, module_cluster
+from tests.cluster.helpers import admin_get, call_owner, drain, module_cluster
 
 pytestmark = pytest.mark.cluster
 
@@ -33,22 +30,9 @@ def client(cluster: LocalCluster) -> Iterator[pulsar.Client]:
 
 
 def call(cluster: LocalCluster, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    """The status and answer, asked of the first broker; a redirect to the topic's owner
-    (which urllib follows only for a GET) is followed."""
-    url = f"{cluster.brokers[0].admin_url}{path}"
-    for _ in range(3):
-        request = urllib.request.Request(
-            url, method=method, data=None if body is None else json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                answer = response.read()
-                return response.status, json.loads(answer) if answer else None
-        except urllib.error.HTTPError as exc:
-            if exc.code != 307:
-                return exc.code, json.loads(exc.read() or b"null")
-            url = exc.headers["Location"]
-    raise AssertionError(f"{method} {path}: redirected three times")
+    """The status and answer (JSON, None when empty) of the topic's owner."""
+    answer = call_owner(cluster.brokers[0].admin_url, method, path, body)
+    return answer.status, answer.json() if answer.body else None
 
 
 def test_creating_a_partitioned_topic_follows_pulsars_rules(cluster: LocalCluster) -> None:

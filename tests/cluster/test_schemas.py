@@ -13,8 +13,7 @@ from pulsar.schema import AvroSchema, Integer, Record, String
 from harness.targets.local.cluster import LocalCluster
 from impl.metadata import paths
 from impl.metadata.store import MetadataStore
-from tests.cluster.helpers import module_cluster
-from tests.cluster.test_admin_paths import Answer, call
+from tests.cluster.helpers import Answer, call, module_cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(90)]
 
