@@ -3,8 +3,11 @@ for `/internalStats`), from its managed ledger and the front end's client counte
 
 Only what is cheap is filled in; the cursor facts the checkers and tests rely on
 (`msgBacklog`, `markDeletePosition`, `individuallyDeletedMessages`) are exact for durable
-subscriptions. A reader's (non-durable) subscription is listed while it is open, with
-`isDurable` false and the front end's figures only.
+subscriptions. The positions are the cursor's persisted ones, not those in memory: an
+acknowledgement shows once a new owner would find it, so a harness that confirms acks by
+reading the cursor never confirms one that an owner change can undo. A reader's
+(non-durable) subscription is listed while it is open, with `isDurable` false and the
+front end's figures only.
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ def individually_deleted_text(ranges: list[tuple[Position, Position]]) -> str:
 
 
 def _cursor_facts(cursor: ManagedCursor) -> dict[str, Any]:
+    persisted = cursor.persisted
     return {
         "msgBacklog": cursor.backlog(),
-        "markDeletePosition": str(cursor.mark_delete_position),
+        "markDeletePosition": str(persisted.mark_delete),
         "readPosition": str(cursor.read_position),
-        "individuallyDeletedMessages": individually_deleted_text(cursor.individually_deleted),
+        "individuallyDeletedMessages": individually_deleted_text(
+            list(persisted.individually_deleted)),
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from impl.storage.api import Entry, InitialPosition, ManagedCursor, Position
+from impl.storage.ledger_info import CursorInfo
 
 NOWHERE = Position(-1, -1)
 
@@ -22,6 +23,7 @@ class NoCursor:
         self.read_position = NOWHERE
         self.individually_deleted: list[tuple[Position, Position]] = []
         self.properties: dict[str, int] = {}
+        self.persisted = CursorInfo(NOWHERE)
 
     async def put_property(self, name: str, value: int) -> None:
         pass

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from impl.storage.ledger_info import CursorInfo
 
 
 @dataclass(frozen=True, order=True)
@@ -69,6 +72,13 @@ class ManagedCursor(Protocol):
     def individually_deleted(self) -> list[tuple[Position, Position]]:
         """Acknowledged ranges above mark-delete, as (exclusive start, inclusive end) pairs,
         the way Pulsar's stats print `individuallyDeletedMessages`."""
+        ...
+
+    @property
+    def persisted(self) -> CursorInfo:
+        """The state as last written: what a new owner would find. Acknowledgements apply
+        in memory first, so this trails the two above while a write is under way, and for
+        as long as the metadata store is out of reach."""
         ...
 
     @property

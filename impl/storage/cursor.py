@@ -4,8 +4,10 @@ State: the mark-delete position (everything at or before it is acknowledged) and
 individually acknowledged ranges above it. Every acknowledgement is persisted before the
 call returns, as one compare-and-set of the cursor's node; acknowledgements that arrive
 while a write is under way are folded into the next write, so a burst of acks costs a few
-ZooKeeper writes, not one each. The read position lives in memory only: after a reopen
-it starts again at the first unacknowledged entry (redelivery, as in Pulsar).
+ZooKeeper writes, not one each. An acknowledgement applies in memory first, so until its
+write lands it is not what a new owner would find: `persisted` is, and the topic's stats
+report it. The read position lives in memory only: after a reopen it starts again at the
+first unacknowledged entry (redelivery, as in Pulsar).
 
 `NonDurableCursorImpl` is a reader's cursor: the same state and reads, never persisted.
 """
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from impl.metadata.errors import VersionConflict
+from impl.metadata.owned_node import OwnedNode
 from impl.storage.api import Entry, OwnershipLost, Position
 from impl.storage.ledger_info import CursorInfo, cursor_path
 from impl.storage.positions import AckRanges
@@ -30,11 +33,11 @@ class ManagedCursorImpl:
                  version: int) -> None:
         self.name = name
         self._ledger = ledger
-        self._path = cursor_path(ledger.name, name)
+        self._node = OwnedNode(ledger.context.store, cursor_path(ledger.name, name), version)
+        self._persisted = info
         self._mark_delete = info.mark_delete
         self._acks = AckRanges(list(info.individually_deleted))
         self._properties = dict(info.properties)
-        self._version = version
         self._read_position = self._first_unacked(self._mark_delete)
         self._rewinds = 0
         self._changes = 0
@@ -48,6 +51,10 @@ class ManagedCursorImpl:
     @property
     def individually_deleted(self) -> list[tuple[Position, Position]]:
         return list(self._acks.ranges)
+
+    @property
+    def persisted(self) -> CursorInfo:
+        return self._persisted
 
     @property
     def read_position(self) -> Position:
@@ -178,14 +185,13 @@ class ManagedCursorImpl:
             changes = self._changes
             info = CursorInfo(self._mark_delete, tuple(self._acks.ranges),
                               tuple(sorted(self._properties.items())))
-            ctx = self._ledger.context
             try:
-                self._version = await ctx.blocking(ctx.store.set, self._path, info.to_json(),
-                                                   self._version)
+                await self._ledger.context.blocking(self._node.write, info.to_json())
             except VersionConflict:
                 raise OwnershipLost(f"cursor {self.name} of {self._ledger.name} was written "
                                     "by another owner") from None
             self._persisted_changes = changes
+            self._persisted = info
 
 
 class NonDurableCursorImpl(ManagedCursorImpl):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from impl.metadata import paths
 from impl.metadata.errors import AlreadyExists, NotFound, VersionConflict
+from impl.metadata.owned_node import OwnedNode
 from impl.storage.api import (
     Entry,
     InitialPosition,
@@ -61,7 +62,7 @@ class ManagedLedgerImpl:
         self.path = managed_ledger_path(name)
         self._ctx = ctx
         self._info = info
-        self._version = version
+        self._node = OwnedNode(ctx.store, self.path, version)
         self.sequence = LedgerSequence([
             LedgerSpan(ledger.ledger_id,
                        -1 if ledger.last_entry_id is None else ledger.last_entry_id,
@@ -398,8 +399,7 @@ class ManagedLedgerImpl:
 
     async def _write_info(self, info: ManagedLedgerInfo) -> None:
         try:
-            self._version = await self._ctx.blocking(self._ctx.store.set, self.path,
-                                                     info.to_json(), self._version)
+            await self._ctx.blocking(self._node.write, info.to_json())
         except VersionConflict:
             raise self._ownership_lost("its metadata was changed by another owner") from None
         self._info = info

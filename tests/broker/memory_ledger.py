@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable, Iterator
 
 from impl.storage.api import Entry, InitialPosition, Position, TopicTerminated
+from impl.storage.ledger_info import CursorInfo
 
 LEDGER_ID = 1
 
@@ -31,6 +32,12 @@ class MemoryCursor:
     def individually_deleted(self) -> list[tuple[Position, Position]]:
         return [(Position(LEDGER_ID, i - 1), Position(LEDGER_ID, i)) for i in sorted(self._acked)
                 if i > self.mark_delete_position.entry_id]
+
+    @property
+    def persisted(self) -> CursorInfo:
+        """Nothing is lost here: memory is the store."""
+        return CursorInfo(self.mark_delete_position, tuple(self.individually_deleted),
+                          tuple(sorted(self._properties.items())))
 
     @property
     def read_position(self) -> Position:

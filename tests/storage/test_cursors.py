@@ -1,6 +1,7 @@
 """Cursors against real bookies and ZooKeeper: acknowledgements persist across a new
-owner (properties with them), reads skip what is acknowledged, consumers wake when entries
-arrive, and reads cross ledger boundaries."""
+owner (properties with them), `persisted` holds only what landed, even across a lost
+reply, reads skip what is acknowledged, consumers wake when entries arrive, and reads
+cross ledger boundaries."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from collections.abc import Callable
 
 import pytest
 
+from impl.metadata.errors import Unavailable
 from impl.storage.api import InitialPosition, Position
 from impl.storage.factory import ManagedLedgerFactory
+from impl.storage.managed_ledger import ManagedLedgerImpl
 from tests.storage.conftest import Bookie
 from tests.storage.running import owner, run
 
@@ -48,6 +51,45 @@ def test_acknowledgements_persist_across_a_new_owner(start_bookie: StartBookie,
 
         async with owner(make_factory, NAME) as third:
             assert third.cursors() == {}
+
+    run(scenario())
+
+
+def test_an_acknowledgement_is_persisted_when_its_write_lands(
+        start_bookie: StartBookie, make_factory: Factories,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The write of the first ack lands but its reply is lost: the ack holds in memory,
+    not in `persisted`, and the next write (which the lost one must not fence off as a
+    rival's) carries both."""
+    start_bookie()
+
+    async def scenario() -> None:
+        async with owner(make_factory, NAME) as ledger:
+            assert isinstance(ledger, ManagedLedgerImpl)
+            cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
+            p = [await ledger.add_entry(b"m%d" % i) for i in range(3)]
+            store = ledger.context.store
+            real_set = store.set
+
+            def reply_lost(path: str, data: bytes, expected_version: int) -> int:
+                real_set(path, data, expected_version)
+                raise Unavailable("set", path, "ConnectionLoss")
+
+            monkeypatch.setattr(store, "set", reply_lost)
+            with pytest.raises(Unavailable):
+                await cursor.mark_delete(p[0])
+            monkeypatch.undo()
+            assert cursor.mark_delete_position == p[0]
+            assert cursor.persisted.mark_delete < p[0]
+
+            await cursor.delete([p[2]])
+            assert cursor.persisted.mark_delete == p[0]
+            assert list(cursor.persisted.individually_deleted) == [(p[1], p[2])]
+
+        async with owner(make_factory, NAME) as reopened:
+            cursor = reopened.cursors()["sub"]
+            assert cursor.mark_delete_position == p[0]
+            assert cursor.individually_deleted == [(p[1], p[2])]
 
     run(scenario())
 
