@@ -1,13 +1,14 @@
 """A harness to be interrupted or killed by the teardown tests: it starts two clusters of
 one ZooKeeper each, cuts the WAN between them, prints `ready <run id>` and waits.
 
-    python -m tests.docker.harness_process RUN_ID [--reaper]
+    python -m tests.docker.harness_process RUN_ID [--reaper] [--run-dir DIR]
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 from harness.signals import sigterm_interrupts
 from harness.targets.docker.deployment import DockerDeployment
@@ -18,10 +19,11 @@ from nemesis.partition import Partitioner
 
 def main(argv: list[str]) -> None:
     run_id, reaper = argv[0], "--reaper" in argv[1:]
+    run_dir = Path(argv[argv.index("--run-dir") + 1]) if "--run-dir" in argv else None
     with sigterm_interrupts():
         deployment = DockerDeployment(
             Topology(clusters=("a", "b"), zookeepers=1, bookies=0, brokers=0),
-            run_id=run_id, image_source="import", reaper=reaper)
+            run_id=run_id, image_source="import", reaper=reaper, run_dir=run_dir)
         with deployment:
             Partitioner(IptablesNetwork(deployment.nodes)).cut_wan(["a-zk1"], ["b-zk1"])
             print(f"ready {run_id}", flush=True)

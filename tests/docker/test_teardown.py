@@ -1,5 +1,6 @@
 """Teardown leaves nothing behind: not after success, a failed start, Ctrl-C, SIGTERM, nor
-a harness killed with SIGKILL (the reaper, or `starquake cluster down`, removes its run).
+a harness killed with SIGKILL (the reaper, or `starquake cluster down`, removes its run;
+the reaper saves the nodes' logs first).
 
 Each harness here runs two clusters with a WAN cut in force, so there are containers,
 three networks and iptables rules to leave behind.
@@ -44,11 +45,12 @@ def host_has_our_chain() -> bool:
 class Harness:
     """A harness process of tests/docker/harness_process.py."""
 
-    def __init__(self, reaper: bool) -> None:
+    def __init__(self, reaper: bool, run_dir: Path | None = None) -> None:
         self.run_id = f"t{new_run_id()}"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.docker.harness_process", self.run_id,
-             *(["--reaper"] if reaper else [])],
+             *(["--reaper"] if reaper else []),
+             *(["--run-dir", str(run_dir)] if run_dir is not None else [])],
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
@@ -105,9 +107,9 @@ def test_sigkilled_harness_leaves_nothing_after_cluster_down(
     assert not host_has_our_chain()
 
 
-def test_the_reaper_removes_a_sigkilled_harnesss_run(
-        harnesses: list[Harness], docker_client: DockerClient) -> None:
-    harness = Harness(reaper=True)
+def test_the_reaper_saves_the_logs_and_removes_a_sigkilled_harnesss_run(
+        harnesses: list[Harness], docker_client: DockerClient, tmp_path: Path) -> None:
+    harness = Harness(reaper=True, run_dir=tmp_path)
     harnesses.append(harness)
     harness.wait_ready()
     harness.signal(signal.SIGKILL)
@@ -115,6 +117,9 @@ def test_the_reaper_removes_a_sigkilled_harnesss_run(
     while left_behind(docker_client, harness.run_id) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert left_behind(docker_client, harness.run_id) == []
+    logs = sorted(path.name for path in (tmp_path / "logs").iterdir())
+    assert logs == ["a-zk1.log", "b-zk1.log"]
+    assert "binding to port" in (tmp_path / "logs/a-zk1.log").read_text().lower()
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])

@@ -1,12 +1,14 @@
 """`starquake run` end to end on local processes: a run under broker kills is valid and
 leaves every file of its run directory; Ctrl-C tears everything down and keeps the
-history. (A mutant run is caught in test_suite.py, through `starquake suite`.)"""
+history; after SIGKILL no node runs on and the nodes' logs are in the run directory. (A
+mutant run is caught in test_suite.py, through `starquake suite`.)"""
 
 from __future__ import annotations
 
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -125,11 +127,13 @@ def _processes_mentioning(text: str) -> list[int]:
     return found
 
 
-def test_ctrl_c_tears_down_and_keeps_the_history(tmp_path: Path) -> None:
+def _interrupted_run(runs: Path, signum: signal.Signals) -> tuple[int, str, set[str]]:
+    """A local run sent `signum` 2 s into its load: its exit status, its stderr, and the
+    data directories of the clusters it started."""
     before = _run_dirs_of_clusters()
     harness = subprocess.Popen(
         [*STARQUAKE, "run", str(REPO / "scenarios/smoke/topic-kill.toml"), "--seed", "3",
-         "--backend", "local", "--runs-dir", str(tmp_path)],
+         "--backend", "local", "--runs-dir", str(runs)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert harness.stdout is not None
@@ -139,19 +143,45 @@ def test_ctrl_c_tears_down_and_keeps_the_history(tmp_path: Path) -> None:
                 break
         ours = _run_dirs_of_clusters() - before
         time.sleep(2)
-        harness.send_signal(signal.SIGINT)
+        harness.send_signal(signum)
         _, stderr = harness.communicate(timeout=60)
     finally:
         if harness.poll() is None:
             harness.kill()
             harness.wait()
-    assert harness.returncode == 130, stderr
+    return harness.returncode, stderr, ours
+
+
+def test_ctrl_c_tears_down_and_keeps_the_history(tmp_path: Path) -> None:
+    returncode, stderr, ours = _interrupted_run(tmp_path, signal.SIGINT)
+    assert returncode == 130, stderr
     message = [line for line in stderr.splitlines() if line.startswith("starquake:")]
     assert len(message) == 1 and "run interrupted" in message[0]
     (run_dir,) = (tmp_path / "topic-kill").iterdir()
     assert (tmp_path / "latest").resolve() == run_dir.resolve()  # however the run ended
     events = _events(run_dir)
     assert events[0]["f"] == "meta" and any(e["f"] == "send" for e in events)
-    assert (run_dir / "logs" / "a-broker1.log").is_file()
+    log = run_dir / "logs" / "a-broker1.log"
+    assert log.is_file() and not log.is_symlink()
     assert ours and not any(_processes_mentioning(name) for name in ours)
     assert not ours & _run_dirs_of_clusters()
+
+
+def test_a_sigkilled_run_leaves_its_nodes_logs_and_no_node(tmp_path: Path) -> None:
+    """Nothing of the harness runs after SIGKILL: the process reaper ends its nodes, and
+    the run directory's logs, linked there from the start, lead to what the nodes wrote."""
+    returncode, stderr, ours = _interrupted_run(tmp_path, signal.SIGKILL)
+    try:
+        assert returncode == -signal.SIGKILL, stderr
+        (run_dir,) = (tmp_path / "topic-kill").iterdir()
+        assert (tmp_path / "latest").resolve() == run_dir.resolve()
+        logs = {path.name: path for path in (run_dir / "logs").iterdir()}
+        assert {"a-broker1.log", "a-bookie1.log", "a-zk1.log"} <= logs.keys()
+        assert "broker serving" in logs["a-broker1.log"].read_text()
+        deadline = time.monotonic() + 30
+        while any(_processes_mentioning(name) for name in ours) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert ours and not any(_processes_mentioning(name) for name in ours)
+    finally:
+        for name in ours:  # what only the harness's own teardown would have removed
+            shutil.rmtree(Path(os.environ.get("TMPDIR", "/tmp")) / name, ignore_errors=True)

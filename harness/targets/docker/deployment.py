@@ -128,7 +128,7 @@ class DockerDeployment:
         """Start everything and return once every node serves. On any failure (or
         interrupt) everything started is removed before the error propagates."""
         if self._want_reaper and self._reaper is None:
-            self._reaper = Reaper(self.run_id)
+            self._reaper = Reaper(self.run_id, self.run_dir)
         try:
             self._up()
         except BaseException:

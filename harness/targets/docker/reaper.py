@@ -3,21 +3,27 @@
 The harness starts `python -m harness.targets.docker.reaper RUN_ID` with a pipe on its
 stdin and never writes to it. However the harness ends (return, exception, Ctrl-C,
 SIGKILL, the machine's OOM killer), the kernel closes its end of the pipe; the reaper then
-reads end-of-file and removes everything labelled `starquake=RUN_ID`. When the harness
-tore down itself that finds nothing. This is testcontainers' Ryuk, without a container:
+reads end-of-file and removes everything labelled `starquake=RUN_ID`, first saving the
+nodes' logs to the run directory when it was given one (`--logs RUN_DIR`): a harness
+killed outright cannot save them itself. When the harness tore down itself that finds
+nothing. This is testcontainers' Ryuk, without a container:
 the reaper runs on the host, in a session of its own so a Ctrl-C in the terminal does not
 reach it.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+from docker.errors import DockerException
 
 from harness.targets.docker.engine import connect
-from harness.targets.docker.resources import TeardownIncomplete, remove_run
+from harness.targets.docker.resources import TeardownIncomplete, remove_run, save_logs
 
 # A create call in flight when the harness died may complete after the first sweep.
 SECOND_SWEEP_AFTER_S = 2.0
@@ -26,10 +32,11 @@ SECOND_SWEEP_AFTER_S = 2.0
 class Reaper:
     """The watchdog of one run; `release()` ends it once the run was torn down."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, run_dir: Path | None = None) -> None:
         self.run_id = run_id
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "harness.targets.docker.reaper", run_id],
+            [sys.executable, "-m", "harness.targets.docker.reaper", run_id,
+             *(["--logs", str(run_dir)] if run_dir is not None else [])],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
 
     def release(self, timeout: float = 30.0) -> None:
@@ -42,9 +49,19 @@ class Reaper:
 
 
 def main(argv: list[str]) -> int:
-    (run_id,) = argv
+    parser = argparse.ArgumentParser(prog="python -m harness.targets.docker.reaper")
+    parser.add_argument("run_id")
+    parser.add_argument("--logs", type=Path, metavar="RUN_DIR",
+                        help="save the nodes' logs to RUN_DIR/logs before removing them")
+    args = parser.parse_args(argv)
+    run_id = args.run_id
     sys.stdin.buffer.read()  # returns when the harness's end of the pipe closes
     client = connect()
+    if args.logs is not None:  # nothing is left to save when the harness tore down
+        try:
+            save_logs(client, run_id, args.logs)
+        except (DockerException, OSError) as exc:
+            print(f"starquake reaper: logs of run {run_id} not saved: {exc}", file=sys.stderr)
     for sweep in range(2):
         try:
             removed = remove_run(client, run_id)

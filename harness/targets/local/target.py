@@ -124,6 +124,7 @@ class LocalTarget:
         return None
 
     def start(self) -> None:
+        self._link_logs()
         with ThreadPoolExecutor(len(self._locals)) as pool:
             for started in [pool.submit(local.start) for local in self._locals.values()]:
                 started.result()
@@ -138,9 +139,23 @@ class LocalTarget:
             for local in self._locals.values():
                 local.stop()
         finally:
-            logs = self._run_dir / "logs"
-            logs.mkdir(parents=True, exist_ok=True)
             for name, path in self._logs.items():
+                saved = self._saved_log(name)
+                saved.unlink(missing_ok=True)
                 if path.is_file():
-                    shutil.copyfile(path, logs / f"{name}.log")
+                    shutil.copyfile(path, saved)
             shutil.rmtree(self._base, ignore_errors=True)
+
+    def _saved_log(self, name: str) -> Path:
+        return self._run_dir / "logs" / f"{name}.log"
+
+    def _link_logs(self) -> None:
+        """Name every node's log in the run directory from the start, as a link to where the
+        node writes it: a harness killed outright (SIGKILL) cannot copy the logs, and its
+        data directory, which nothing removes then, keeps them. `stop` replaces each link
+        with a copy."""
+        for name, path in self._logs.items():
+            saved = self._saved_log(name)
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            saved.unlink(missing_ok=True)
+            saved.symlink_to(path)
