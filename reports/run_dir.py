@@ -81,11 +81,37 @@ class RunDirectory:
         return (f"starquake run {self.scenario_name} --seed {self.seed}",
                 "derived from the scenario name and seed")
 
+    @property
+    def expected_anomalies(self) -> list[str]:
+        """Checkers that must each find something for the expected `invalid` to count."""
+        found = (self.meta.get("expected_anomalies") or self.scenario.get("expected_anomalies")
+                 or [])
+        return [found] if isinstance(found, str) else [str(name) for name in found]
+
+    @property
+    def missing_anomalies(self) -> list[str]:
+        return missing_anomalies(self.results, self.expected_anomalies)
+
+    @property
+    def met_expectation(self) -> bool:
+        """The expected verdict, reached through every expected anomaly."""
+        return self.verdict == self.expected and not self.missing_anomalies
+
     def anomalies(self) -> dict[str, int]:
         """Checker name -> count, for the checkers that found something."""
-        return {name: checker.get("count", 0)
-                for name, checker in self.results.get("checkers", {}).items()
-                if checker.get("count")}
+        return found_anomalies(self.results)
+
+
+def found_anomalies(results: dict[str, Any]) -> dict[str, int]:
+    """Checker name -> count, for the checkers of `results` that found something."""
+    return {name: checker.get("count", 0)
+            for name, checker in results.get("checkers", {}).items() if checker.get("count")}
+
+
+def missing_anomalies(results: dict[str, Any], expected: list[str]) -> list[str]:
+    """The expected anomalies no checker of `results` found."""
+    found = found_anomalies(results)
+    return [name for name in expected if name not in found]
 
 
 def verdict_name(valid: Any) -> str:

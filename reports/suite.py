@@ -29,7 +29,7 @@ class SuiteRun:
 
     @property
     def passed(self) -> bool:
-        return self.run.verdict == self.run.expected
+        return self.run.met_expectation
 
 
 def find_runs(top: Path) -> list[Path]:
@@ -112,9 +112,11 @@ def _junit(entries: list[SuiteRun]) -> ET.Element:
         command, _ = run.reproduce
         text = f"{run.path}\nanomalies: {anomalies}\nreproduce: {command or 'unknown'}"
         if not entry.passed:
+            missing = run.missing_anomalies
+            wanted = f" with {', '.join(missing)}" if missing else ""
             failure = ET.SubElement(case, "failure", type="verdict",
-                                    message=f"expected {run.expected}, got {run.verdict} "
-                                            f"({anomalies})")
+                                    message=f"expected {run.expected}{wanted}, got "
+                                            f"{run.verdict} ({anomalies})")
             failure.text = text
         ET.SubElement(case, "system-out").text = text
     return suites

@@ -16,9 +16,10 @@ from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checkers.names import CHECKER_NAMES
 from harness.targets.reference_mutants import reference_mutants
 from harness.topology import AUTH_MODES, Topology
-from harness.workloads import cluster_count_problem
+from harness.workloads import cluster_count_problem, groups_problem
 from harness.workloads.settings import SUBSCRIPTION_MODES, WORKLOADS, WorkloadSettings
 from history.errors import BadInput
 from history.toml_input import read_toml
@@ -54,6 +55,9 @@ class Scenario:
     checkers: Checkers = field(default_factory=Checkers)
     mutants: tuple[str, ...] = ()
     expected: str = "valid"
+    expected_anomalies: tuple[str, ...] = ()
+    """Checkers that must each find something for an `invalid` run to count as the catch
+    the scenario is about (a mutant's named anomaly), not just any anomaly."""
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -70,18 +74,24 @@ def load_scenario(path: Path) -> Scenario:
             "clusters": (tuple, str), "backend": BACKENDS,
             "session_expired_policy": SESSION_POLICIES, "auth": AUTH_MODES}),
         workload=reader.table(data, "workload", WorkloadSettings, {
-            "kind": WORKLOADS, "subscription_mode": SUBSCRIPTION_MODES}),
+            "kind": WORKLOADS, "subscription_mode": SUBSCRIPTION_MODES,
+            "groups": (tuple, str)}),
         nemesis=_nemesis(reader, data),
         checkers=reader.table(data, "checkers", Checkers, {}),
         mutants=_mutants(reader, data),
         expected=reader.take(data, "expected", EXPECTED, default="valid"),
+        expected_anomalies=_expected_anomalies(reader, data),
     )
     reader.no_extra(data, "", {"name", "duration_s", "seed", "description", "topology",
-                               "workload", "nemesis", "checkers", "mutants", "expected"})
+                               "workload", "nemesis", "checkers", "mutants", "expected",
+                               "expected_anomalies"})
     problem = cluster_count_problem(scenario.workload.kind, len(scenario.topology.clusters))
     if problem:
         raise ScenarioError(f"{path}: topology.clusters: {problem}, got "
                             f"{list(scenario.topology.clusters)}")
+    problem = groups_problem(scenario.workload.kind, scenario.workload.groups)
+    if problem:
+        raise ScenarioError(f"{path}: workload.groups: {problem}")
     return scenario
 
 
@@ -100,6 +110,16 @@ def _mutants(reader: _Reader, data: dict[str, Any]) -> tuple[str, ...]:
     names: tuple[str, ...] = reader.take(data, "mutants", (tuple, str), default=())
     if names:
         reader.check("mutants", list(names), (tuple, tuple(sorted(reference_mutants()))))
+    return names
+
+
+def _expected_anomalies(reader: _Reader, data: dict[str, Any]) -> tuple[str, ...]:
+    names: tuple[str, ...] = reader.take(data, "expected_anomalies", (tuple, str), default=())
+    if names:
+        reader.check("expected_anomalies", list(names), (tuple, CHECKER_NAMES))
+        if data.get("expected") != "invalid":
+            raise ScenarioError(f'{reader.path}: expected_anomalies: only for a scenario '
+                                f'that expects "invalid"')
     return names
 
 

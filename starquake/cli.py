@@ -40,6 +40,7 @@ def _register() -> None:
     from starquake.cluster_cli import cluster
     from starquake.conform.cli import conform
     from starquake.run.cli import reproduce, run
+    from starquake.run.detect import detect
     from starquake.run.suite import suite
     from starquake.serve_cli import serve
     from starquake.zk_cli import zk
@@ -53,6 +54,7 @@ def _register() -> None:
     starquake.add_command(reproduce)
     starquake.add_command(serve)
     starquake.add_command(suite)
+    starquake.add_command(detect)
     starquake.add_command(conform)
     starquake.add_command(report)
     starquake.add_command(suite_index)

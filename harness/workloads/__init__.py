@@ -24,6 +24,20 @@ def cluster_count_problem(kind: str, clusters: int) -> str | None:
     return None
 
 
+def groups_problem(kind: str, groups: tuple[str, ...]) -> str | None:
+    """Why `[workload] groups` cannot be run by workload `kind`; None when it can."""
+    if not groups:
+        return None
+    if kind != "contract":
+        return f"only the contract workload runs probe groups, not the {kind} workload"
+    from harness.workloads.contract.workload import GROUP_NAMES
+
+    unknown = [name for name in groups if name not in GROUP_NAMES]
+    if unknown:
+        return f"no probe group {', '.join(unknown)}; the groups are {', '.join(GROUP_NAMES)}"
+    return None
+
+
 def make_workload(context: WorkloadContext) -> Workload:
     """The workload `context.settings.kind` names."""
     kind = context.settings.kind
@@ -41,8 +55,9 @@ def make_workload(context: WorkloadContext) -> Workload:
         return MigrationWorkload(context)
     if kind == "contract":
         from harness.workloads.contract import ContractWorkload
+        from harness.workloads.contract.workload import selected_groups
 
-        return ContractWorkload(context)
+        return ContractWorkload(context, *selected_groups(context.settings.groups))
     if kind == "auth":
         from harness.workloads.contract import ContractWorkload, auth
 

@@ -30,4 +30,7 @@ class WorkloadSettings:
     """Mean time between the admin driver's splits and merges (`scalable` workload)."""
     send_timeout_s: float = 10.0
     """How long a send may wait before it is given up as `info` (`scalable` workload)."""
+    groups: tuple[str, ...] = ()
+    """The probe groups to run, by name (`contract` workload; all when empty): a scenario
+    about one promise runs only the probes of that promise."""
 

@@ -23,9 +23,11 @@ BACKENDS = ("docker", "local")  # scenarios.format.BACKENDS, kept import-light f
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("runs"), show_default=True,
               help="Runs go to RUNS_DIR/<scenario>/<timestamp>-<seed>/.")
+@click.option("--without-mutants", is_flag=True,
+              help="Run the scenario's clean twin: its mutants off, expecting valid.")
 @spark_options
 def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path,
-        spark: SparkSettings) -> int:
+        without_mutants: bool, spark: SparkSettings) -> int:
     """Run SCENARIO: cluster, workload, faults, drain, checkers, report.
 
     Exits 0 valid, 1 invalid, 2 unknown, 3 bad input, 4 environment (no Docker engine, a
@@ -40,7 +42,8 @@ def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path,
 
     scenario = resolve_scenario(str(scenario))
     console = Console()
-    outcome = run_scenario(RunOptions(scenario, seed, backend, runs_dir, spark=spark), console)
+    outcome = run_scenario(RunOptions(scenario, seed, backend, runs_dir, spark=spark,
+                                      without_mutants=without_mutants), console)
     print_summary(console, outcome)
     return outcome.exit_code
 

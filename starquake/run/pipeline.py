@@ -80,6 +80,9 @@ class RunOptions:
     """The nodes each fault hit in the run being reproduced (`Schedule.pinned`)."""
     spark: SparkSettings = field(default_factory=SparkSettings)
     """Where the run's `starquake check` runs its Spark job."""
+    without_mutants: bool = False
+    """Run the scenario's clean twin: its mutants off, expecting `valid` (what shows that
+    a mutant scenario's anomalies come from the mutant, not from the scenario)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ def resolve(options: RunOptions) -> tuple[Scenario, Schedule]:
     topology = dataclasses.replace(scenario.topology,
                                    backend=options.backend or scenario.topology.backend)
     scenario = dataclasses.replace(scenario, seed=seed, topology=topology)
+    if options.without_mutants:
+        scenario = dataclasses.replace(scenario, mutants=(), expected="valid",
+                                       expected_anomalies=())
     nodes = None
     if options.target is not None:
         nodes = [node for cluster in options.target.clusters for node in cluster.nodes]
@@ -119,7 +125,8 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
     history.record("harness", "ok", "meta", detail={
         "scenario": scenario.name, "seed": seed,
         "duplicate_window_bound_ms": scenario.checkers.duplicate_window_bound_ms,
-        "mutants": list(scenario.mutants), "expected": scenario.expected, "command": command})
+        "mutants": list(scenario.mutants), "expected": scenario.expected,
+        "expected_anomalies": list(scenario.expected_anomalies), "command": command})
     faults = FaultStatus()
     ended = "cluster torn down" if options.target is None else "faults healed, target left running"
     started = time.monotonic()

@@ -9,6 +9,7 @@ away, a node will not start) is reported and the suite goes on with the next one
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from rich.console import Console
 
 from checkers.spark_settings import SparkSettings, spark_options
 from history.errors import ENVIRONMENT, INVALID, VALID, StarquakeError
+from reports.run_dir import missing_anomalies
 from scenarios.catalogue import resolve_suite
 from starquake.run.pipeline import RunOptions, resolve
 from starquake.run.pipeline import run as run_scenario
@@ -32,10 +34,13 @@ class SuiteResult:
     expected: str
     exit_code: int
     run_dir: Path | None
+    missing: tuple[str, ...] = ()
+    """Expected anomalies the run did not show: without them an `invalid` is not the catch
+    the scenario is about."""
 
     @property
     def passed(self) -> bool:
-        return self.exit_code == VERDICT_CODES[self.expected]
+        return self.exit_code == VERDICT_CODES[self.expected] and not self.missing
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:
@@ -46,23 +51,24 @@ def scenario_files(paths: list[Path]) -> list[Path]:
 
 
 def run_suite(files: list[Path], options: RunOptions, console: Console) -> list[SuiteResult]:
-    expected = {f: resolve(RunOptions(f, options.seed, options.backend))[0].expected
-                for f in files}
+    scenarios = {f: resolve(dataclasses.replace(options, scenario=f))[0] for f in files}
     results = []
     for number, scenario in enumerate(files, start=1):
         console.print(f"suite: {number}/{len(files)} {scenario}", markup=False)
         try:
-            outcome = run_scenario(RunOptions(scenario, options.seed, options.backend,
-                                              options.runs_dir, spark=options.spark), console)
+            outcome = run_scenario(dataclasses.replace(options, scenario=scenario), console)
         except StarquakeError as exc:
             if exc.exit_code != ENVIRONMENT:
                 raise
             console.print(f"suite: {scenario} could not run: {exc}", markup=False)
-            results.append(SuiteResult(scenario, expected[scenario], exc.exit_code, None))
+            results.append(SuiteResult(scenario, scenarios[scenario].expected, exc.exit_code,
+                                       None))
             continue
         print_summary(console, outcome)
-        results.append(SuiteResult(scenario, expected[scenario], outcome.exit_code,
-                                   outcome.run_dir))
+        wanted = scenarios[scenario]
+        results.append(SuiteResult(
+            scenario, wanted.expected, outcome.exit_code, outcome.run_dir,
+            tuple(missing_anomalies(outcome.results, list(wanted.expected_anomalies)))))
     return results
 
 
@@ -76,9 +82,11 @@ def run_suite(files: list[Path], options: RunOptions, console: Console) -> list[
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the runs, index.html and junit.xml go "
                    "[runs/suite-<timestamp>].")
+@click.option("--without-mutants", is_flag=True,
+              help="Run every scenario's clean twin: its mutants off, expecting valid.")
 @spark_options
 def suite(paths: tuple[Path, ...], seed: int | None, backend: str | None,
-          runs_dir: Path | None, spark: SparkSettings) -> int:
+          runs_dir: Path | None, without_mutants: bool, spark: SparkSettings) -> int:
     """Run every scenario in PATHS (files, directories of *.toml, or packaged suites
     and scenarios such as smoke or mutants/..., see `starquake scenario ls`), then write
     index.html and junit.xml beside the runs.
@@ -91,15 +99,17 @@ def suite(paths: tuple[Path, ...], seed: int | None, backend: str | None,
     console = Console()
     files = scenario_files(list(paths))
     top = runs_dir or Path("runs") / f"suite-{time.strftime('%Y%m%d-%H%M%S')}"
-    results = run_suite(files, RunOptions(files[0], seed, backend, top, spark=spark), console)
+    results = run_suite(files, RunOptions(files[0], seed, backend, top, spark=spark,
+                                          without_mutants=without_mutants), console)
     finished = [r.run_dir for r in results if r.run_dir is not None]
     if finished:
         index, junit = write_suite_index(finished, top)
         console.print(f"suite: index {index}\nsuite: junit {junit}", markup=False)
     for result in results:
         mark = "pass" if result.passed else "FAIL"
+        missing = f" (no {', '.join(result.missing)})" if result.missing else ""
         console.print(f"  {mark}  {result.scenario}  expected {result.expected}, "
-                      f"exit {result.exit_code}", markup=False)
+                      f"exit {result.exit_code}{missing}", markup=False)
     if any(r.run_dir is None for r in results):
         return ENVIRONMENT
     return VALID if all(r.passed for r in results) else INVALID

@@ -44,7 +44,7 @@ def test_a_caught_mutant_passes_the_suite_and_junit_says_so(tmp_path: Path) -> N
     """The mutant drops acknowledged writes before they are durable; its scenario
     expects `invalid`, so catching it is a pass."""
     runs = tmp_path / "runs"
-    done = _suite(str(HERE / "scenarios/topic-ack-before-durable.toml"), "--seed", "1",
+    done = _suite(str(REPO / "scenarios/mutants/topic-ack-before-durable.toml"), "--seed", "1",
                   "--backend", "local", "--runs-dir", str(runs))
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = (runs / "topic-ack-before-durable").iterdir()

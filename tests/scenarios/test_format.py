@@ -26,6 +26,23 @@ def test_catalogue_scenarios_are_valid() -> None:
         assert scenario.name and scenario.expected in ("valid", "invalid", "unknown")
 
 
+def test_every_mutant_scenario_names_its_mutant_and_the_anomaly_it_causes() -> None:
+    """A catch counts only through the anomaly the scenario is about; `unknown` is no
+    catch at all."""
+    for path in sorted((REPO / "scenarios/mutants").glob("*.toml")):
+        scenario = load_scenario(path)
+        assert scenario.mutants, path
+        if scenario.expected == "invalid":
+            assert scenario.expected_anomalies, path
+
+
+def test_checker_names_known_without_spark_are_the_checkers() -> None:
+    from checkers.check import CHECKERS
+    from checkers.names import CHECKER_NAMES
+
+    assert tuple(checker.name for checker in CHECKERS) == CHECKER_NAMES
+
+
 def test_defaults_fill_what_is_left_out(tmp_path: Path) -> None:
     scenario = load_scenario(_scenario(tmp_path, 'duration_s = 5\n[topology]\nbrokers = 1\n'))
     assert scenario.name == "s"
@@ -72,6 +89,14 @@ duration_s = 5
     ("mutants = [\"no-such-bug\"]\n", "mutants[0]: expected one of ack-before-durable, "),
     ("name = \"../elsewhere\"\n", "name: expected letters, digits"),
     ("name = \"/tmp/elsewhere\"\n", "name: expected letters, digits"),
+    ("expected = \"invalid\"\nexpected_anomalies = [\"losts\"]\n",
+     "expected_anomalies[0]: expected one of lost, unexpected, "),
+    ("expected_anomalies = [\"lost\"]\n",
+     'expected_anomalies: only for a scenario that expects "invalid"'),
+    ("[workload]\nkind = \"contract\"\ngroups = [\"seek\", \"sek\"]\n",
+     "workload.groups: no probe group sek; the groups are "),
+    ("[workload]\nkind = \"topic\"\ngroups = [\"seek\"]\n",
+     "workload.groups: only the contract workload runs probe groups, not the topic workload"),
 ])
 def test_mistakes_name_file_key_and_expectation(tmp_path: Path, text: str, message: str) -> None:
     path = _scenario(tmp_path, text)

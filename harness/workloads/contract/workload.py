@@ -45,6 +45,17 @@ GROUPS: tuple[GroupSpec, ...] = (
 its `GROUPS` here."""
 BESIDE: tuple[GroupSpec, ...] = (redelivery.ACK_TIMEOUT_GROUP,)
 """The groups that run each in a thread of its own beside the others (they mostly wait)."""
+PARTITION_INFIX = "-partition-"
+GROUP_NAMES = tuple(spec.name for spec in (*GROUPS, *BESIDE))
+
+
+def selected_groups(names: tuple[str, ...]) -> tuple[tuple[GroupSpec, ...], tuple[GroupSpec, ...]]:
+    """The groups (in sequence, beside) a scenario's `[workload] groups` names, every
+    group when it names none. Names are checked when the scenario loads."""
+    if not names:
+        return GROUPS, BESIDE
+    return (tuple(spec for spec in GROUPS if spec.name in names),
+            tuple(spec for spec in BESIDE if spec.name in names))
 
 
 class ContractWorkload:
@@ -55,7 +66,10 @@ class ContractWorkload:
         self._groups = groups
         self._beside = beside
         self._ids = SequentialIds("p")
-        self._base = f"{context.topic}-{uuid.uuid4().hex[:8]}"
+        # Pulsar reserves `-partition-` for the partitions of a partitioned topic and refuses
+        # to create one whose name holds it: a scenario named so must not keep the
+        # partitioned group from running.
+        self._base = f"{context.topic.replace(PARTITION_INFIX, '-')}-{uuid.uuid4().hex[:8]}"
         self._clients = Clients(context, self._ids)
         self._unfinished: list[str] = []
         """Groups that could not finish: their consumers may not have read everything."""
