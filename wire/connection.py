@@ -24,6 +24,7 @@ from wire.pulsar_api_pb2 import (
     CommandLookupTopic,
     CommandLookupTopicResponse,
 )
+from wire.tokens import TOKEN_METHOD
 
 log = logging.getLogger(__name__)
 
@@ -78,18 +79,27 @@ class ClientConnection:
         self._silence = Silence()
 
     @classmethod
-    async def open(cls, url: str, timeout: float = 10.0,
-                   keepalive: float | None = None) -> ClientConnection:
+    async def open(cls, url: str, timeout: float = 10.0, keepalive: float | None = None,
+                   token: str | None = None) -> ClientConnection:
+        """Connect and say CONNECT, presenting `token` (Pulsar's token authentication) if
+        given; a broker that refuses the credentials raises BrokerError
+        (`AuthenticationError`)."""
         address = urlsplit(url)
         async with asyncio.timeout(timeout):
             reader, writer = await asyncio.open_connection(address.hostname, address.port)
         connection = cls(url, reader, writer)
         connection._task = asyncio.create_task(connection._read())
         connected = connection._expect_connected()
-        connection.send(BaseCommand(type=BaseCommand.CONNECT, connect=CommandConnect(
-            client_version="starquake-scalable", protocol_version=PROTOCOL_VERSION)))
+        connect = CommandConnect(client_version="starquake-scalable",
+                                 protocol_version=PROTOCOL_VERSION)
+        if token is not None:
+            connect.auth_method_name, connect.auth_data = TOKEN_METHOD, token.encode()
+        connection.send(BaseCommand(type=BaseCommand.CONNECT, connect=connect))
         async with asyncio.timeout(timeout):
-            await connected
+            answer = (await connected).command
+        if answer.type == BaseCommand.ERROR:
+            connection.close()
+            raise BrokerError(answer.error.error, answer.error.message)
         if keepalive is not None:
             connection._keepalive = asyncio.create_task(keep_alive(
                 keepalive, connection._silence, lambda: connection.send(ping()),
@@ -97,6 +107,7 @@ class ClientConnection:
         return connection
 
     def _expect_connected(self) -> asyncio.Future[Frame]:
+        """CONNECTED, or the ERROR a broker answers a refused CONNECT with."""
         future: asyncio.Future[Frame] = asyncio.get_running_loop().create_future()
         self._requests[-1] = future
         return future
@@ -153,6 +164,8 @@ class ClientConnection:
         command = frame.command
         if command.type == BaseCommand.CONNECTED:
             self._resolve(-1, frame)
+        elif command.type == BaseCommand.ERROR and self._resolve(-1, frame):
+            return  # CONNECT refused: its ERROR answers no request of ours
         elif command.type == BaseCommand.PING:
             self.send(pong())
         answer = _ANSWERS.get(command.type)
@@ -196,12 +209,14 @@ class ClientConnection:
 
 
 class ConnectionPool:
-    """One live connection per broker URL, and topic lookups; `keepalive` as for
-    `ClientConnection`, for each of them."""
+    """One live connection per broker URL, and topic lookups; `keepalive` and `token` as
+    for `ClientConnection.open`, for each of them."""
 
-    def __init__(self, service_urls: list[str], keepalive: float | None = None) -> None:
+    def __init__(self, service_urls: list[str], keepalive: float | None = None,
+                 token: str | None = None) -> None:
         self.service_urls = list(service_urls)
         self._keepalive = keepalive
+        self._token = token
         self._connections: dict[str, ClientConnection] = {}
         self._opening: dict[str, asyncio.Lock] = {}
         self._next = itertools.count()
@@ -212,7 +227,7 @@ class ConnectionPool:
             found = self._connections.get(url)
             if found is None or found.closed:
                 found = self._connections[url] = await ClientConnection.open(
-                    url, keepalive=self._keepalive)
+                    url, keepalive=self._keepalive, token=self._token)
             return found
 
     async def any_connection(self) -> ClientConnection:

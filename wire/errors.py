@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from wire.pulsar_api_pb2 import ServerError
+
 
 class ClientError(Exception):
     """Base of the client side's errors."""
@@ -15,5 +17,13 @@ class BrokerError(ClientError):
     """A broker refused a request; `code` is the protocol's `ServerError`."""
 
     def __init__(self, code: int, message: str) -> None:
-        super().__init__(f"broker error {code}: {message}")
+        super().__init__(f"broker error {_name(code)}: {message}")
         self.code = code
+
+
+def _name(code: int) -> str:
+    """`ServerError`'s name for `code` (what a log reader looks for), else the number."""
+    try:
+        return ServerError.Name(ServerError.ValueType(code))
+    except ValueError:
+        return str(code)

@@ -19,6 +19,8 @@ import time
 from typing import Any
 
 ALGORITHM = "HS256"
+TOKEN_METHOD = "token"
+"""CONNECT's `auth_method_name` for Pulsar's token authentication."""
 
 
 class InvalidToken(Exception):
@@ -95,3 +97,13 @@ def read_secret_key(path: str) -> bytes:
     if not key:
         raise ValueError(f"secret key file {path} is empty")
     return key
+
+
+def read_token(path: str) -> str:
+    """A token file as Pulsar's `file:///...` token parameters name it: the token's text,
+    surrounding whitespace (a trailing newline) left out."""
+    with open(path, encoding="utf-8") as file:
+        token = file.read().strip()
+    if not token:
+        raise ValueError(f"token file {path} is empty")
+    return token

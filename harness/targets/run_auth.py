@@ -3,12 +3,14 @@
 require tokens signed with the key and grant a superuser role everything; brokers and
 bookies authenticate to ZooKeeper, whose nodes they create only they may read or change;
 the harness presents the superuser's token (harness/credentials.py) to its workloads,
-admin driver and nemesis."""
+admin driver and nemesis, and so do the brokers when they are clients themselves (their
+replicators in the other clusters, their admin requests to each other)."""
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.credentials import Credentials
 from harness.topology import Topology
@@ -18,6 +20,7 @@ SUPERUSER_ROLE = "starquake"
 UNPRIVILEGED_ROLE = "starquake-unprivileged"
 """Granted nothing: what the auth probes show a known role is still refused."""
 SECRET_KEY_FILE = "token-secret.key"
+BROKER_CLIENT_TOKEN_FILE = "broker-client.token"
 DIGEST_FILE = "zookeeper-digest"
 METADATA_USER = "starquake"
 
@@ -33,10 +36,27 @@ class RunAuth:
         key = self.secret.encode()
         return Credentials(mint(key, SUPERUSER_ROLE), mint(key, UNPRIVILEGED_ROLE))
 
-    def broker_args(self, key_path: str) -> tuple[str, ...]:
-        """The broker's token flags, given where its node finds the key file."""
+    def broker_files(self) -> dict[str, str]:
+        """What the broker's token flags name, by file name: the key, and the superuser's
+        token the broker presents as a client (every cluster of the run shares the key,
+        so each takes the others' brokers as superusers)."""
+        return {SECRET_KEY_FILE: self.secret,
+                BROKER_CLIENT_TOKEN_FILE: self.credentials().token}
+
+    def broker_args(self, directory: str) -> tuple[str, ...]:
+        """The broker's token flags, given the directory where its node finds
+        `broker_files`."""
         return ("--authentication-enabled", "--authorization-enabled",
-                "--token-secret-key", key_path, "--superuser-roles", SUPERUSER_ROLE)
+                "--token-secret-key", f"{directory}/{SECRET_KEY_FILE}",
+                "--superuser-roles", SUPERUSER_ROLE,
+                "--broker-client-token-file", f"{directory}/{BROKER_CLIENT_TOKEN_FILE}")
+
+    def local_broker_args(self, directory: Path) -> tuple[str, ...]:
+        """Write `broker_files` into `directory` (brokers on this machine read them there);
+        the flags that name them."""
+        for name, content in self.broker_files().items():
+            (directory / name).write_text(content)
+        return self.broker_args(str(directory))
 
     @staticmethod
     def metadata_args(digest_path: str) -> tuple[str, ...]:

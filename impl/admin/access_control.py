@@ -22,7 +22,8 @@ from aiohttp.typedefs import Middleware
 from impl.ownership.topic_name import NamespaceName
 from impl.security.authorization import CONSUME, LOOKUP
 from impl.security.errors import NotAuthenticated, NotAuthorized
-from impl.security.guard import TOKEN_METHOD, Guard
+from impl.security.guard import Guard
+from wire.tokens import TOKEN_METHOD
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

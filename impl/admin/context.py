@@ -44,6 +44,10 @@ class AdminContext:
     max_namespace_bundles: int = MAX_NAMESPACE_BUNDLES
     """Pulsar's `loadBalancerNamespaceMaximumBundles`: the most bundles a new namespace
     may ask for."""
+    broker_client_token: str | None = None
+    """What this broker presents on the admin requests it makes itself (a partitioned
+    topic's partitions, asked of their owners), `--broker-client-token-file`; None:
+    nothing, which brokers with authentication on refuse."""
 
 
 CONTEXT: web.AppKey[AdminContext] = web.AppKey("starquake.admin.context", AdminContext)

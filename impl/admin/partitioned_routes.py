@@ -6,7 +6,8 @@ the namespace's plain list names their partitions).
 The metadata lives in the metadata store (impl/partitioned_topics.py), so any broker
 answers for it. What acts on partitions (stats, delete) asks each partition's own path on
 this admin API, as Pulsar asks its own admin client: a partition owned elsewhere is
-redirected to its owner like any single-topic request.
+redirected to its owner like any single-topic request, and the broker presents its own
+token (impl/admin/broker_client.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import aiohttp
 from aiohttp import web
 
 from impl.admin.bodies import json_body
+from impl.admin.broker_client import broker_client_session
 from impl.admin.context import context
 from impl.admin.errors import error_response
 from impl.admin.namespace_routes import namespace_of
@@ -30,7 +32,6 @@ from impl.resources import ResourceNotFound
 routes = web.RouteTableDef()
 
 PARTITIONS = TOPIC + "/partitions"
-ADMIN_TIMEOUT = aiohttp.ClientTimeout(total=30)
 
 
 def _partitioned(request: web.Request) -> PartitionedTopicResources:
@@ -69,7 +70,7 @@ async def _ask_partitions(request: web.Request, method: str, topic: TopicName, c
             return response.status, (await response.json() if body else None)
 
     partitions = [topic.partition(n) for n in range(count)]
-    async with aiohttp.ClientSession(timeout=ADMIN_TIMEOUT) as session:
+    async with broker_client_session(context(request).broker_client_token) as session:
         answers = await asyncio.gather(*(ask(session, p) for p in partitions))
     return {str(p): answer for p, answer in zip(partitions, answers, strict=True)}
 

@@ -150,7 +150,8 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
             superuser_roles=frozenset(r.strip() for r in args.superuser_roles.split(",")
                                       if r.strip()),
             debug_endpoints=args.debug_endpoints,
-            tls_cert_file=args.tls_cert_file, tls_key_file=args.tls_key_file)
+            tls_cert_file=args.tls_cert_file, tls_key_file=args.tls_key_file,
+            broker_client_token_file=args.broker_client_token_file)
     except (UnknownMutant, InvalidReplicationConfig, InvalidSecurityConfig) as exc:
         parser.error(str(exc))
     return BrokerConfig(
@@ -186,6 +187,11 @@ def _add_security_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-cert-file", default=None,
                         help="with --tls-key-file: both ports speak TLS")
     parser.add_argument("--tls-key-file", default=None)
+    parser.add_argument("--broker-client-token-file", default=None,
+                        help="token this broker presents to other clusters (replicators) "
+                             "and to its cluster's brokers (Pulsar's "
+                             "brokerClientAuthenticationParameters); its role must be a "
+                             "superuser there")
     parser.add_argument("--metadata-digest-file", default=None,
                         help="user:password file: authenticate to ZooKeeper, and create "
                              "nodes only that user may read or change")

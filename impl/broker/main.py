@@ -82,6 +82,7 @@ class BrokerProcess:
 
     async def _serve(self, store: MetadataStore) -> int:
         config, loop = self.config, asyncio.get_running_loop()
+        client_token = config.security.broker_client_token()
         resources = PulsarResources(store)
         await loop.run_in_executor(self._executor, self._initialise_cluster, resources)
         stale_wait = stale_node_wait(config.session_timeout)
@@ -95,8 +96,9 @@ class BrokerProcess:
         schemas = SchemaRegistry(ZooKeeperSchemas(resources), config.mutants)
         service = BrokerService(namespaces, name_prefix=f"{config.cluster}-{config.port}",
                                 schemas=schemas,
-                                replication=BrokerReplication(config.cluster, resources,
-                                                              config.replication, config.mutants),
+                                replication=BrokerReplication(
+                                    config.cluster, resources, config.replication,
+                                    config.mutants, client_token),
                                 mutants=config.mutants,
                                 deduplication=MetadataDeduplication(
                                     resources, config.deduplication_enabled,
@@ -133,7 +135,8 @@ class BrokerProcess:
             client_stats=service.client_stats, scalable=scalable,
             segments=SegmentStorage(store, namespaces), broker=service, schemas=schemas,
             broker_deduplication=config.deduplication_enabled,
-            max_namespace_bundles=config.max_namespace_bundles), guard), access_log=None)
+            max_namespace_bundles=config.max_namespace_bundles,
+            broker_client_token=client_token), guard), access_log=None)
         await admin.setup()
         await web.TCPSite(admin, config.bind_host, config.admin_port,
                           ssl_context=config.security.server_ssl_context()).start()

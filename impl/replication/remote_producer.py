@@ -54,8 +54,11 @@ class RemoteProducer:
 
     @classmethod
     async def connect(cls, service_url: str, topic: str, name: str,
-                      timeout: float = 10.0, keepalive: float | None = None) -> RemoteProducer:
-        pool = ConnectionPool([service_url], keepalive)
+                      timeout: float = 10.0, keepalive: float | None = None,
+                      token: str | None = None) -> RemoteProducer:
+        """`token`: what the CONNECT presents (the broker's client token), None nothing;
+        a remote that refuses it raises RemoteUnavailable naming `AuthenticationError`."""
+        pool = ConnectionPool([service_url], keepalive, token)
         try:
             async with asyncio.timeout(timeout):
                 connection = await pool.lookup(topic)

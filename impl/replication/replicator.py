@@ -56,7 +56,8 @@ def replicator_producer_name(local_cluster: str) -> str:
 
 @dataclass(frozen=True)
 class ReplicatorLinks:
-    """What a replicator needs from its topic, as callables so it knows nothing else."""
+    """What a replicator needs from its topic (as callables, so it knows nothing else) and
+    from its broker."""
 
     remote_url: Callable[[], Awaitable[str]]
     """The remote cluster's `brokerServiceUrl`, read from the cluster metadata each time a
@@ -68,6 +69,10 @@ class ReplicatorLinks:
     position for snapshots."""
     message_ttl_s: Callable[[], int | None]
     """The namespace's message TTL in seconds, None or 0 for none."""
+    client_token: str | None = None
+    """The token this broker presents to the remote cluster in CONNECT
+    (`--broker-client-token-file`); None: nothing, which a remote cluster with
+    authentication on refuses."""
 
 
 class Backoff:
@@ -155,7 +160,7 @@ class Replicator:
                                     f"{self.remote_cluster})")
         self._producer = await RemoteProducer.connect(
             url, self.topic, replicator_producer_name(self.local_cluster),
-            self._config.connect_timeout_s, self._config.keepalive_s)
+            self._config.connect_timeout_s, self._config.keepalive_s, self._links.client_token)
         self._backoff.reset()
         self.last_error = ""
         log.info("%r connected to %s", self, self._producer.broker_url)

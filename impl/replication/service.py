@@ -24,10 +24,12 @@ from impl.storage.api import ManagedLedger
 class BrokerReplication:
     def __init__(self, local_cluster: str, resources: PulsarResources,
                  config: GeoReplicationConfig = GeoReplicationConfig(),
-                 mutants: Mutants = NONE) -> None:
+                 mutants: Mutants = NONE, client_token: str | None = None) -> None:
         self.local_cluster = local_cluster
         self.config = config
         self.mutants = mutants
+        self.client_token = client_token
+        """What replicators present to the remote clusters (docs/security.md)."""
         self._resources = resources
 
     def for_topic(self, name: TopicName, ledger: ManagedLedger) -> TopicReplication:

@@ -247,7 +247,8 @@ class TopicReplication:
             remote_url=lambda: self._service.broker_service_url(cluster),
             remote_marker=self._remote_marker,
             data_seen=self._data_seen,
-            message_ttl_s=lambda: self._ttl_s)
+            message_ttl_s=lambda: self._ttl_s,
+            client_token=self._service.client_token)
 
     def _data_seen(self, position: Position) -> None:
         if self._published is None or position > self._published:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 
+from wire.tokens import read_token
+
 
 class InvalidSecurityConfig(ValueError):
     pass
@@ -27,6 +29,12 @@ class SecurityConfig:
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
     """Both given: the binary and admin ports speak TLS (`pulsar+ssl://`, `https://`)."""
+    broker_client_token_file: str | None = None
+    """The token this broker presents when it is itself the client: its replicators'
+    CONNECT to other clusters, its admin requests to brokers of its own cluster (Pulsar's
+    `brokerClientAuthenticationPlugin` = `AuthenticationToken` with
+    `brokerClientAuthenticationParameters` = `file:///...`). Its role must be one of the
+    other brokers' superusers; none: the broker presents nothing."""
 
     def __post_init__(self) -> None:
         if self.authentication_enabled and self.token_secret_key is None:
@@ -40,6 +48,13 @@ class SecurityConfig:
     @property
     def tls(self) -> bool:
         return self.tls_cert_file is not None
+
+    def broker_client_token(self) -> str | None:
+        """The token in `broker_client_token_file`, None without one. The broker reads it
+        at its start, so that a missing or empty file stops it there rather than at its
+        first replicator."""
+        return None if self.broker_client_token_file is None else read_token(
+            self.broker_client_token_file)
 
     def server_ssl_context(self) -> ssl.SSLContext | None:
         """The listeners' TLS context, or None for plain TCP."""

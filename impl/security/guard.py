@@ -7,10 +7,7 @@ from impl.ownership.topic_name import NamespaceName
 from impl.security.authorization import Authorizer, PermissionSource
 from impl.security.config import OPEN, SecurityConfig
 from impl.security.errors import NotAuthenticated, NotAuthorized
-from wire.tokens import InvalidToken, read_secret_key, verify
-
-TOKEN_METHOD = "token"
-"""CONNECT's `auth_method_name` for Pulsar's token authentication."""
+from wire.tokens import TOKEN_METHOD, InvalidToken, read_secret_key, verify
 
 
 class Guard:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -24,15 +25,22 @@ from tests.geo.geo_clusters import link
 
 @pytest.fixture
 def geo_clusters(tmp_path: Path) -> Iterator[Callable[..., list[LocalCluster]]]:
-    """`geo_clusters(["a", "b"], linked=True, **ClusterSettings fields)`: started clusters
-    with one broker each, linked for the test namespace unless `linked=False`; all stopped
-    after the test, also on failure."""
+    """`geo_clusters(["a", "b"], linked=True, broker_args_of={}, **ClusterSettings
+    fields)`: started clusters with one broker each, linked for the test namespace unless
+    `linked=False`; `broker_args_of` gives one cluster's brokers their own flags. All are
+    stopped after the test, also on failure."""
     started: list[LocalCluster] = []
 
-    def start(names: list[str], linked: bool = True, **settings: Any) -> list[LocalCluster]:
+    def start(names: list[str], linked: bool = True,
+              broker_args_of: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
+              **settings: Any) -> list[LocalCluster]:
         settings.setdefault("brokers", 1)
-        clusters = [LocalCluster(tmp_path / f"{len(started) + i}-{name}",
-                                 ClusterSettings(name=name, **settings))
+
+        def settings_of(name: str) -> ClusterSettings:
+            own = {"broker_args": broker_args_of[name]} if name in broker_args_of else {}
+            return ClusterSettings(name=name, **{**settings, **own})
+
+        clusters = [LocalCluster(tmp_path / f"{len(started) + i}-{name}", settings_of(name))
                     for i, name in enumerate(names)]
         started.extend(clusters)
         with ThreadPoolExecutor(len(clusters)) as pool:

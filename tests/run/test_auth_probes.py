@@ -11,7 +11,7 @@ import pytest
 
 from harness.credentials import present
 from harness.targets.local.cluster import ClusterSettings, LocalCluster
-from harness.targets.run_auth import SECRET_KEY_FILE, RunAuth
+from harness.targets.run_auth import RunAuth
 from harness.workloads.contract import auth
 from tests.run.contract_run import probe_outcomes, run_contract
 
@@ -41,9 +41,7 @@ def _outcomes(cluster: LocalCluster, directory: Path) -> dict[str, str]:
 
 def test_every_probe_passes_on_brokers_with_authentication(
         tmp_path: Path, claimed_credentials: None) -> None:
-    key = tmp_path / SECRET_KEY_FILE
-    key.write_text(TOKEN_AUTH.secret)
-    with _cluster(tmp_path / "cluster", TOKEN_AUTH.broker_args(str(key))) as cluster:
+    with _cluster(tmp_path / "cluster", TOKEN_AUTH.local_broker_args(tmp_path)) as cluster:
         outcomes = _outcomes(cluster, tmp_path / "run")
     assert outcomes == dict.fromkeys(PROBES, "ok")
 

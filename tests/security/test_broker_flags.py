@@ -1,5 +1,7 @@
 """The broker's security flags: loopback unless told, everything off unless switched on,
-and combinations that cannot work refused at the command line."""
+and combinations that cannot work refused at the command line; a token run's brokers, on
+either backend, find the files their flags name and present a superuser's token as
+clients (`--broker-client-token-file`)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.targets.docker.images import NodeImage
+from harness.targets.docker.node_specs import NodeSettings, broker_spec
+from harness.targets.run_auth import RunAuth
 from impl.broker.config import USAGE_EXIT_CODE, parse_args
+from wire.tokens import read_secret_key, verify
 
 REQUIRED = ["--cluster", "a", "--zk", "127.0.0.1:2181", "--port", "6650", "--admin-port",
             "8080", "--session-expired-policy", "reconnect"]
@@ -42,3 +48,23 @@ def test_settings_that_cannot_work_are_refused(flags: list[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         parse_args([*REQUIRED, *flags])
     assert exited.value.code == USAGE_EXIT_CODE
+
+
+def test_a_token_run_gives_local_brokers_a_superusers_client_token(tmp_path: Path) -> None:
+    security = parse_args([*REQUIRED, *RunAuth("k").local_broker_args(tmp_path)]).security
+    assert security.token_secret_key is not None
+    role = verify(read_secret_key(security.token_secret_key), security.broker_client_token()
+                  or "")
+    assert role in security.superuser_roles
+
+
+def test_a_token_run_writes_the_files_its_flags_name_into_broker_containers() -> None:
+    spec = broker_spec(NodeImage("image", "import", "python3", "java"), "a", "zk:2181",
+                       "10.0.0.2", "reconnect", NodeSettings(auth=RunAuth("k")))
+    assert spec.command[1:3] == ("-m", "impl.broker")
+    security = parse_args(list(spec.command[3:])).security
+    assert {security.token_secret_key, security.broker_client_token_file} <= set(spec.files)
+
+
+def test_without_the_client_token_flag_a_broker_presents_nothing() -> None:
+    assert parse_args(REQUIRED).security.broker_client_token() is None

@@ -13,7 +13,7 @@ from harness.targets.docker.containers import NodeSpec
 from harness.targets.docker.images import NodeImage
 from harness.targets.local.zookeeper import CLASSPATH, JVM_FLAGS, MAIN_CLASS
 from harness.targets.local.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
-from harness.targets.run_auth import DIGEST_FILE, SECRET_KEY_FILE, RunAuth
+from harness.targets.run_auth import DIGEST_FILE, RunAuth
 from harness.waits import HttpStatus, TcpPort, ZooKeeperServing
 
 ZOOKEEPER_CLIENT_PORT = 2181
@@ -40,7 +40,8 @@ class NodeSettings:
     happens once a replicator knows it is cut shorten it."""
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
     auth: RunAuth | None = None
-    """Token authentication on the brokers (its key file written into each)."""
+    """Token authentication on the brokers (its key and client token files written into
+    each)."""
 
 
 def zookeeper_servers(ips: Sequence[str]) -> list[ServerAddress]:
@@ -103,7 +104,6 @@ def broker_spec(image: NodeImage, cluster: str, zk_connect: str, advertised_host
     """`session_expired_policy` is PIP-57's, always explicit: Pulsar's default changed
     between versions."""
     auth = settings.auth
-    key_path = f"{SECURITY_DIR}/{SECRET_KEY_FILE}"
     return NodeSpec(
         command=(image.python, "-m", "impl.broker", "--cluster", cluster, "--zk", zk_connect,
                  "--port", str(BROKER_PORT), "--admin-port", str(BROKER_ADMIN_PORT),
@@ -112,10 +112,11 @@ def broker_spec(image: NodeImage, cluster: str, zk_connect: str, advertised_host
                  "--session-timeout-ms", str(settings.session_timeout_ms),
                  "--session-expired-policy", session_expired_policy,
                  "--replication-keepalive-seconds", str(settings.replication_keepalive_s),
-                 *_mutant_args(settings), *(auth.broker_args(key_path) if auth else ()),
+                 *_mutant_args(settings), *(auth.broker_args(SECURITY_DIR) if auth else ()),
                  *_metadata_args(settings)),
         files={**_metadata_files(settings),
-               **({} if auth is None else {key_path: auth.secret})},
+               **({} if auth is None else {f"{SECURITY_DIR}/{name}": content
+                                           for name, content in auth.broker_files().items()})},
         # Where it advertises, it must listen, whatever else it binds.
         wait=HttpStatus(BROKER_ADMIN_PORT, BROKER_HEALTH_PATH, host=advertised_host),
         ports={"service": BROKER_PORT, "admin": BROKER_ADMIN_PORT},

@@ -23,7 +23,7 @@ from harness.target import (
 )
 from harness.targets.local.cluster import BookieNode, BrokerNode, ClusterSettings, LocalCluster
 from harness.targets.lookup import DeployedLookup
-from harness.targets.run_auth import DIGEST_FILE, SECRET_KEY_FILE, RunAuth
+from harness.targets.run_auth import DIGEST_FILE, RunAuth
 from harness.topology import BACKEND_CAPABILITIES, Topology
 
 CAPABILITIES = BACKEND_CAPABILITIES["local"]
@@ -71,11 +71,10 @@ class LocalTarget:
         broker_args: tuple[str, ...] = ()
         bookie_args: tuple[str, ...] = ()
         if auth is not None:
-            key, digest = self._base / SECRET_KEY_FILE, self._base / DIGEST_FILE
-            key.write_text(auth.secret)
+            digest = self._base / DIGEST_FILE
             digest.write_text(auth.metadata_digest)
             bookie_args = auth.metadata_args(str(digest))
-            broker_args = (*auth.broker_args(str(key)), *bookie_args)
+            broker_args = (*auth.local_broker_args(self._base), *bookie_args)
         self.where = f"processes with data in {self._base}"
         self._locals = {
             name: LocalCluster(self._base / name, ClusterSettings(
