@@ -16,11 +16,11 @@ from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from checkers.names import CHECKER_NAMES
 from harness.targets.reference_mutants import reference_mutants
 from harness.topology import AUTH_MODES, Topology
 from harness.workloads import cluster_count_problem, groups_problem
 from harness.workloads.settings import SUBSCRIPTION_MODES, WORKLOADS, WorkloadSettings
+from history.checker_names import CHECKER_NAMES
 from history.errors import BadInput
 from history.toml_input import read_toml
 from nemesis.faults import FAULT_NAMES

@@ -38,7 +38,7 @@ def test_every_mutant_scenario_names_its_mutant_and_the_anomaly_it_causes() -> N
 
 def test_checker_names_known_without_spark_are_the_checkers() -> None:
     from checkers.check import CHECKERS
-    from checkers.names import CHECKER_NAMES
+    from history.checker_names import CHECKER_NAMES
 
     assert tuple(checker.name for checker in CHECKERS) == CHECKER_NAMES
 
