@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from wire.errors import BrokerError, ConnectionClosed
+from wire.errors import ConnectionClosed, broker_error
 from wire.frames import Frame, FrameDecoder, encode_command
 from wire.keep_alive import Silence, keep_alive, ping, pong
 from wire.pulsar_api_pb2 import (
@@ -24,6 +24,7 @@ from wire.pulsar_api_pb2 import (
     CommandLookupTopic,
     CommandLookupTopicResponse,
 )
+from wire.tokens import AUTH_METHOD
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,9 @@ class ClientConnection:
     """`keepalive` seconds: ping the broker after that much silence and close after twice
     that (Pulsar's client `keepAliveIntervalSeconds`). None leaves a silent connection open
     until TCP gives up, which is fine for short-lived test clients and wrong for a
-    replicator, whose disconnection PIP-33's snapshots must notice."""
+    replicator, whose disconnection PIP-33's snapshots must notice. `token`: presented in
+    CONNECT (Pulsar's token authentication); a broker that refuses it answers ERROR, which
+    `open` raises as `NotPermitted`."""
 
     def __init__(self, url: str, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
@@ -78,16 +81,19 @@ class ClientConnection:
         self._silence = Silence()
 
     @classmethod
-    async def open(cls, url: str, timeout: float = 10.0,
-                   keepalive: float | None = None) -> ClientConnection:
+    async def open(cls, url: str, timeout: float = 10.0, keepalive: float | None = None,
+                   token: str | None = None) -> ClientConnection:
         address = urlsplit(url)
         async with asyncio.timeout(timeout):
             reader, writer = await asyncio.open_connection(address.hostname, address.port)
         connection = cls(url, reader, writer)
         connection._task = asyncio.create_task(connection._read())
         connected = connection._expect_connected()
-        connection.send(BaseCommand(type=BaseCommand.CONNECT, connect=CommandConnect(
-            client_version="starquake-scalable", protocol_version=PROTOCOL_VERSION)))
+        connect = CommandConnect(client_version="starquake-scalable",
+                                 protocol_version=PROTOCOL_VERSION)
+        if token is not None:
+            connect.auth_method_name, connect.auth_data = AUTH_METHOD, token.encode()
+        connection.send(BaseCommand(type=BaseCommand.CONNECT, connect=connect))
         async with asyncio.timeout(timeout):
             await connected
         if keepalive is not None:
@@ -122,7 +128,7 @@ class ClientConnection:
         finally:
             self._requests.pop(request_id, None)
         if frame.command.type == BaseCommand.ERROR:
-            raise BrokerError(frame.command.error.error, frame.command.error.message)
+            raise broker_error(frame.command.error.error, frame.command.error.message)
         return frame
 
     def register(self, kinds: tuple[int, ...], owner_id: int, handler: Handler,
@@ -153,6 +159,8 @@ class ClientConnection:
         command = frame.command
         if command.type == BaseCommand.CONNECTED:
             self._resolve(-1, frame)
+        elif command.type == BaseCommand.ERROR and self._refuse_connect(command):
+            return
         elif command.type == BaseCommand.PING:
             self.send(pong())
         answer = _ANSWERS.get(command.type)
@@ -172,6 +180,15 @@ class ClientConnection:
         if future is None or future.done():
             return False
         future.set_result(frame)
+        return True
+
+    def _refuse_connect(self, command: BaseCommand) -> bool:
+        """An ERROR while CONNECT awaits its answer is the broker refusing the credentials
+        (it closes the connection next): `open` raises it rather than a bare close."""
+        pending = self._requests.get(-1)
+        if pending is None or pending.done():
+            return False
+        pending.set_exception(broker_error(command.error.error, command.error.message))
         return True
 
     def _silent(self, seconds: float) -> None:
@@ -196,12 +213,14 @@ class ClientConnection:
 
 
 class ConnectionPool:
-    """One live connection per broker URL, and topic lookups; `keepalive` as for
-    `ClientConnection`, for each of them."""
+    """One live connection per broker URL, and topic lookups; `keepalive` and `token` as
+    for `ClientConnection`, for each of them."""
 
-    def __init__(self, service_urls: list[str], keepalive: float | None = None) -> None:
+    def __init__(self, service_urls: list[str], keepalive: float | None = None,
+                 token: str | None = None) -> None:
         self.service_urls = list(service_urls)
         self._keepalive = keepalive
+        self._token = token
         self._connections: dict[str, ClientConnection] = {}
         self._opening: dict[str, asyncio.Lock] = {}
         self._next = itertools.count()
@@ -212,7 +231,7 @@ class ConnectionPool:
             found = self._connections.get(url)
             if found is None or found.closed:
                 found = self._connections[url] = await ClientConnection.open(
-                    url, keepalive=self._keepalive)
+                    url, keepalive=self._keepalive, token=self._token)
             return found
 
     async def any_connection(self) -> ClientConnection:
@@ -238,7 +257,7 @@ class ConnectionPool:
                 request_id)
             answer = frame.command.lookupTopicResponse
             if answer.response == CommandLookupTopicResponse.Failed:
-                raise BrokerError(answer.error, answer.message)
+                raise broker_error(answer.error, answer.message)
             target = await self.connection(answer.brokerServiceUrl)
             if answer.response == CommandLookupTopicResponse.Connect:
                 return target

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from wire.pulsar_api_pb2 import ServerError
+
 
 class ClientError(Exception):
     """Base of the client side's errors."""
@@ -17,3 +19,18 @@ class BrokerError(ClientError):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(f"broker error {code}: {message}")
         self.code = code
+
+
+class NotPermitted(BrokerError):
+    """The broker refused the client's credentials (AuthenticationError) or its role's
+    permission (AuthorizationError). Asking again with the same token cannot succeed, so a
+    client gives up at once instead of retrying until its timeout."""
+
+
+_REFUSALS = frozenset({ServerError.AuthenticationError, ServerError.AuthorizationError})
+
+
+def broker_error(code: int, message: str) -> BrokerError:
+    """The error for a broker's answer carrying `code`: `NotPermitted` for a refusal of
+    who the client is, `BrokerError` for anything else."""
+    return (NotPermitted if code in _REFUSALS else BrokerError)(code, message)

@@ -19,6 +19,15 @@ import time
 from typing import Any
 
 ALGORITHM = "HS256"
+AUTH_METHOD = "token"
+"""CONNECT's `auth_method_name` for a token (Pulsar's `AuthenticationToken`)."""
+BEARER = "Bearer "
+"""What precedes the token in an admin request's `Authorization` header."""
+
+
+def bearer_header(token: str) -> dict[str, str]:
+    """The header an admin request carries the token in."""
+    return {"Authorization": f"{BEARER}{token}"}
 
 
 class InvalidToken(Exception):

@@ -22,7 +22,8 @@ from aiohttp.typedefs import Middleware
 from impl.ownership.topic_name import NamespaceName
 from impl.security.authorization import CONSUME, LOOKUP
 from impl.security.errors import NotAuthenticated, NotAuthorized
-from impl.security.guard import TOKEN_METHOD, Guard
+from impl.security.guard import Guard
+from wire.tokens import AUTH_METHOD, BEARER
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -32,7 +33,6 @@ TOPIC_RESOURCES = frozenset({"persistent", "non-persistent", "schemas", "scalabl
                              "segments"})
 """`/admin/v2/<resource>/{tenant}/{namespace}/...`: paths about a namespace's topics."""
 SUBSCRIPTION_SEGMENTS = frozenset({"subscription", "subscriptions", "all_subscription"})
-BEARER = "Bearer "
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def check(guard: Guard, role: str | None, required: Needs) -> None:
 def bearer_role(guard: Guard, request: web.Request) -> str | None:
     """The role the request's bearer token proves (None while authentication is off)."""
     header = request.headers.get("Authorization", "")
-    method = TOKEN_METHOD if header.startswith(BEARER) else ""
+    method = AUTH_METHOD if header.startswith(BEARER) else ""
     return guard.authenticate(method, header.removeprefix(BEARER))
 
 

@@ -7,10 +7,11 @@ from impl.ownership.topic_name import NamespaceName
 from impl.security.authorization import Authorizer, PermissionSource
 from impl.security.config import OPEN, SecurityConfig
 from impl.security.errors import NotAuthenticated, NotAuthorized
-from wire.tokens import InvalidToken, read_secret_key, verify
+from wire.tokens import AUTH_METHOD, InvalidToken, mint, read_secret_key, verify
 
-TOKEN_METHOD = "token"
-"""CONNECT's `auth_method_name` for Pulsar's token authentication."""
+BROKER_CLIENT_ROLE = "broker"
+"""The role a broker's own requests take when no superuser role is configured (enough
+while authorization is off; with it on, they need a superuser role to be given)."""
 
 
 class Guard:
@@ -31,14 +32,24 @@ class Guard:
             return None
         if not method:
             raise NotAuthenticated(f"no credentials given; this broker takes a "
-                                   f"{TOKEN_METHOD!r}")
-        if method != TOKEN_METHOD:
+                                   f"{AUTH_METHOD!r}")
+        if method != AUTH_METHOD:
             raise NotAuthenticated(f"authentication method {method!r} is not offered; use "
-                                   f"{TOKEN_METHOD!r}")
+                                   f"{AUTH_METHOD!r}")
         try:
             return verify(self._secret, credentials)
         except InvalidToken as exc:
             raise NotAuthenticated(f"invalid token: {exc}") from None
+
+    def broker_client_token(self) -> str | None:
+        """The token this broker presents when it calls the admin API itself (a
+        controller's Segments API requests, to itself or, redirected, to the segment's
+        owner): Pulsar's `brokerClientAuthenticationParameters`, which must name a
+        superuser. The broker holds the key, so it signs one for a superuser role itself
+        and every broker of the cluster accepts it; None while authentication is off."""
+        if self._secret is None:
+            return None
+        return mint(self._secret, min(self.config.superuser_roles, default=BROKER_CLIENT_ROLE))
 
     def _role(self, role: str | None) -> tuple[Authorizer, str] | None:
         """Nothing to check (authorization off), or the authorizer and the known role."""
