@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import pulsar
 
+from wire.tokens import bearer_header
+
 
 @dataclass(frozen=True)
 class Credentials:
@@ -36,6 +38,12 @@ def client_authentication() -> pulsar.Authentication | None:
     return None if _presented is None else pulsar.AuthenticationToken(_presented.token)
 
 
+def client_token() -> str | None:
+    """The token the harness's own protocol client (the scalable-topics client, which
+    takes it as a parameter) presents in CONNECT."""
+    return None if _presented is None else _presented.token
+
+
 def admin_headers() -> dict[str, str]:
     """What an admin request adds: Pulsar's `Authorization: Bearer <token>`."""
-    return {} if _presented is None else {"Authorization": f"Bearer {_presented.token}"}
+    return {} if _presented is None else bearer_header(_presented.token)

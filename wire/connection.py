@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from wire.errors import BrokerError, ConnectionClosed
+from wire.errors import ConnectionClosed, broker_error
 from wire.frames import Frame, FrameDecoder, encode_command
 from wire.keep_alive import Silence, keep_alive, ping, pong
 from wire.pulsar_api_pb2 import (
@@ -61,7 +61,9 @@ class ClientConnection:
     """`keepalive` seconds: ping the broker after that much silence and close after twice
     that (Pulsar's client `keepAliveIntervalSeconds`). None leaves a silent connection open
     until TCP gives up, which is fine for short-lived test clients and wrong for a
-    replicator, whose disconnection PIP-33's snapshots must notice."""
+    replicator, whose disconnection PIP-33's snapshots must notice. `token`: presented in
+    CONNECT (Pulsar's token authentication); a broker that refuses it answers ERROR, which
+    `open` raises as `NotPermitted`."""
 
     def __init__(self, url: str, reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter) -> None:
@@ -82,7 +84,7 @@ class ClientConnection:
     async def open(cls, url: str, timeout: float = 10.0, keepalive: float | None = None,
                    token: str | None = None) -> ClientConnection:
         """Connect and say CONNECT, presenting `token` (Pulsar's token authentication) if
-        given; a broker that refuses the credentials raises BrokerError
+        given; a broker that refuses the credentials raises NotPermitted
         (`AuthenticationError`)."""
         address = urlsplit(url)
         async with asyncio.timeout(timeout):
@@ -99,7 +101,7 @@ class ClientConnection:
             answer = (await connected).command
         if answer.type == BaseCommand.ERROR:
             connection.close()
-            raise BrokerError(answer.error.error, answer.error.message)
+            raise broker_error(answer.error.error, answer.error.message)
         if keepalive is not None:
             connection._keepalive = asyncio.create_task(keep_alive(
                 keepalive, connection._silence, lambda: connection.send(ping()),
@@ -133,7 +135,7 @@ class ClientConnection:
         finally:
             self._requests.pop(request_id, None)
         if frame.command.type == BaseCommand.ERROR:
-            raise BrokerError(frame.command.error.error, frame.command.error.message)
+            raise broker_error(frame.command.error.error, frame.command.error.message)
         return frame
 
     def register(self, kinds: tuple[int, ...], owner_id: int, handler: Handler,
@@ -253,7 +255,7 @@ class ConnectionPool:
                 request_id)
             answer = frame.command.lookupTopicResponse
             if answer.response == CommandLookupTopicResponse.Failed:
-                raise BrokerError(answer.error, answer.message)
+                raise broker_error(answer.error, answer.message)
             target = await self.connection(answer.brokerServiceUrl)
             if answer.response == CommandLookupTopicResponse.Connect:
                 return target

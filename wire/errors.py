@@ -27,3 +27,16 @@ def _name(code: int) -> str:
         return ServerError.Name(ServerError.ValueType(code))
     except ValueError:
         return str(code)
+class NotPermitted(BrokerError):
+    """The broker refused the client's credentials (AuthenticationError) or its role's
+    permission (AuthorizationError). Asking again with the same token cannot succeed, so a
+    client gives up at once instead of retrying until its timeout."""
+
+
+_REFUSALS = frozenset({ServerError.AuthenticationError, ServerError.AuthorizationError})
+
+
+def broker_error(code: int, message: str) -> BrokerError:
+    """The error for a broker's answer carrying `code`: `NotPermitted` for a refusal of
+    who the client is, `BrokerError` for anything else."""
+    return (NotPermitted if code in _REFUSALS else BrokerError)(code, message)

@@ -21,6 +21,13 @@ from typing import Any
 ALGORITHM = "HS256"
 TOKEN_METHOD = "token"
 """CONNECT's `auth_method_name` for Pulsar's token authentication."""
+BEARER = "Bearer "
+"""What precedes the token in an admin request's `Authorization` header."""
+
+
+def bearer_header(token: str) -> dict[str, str]:
+    """The header an admin request carries the token in."""
+    return {"Authorization": f"{BEARER}{token}"}
 
 
 class InvalidToken(Exception):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from harness.scalable_client.layout import Layout
 from harness.scalable_client.retry import retrying
 from wire.connection import ClientConnection, ConnectionPool
-from wire.errors import BrokerError, ClientError
+from wire.errors import ClientError, broker_error
 from wire.frames import Frame
 from wire.pulsar_api_pb2 import (
     BaseCommand,
@@ -78,7 +78,7 @@ class DagWatcher:
         update = frame.command.scalableTopicUpdate
         if update.HasField("error"):
             if update.HasField("request_id"):
-                raise BrokerError(update.error, update.message)
+                raise broker_error(update.error, update.message)
             log.warning("DAG watch of %s ended: %s", self.topic, update.message)
             return
         layout = Layout.of(update.dag)

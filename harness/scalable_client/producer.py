@@ -5,7 +5,8 @@ Per-key order: a key's next send starts only once its previous send is resolved,
 re-routed message can never overtake its predecessor. When a segment answers
 TopicTerminated (PIP-468 split/merge step 3), the producer waits for the DAG in which that
 segment is sealed, then sends to the new active segment for the hash. The parent is sealed
-before the layout changes, so nothing is written to both."""
+before the layout changes, so nothing is written to both. `token`: what every connection
+presents in CONNECT (None: no credentials)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,10 @@ class SendResult:
 
 class ScalableProducer:
     def __init__(self, service_urls: list[str], topic: str, name: str = "scalable-producer",
-                 timeout: float = 60.0) -> None:
+                 timeout: float = 60.0, token: str | None = None) -> None:
         self.topic = ScalableTopicName.parse(topic)
         self.name = name
-        self._pool = ConnectionPool(service_urls)
+        self._pool = ConnectionPool(service_urls, token=token)
         self._timeout = timeout
         self.dag = DagWatcher(self._pool, str(self.topic), timeout)
         self._segments: dict[int, SegmentProducer] = {}

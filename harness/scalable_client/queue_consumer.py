@@ -16,8 +16,10 @@ FOLLOW_INTERVAL = 0.2
 
 class QueueConsumer(SegmentReader):
     def __init__(self, service_urls: list[str], topic: str, subscription: str,
-                 consumer_name: str, on_message: MessageHandler, timeout: float = 60.0) -> None:
-        super().__init__(service_urls, topic, subscription, consumer_name, on_message, timeout)
+                 consumer_name: str, on_message: MessageHandler, timeout: float = 60.0,
+                 token: str | None = None) -> None:
+        super().__init__(service_urls, topic, subscription, consumer_name, on_message, timeout,
+                         token)
         self.finished: set[int] = set()
         """Segments read to their end and dropped."""
         self._task: asyncio.Task[None] | None = None

@@ -1,6 +1,7 @@
 """What both consumer kinds of a scalable topic share: one DAG watch, one connection pool,
 and the per-segment consumers they hold; they differ only in which segments they attach
-to (an assignment from the controller, or every segment of the DAG)."""
+to (an assignment from the controller, or every segment of the DAG). `token`: what every
+connection presents in CONNECT (None: no credentials)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from wire.topic_names import ScalableTopicName
 
 class SegmentReader:
     def __init__(self, service_urls: list[str], topic: str, subscription: str,
-                 consumer_name: str, on_message: MessageHandler, timeout: float = 60.0) -> None:
+                 consumer_name: str, on_message: MessageHandler, timeout: float = 60.0,
+                 token: str | None = None) -> None:
         self.topic = ScalableTopicName.parse(topic)
         self.subscription = subscription
         self.name = consumer_name
         self._on_message = on_message
         self._timeout = timeout
-        self._pool = ConnectionPool(service_urls)
+        self._pool = ConnectionPool(service_urls, token=token)
         self.dag = DagWatcher(self._pool, str(self.topic), timeout)
         self._segments: dict[int, SegmentConsumer] = {}
 

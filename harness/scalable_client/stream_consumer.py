@@ -20,7 +20,7 @@ from harness.scalable_client.retry import retrying
 from harness.scalable_client.segment_consumer import MessageHandler
 from harness.scalable_client.segment_reader import SegmentReader
 from wire.connection import ClientConnection
-from wire.errors import ClientError
+from wire.errors import ClientError, broker_error
 from wire.frames import Frame
 from wire.pulsar_api_pb2 import (
     BaseCommand,
@@ -29,6 +29,7 @@ from wire.pulsar_api_pb2 import (
     CommandScalableSegmentDrained,
     CommandSubscribe,
     ScalableSubscriptionType,
+    ServerError,
 )
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,10 @@ controller that is just taking over)."""
 
 class StreamConsumer(SegmentReader):
     def __init__(self, service_urls: list[str], topic: str, subscription: str,
-                 consumer_name: str, on_message: MessageHandler, timeout: float = 60.0) -> None:
-        super().__init__(service_urls, topic, subscription, consumer_name, on_message, timeout)
+                 consumer_name: str, on_message: MessageHandler, timeout: float = 60.0,
+                 token: str | None = None) -> None:
+        super().__init__(service_urls, topic, subscription, consumer_name, on_message, timeout,
+                         token)
         self._controller: ClientConnection | None = None
         self._consumer_id = 0
         self.assigned: tuple[int, ...] = ()
@@ -83,7 +86,9 @@ class StreamConsumer(SegmentReader):
             answer = frame.command.scalableConsumerAssignment
             if answer.HasField("error"):
                 connection.unregister(_KINDS, consumer_id)
-                raise NotController(answer.message, answer.leader_broker_url or None)
+                if answer.error == ServerError.ServiceNotReady:
+                    raise NotController(answer.message, answer.leader_broker_url or None)
+                raise broker_error(answer.error, answer.message)
             self._controller, self._consumer_id = connection, consumer_id
             await self._apply(frame)
             self.registered.append(self.assigned)

@@ -30,6 +30,7 @@ import threading
 import time
 from typing import Any
 
+from harness.credentials import client_token
 from harness.scalable_client.producer import ScalableProducer, SendResult
 from harness.scalable_client.queue_consumer import QueueConsumer
 from harness.scalable_client.segment_consumer import AckListener, Message
@@ -206,13 +207,14 @@ class ScalableWorkload:
                               subscription: str, n: int) -> StreamConsumer | QueueConsumer:
         name = f"{subscription}-{n}"
         consumer = kind(rotated(self._urls, n), self.context.topic, subscription, name,
-                        _Deliveries(self, subscription, name), CLIENT_TIMEOUT_S)
+                        _Deliveries(self, subscription, name), CLIENT_TIMEOUT_S,
+                        client_token())
         return await consumer.start()
 
     async def _start_producer(self, n: int) -> ScalableProducer:
         return await ScalableProducer(rotated(self._urls, n), self.context.topic,
-                                      f"producer-{n}", self.context.settings.send_timeout_s
-                                      ).start()
+                                      f"producer-{n}", self.context.settings.send_timeout_s,
+                                      client_token()).start()
 
     def _running(self) -> ClientLoop:
         assert self._loop is not None, "open() first"

@@ -1,7 +1,8 @@
 """The Scalable Topics admin REST API (`/admin/v2/scalable`, docs/scalable-topics.md) as the
 `scalable` workload calls it: any broker answers, a mutation that lands on a broker that
 does not lead is redirected to the leader (`requests` follows a 307 with its method and
-body), and a broker that does not answer is skipped for the next one."""
+body, and the harness's bearer token with them), and a broker that does not answer is
+skipped for the next one."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from typing import Any
 import requests
 from urllib3.exceptions import NewConnectionError
 
+from harness.credentials import admin_headers
+from wire.admin_session import ClusterAdminSession
 from wire.topic_names import ScalableTopicName
 
 TIMEOUT = 15.0
@@ -35,6 +38,7 @@ class ScalableTopicAdmin:
         name = ScalableTopicName.parse(topic)
         self.paths = f"/admin/v2/scalable/{name.tenant}/{name.namespace}/{name.local_name}"
         self._urls = list(admin_urls)
+        self._http = ClusterAdminSession(admin_headers())
 
     def create(self, segments: int) -> dict[str, Any]:
         return self._object("PUT", "", {"numInitialSegments": segments})
@@ -76,8 +80,8 @@ class ScalableTopicAdmin:
         unknown = False
         for url in self._urls:
             try:
-                response = requests.request(method, url + self.paths + suffix, json=body,
-                                            timeout=TIMEOUT)
+                response = self._http.request(method, url + self.paths + suffix, json=body,
+                                              timeout=TIMEOUT)
             except requests.RequestException as exc:
                 problems.append(f"{url}: {type(exc).__name__}")
                 unknown = unknown or not _not_sent(exc)

@@ -23,7 +23,7 @@ from impl.ownership.topic_name import NamespaceName
 from impl.security.authorization import CONSUME, LOOKUP
 from impl.security.errors import NotAuthenticated, NotAuthorized
 from impl.security.guard import Guard
-from wire.tokens import TOKEN_METHOD
+from wire.tokens import BEARER, TOKEN_METHOD
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -33,7 +33,6 @@ TOPIC_RESOURCES = frozenset({"persistent", "non-persistent", "schemas", "scalabl
                              "segments"})
 """`/admin/v2/<resource>/{tenant}/{namespace}/...`: paths about a namespace's topics."""
 SUBSCRIPTION_SEGMENTS = frozenset({"subscription", "subscriptions", "all_subscription"})
-BEARER = "Bearer "
 
 
 @dataclass(frozen=True)

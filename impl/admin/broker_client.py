@@ -8,7 +8,7 @@ from __future__ import annotations
 import aiohttp
 from aiohttp import hdrs
 
-from impl.admin.access_control import BEARER
+from wire.tokens import BEARER
 
 TIMEOUT = aiohttp.ClientTimeout(total=30)
 

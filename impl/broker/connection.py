@@ -103,7 +103,7 @@ class ServerConnection:
             BaseCommand.GET_OR_CREATE_SCHEMA: self._get_or_create_schema,
             BaseCommand.GET_TOPICS_OF_NAMESPACE: self._topics_of_namespace,
         }
-        self._scalable = ScalableCommands(self, service.scalable, self._owner_url)
+        self._scalable = ScalableCommands(self, service.scalable, self._owner_url, self._permit)
         self._handlers.update(self._scalable.handlers())
 
     @property

@@ -103,9 +103,10 @@ class BrokerProcess:
                                 deduplication=MetadataDeduplication(
                                     resources, config.deduplication_enabled,
                                     config.deduplication_entries_interval))
+        guard = Guard(config.security, resources)
         scalable = ScalableTopicService(store, registry, ScalableTopicsConfig(
-            self.me.broker_url, self.me.web_url, grace_period=config.scalable_grace_period),
-            config.mutants)
+            self.me.broker_url, self.me.web_url, grace_period=config.scalable_grace_period,
+            admin_token=client_token), config.mutants)
         service.scalable = scalable
 
         policy = SessionPolicy(
@@ -127,7 +128,6 @@ class BrokerProcess:
                 return "ZooKeeper session lost; bundles not re-owned yet"
             return None
 
-        guard = Guard(config.security, resources)
         server = BinaryServer(service, guard=guard, limits=config.limits)
         await server.start(config.bind_host, config.port)
         admin = web.AppRunner(build_admin_app(AdminContext(

@@ -12,6 +12,13 @@ starts the consumer's grace period (the keep-alive is the connection's PING/PONG
 controller pushes assignment changes from its own threads; they are handed to the event
 loop, and held back until the registration's own answer has gone out, so a client always
 sees its first assignment first.
+
+With authorization on, the commands that open something are checked against the
+namespace's permissions as their ordinary twins are: a DAG watch session (70) is a lookup
+(`produce` or `consume`), a registration (200) a subscription (`consume`). The refusal is
+the command's own answer carrying `AuthorizationError`: a 71, or a 201. Closing a session
+(72), unregistering (202) and drain reports (203) act only on what this connection opened
+after such a check, as CLOSE_CONSUMER and ACK do, and are not checked again.
 """
 
 from __future__ import annotations
@@ -23,12 +30,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from impl.broker.errors import server_error
 from impl.metadata.store import Watch
-from impl.ownership.topic_name import TopicName
+from impl.ownership.topic_name import NamespaceName, TopicName
 from impl.scalable.errors import NotLeader, ScalableTopicError, ScalableTopicNotFound
 from impl.scalable.layout import SegmentLayout
 from impl.scalable.service import ScalableTopicService
 from impl.scalable.sessions import ConsumerAssignment, SubscriptionType
+from impl.security.authorization import CONSUME, LOOKUP
+from impl.security.errors import NotAuthenticated, NotAuthorized
 from wire.frames import Frame
 from wire.pulsar_api_pb2 import (
     AssignedSegmentProto,
@@ -48,6 +58,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+_CLIENT_FAILURES = (ScalableTopicError, ValueError, NotAuthenticated, NotAuthorized)
+"""Failures of a request that the client caused or can act on: answered, logged in one
+line at most; anything else is logged with its traceback."""
 _REGISTRATION_IDS = itertools.count(1)
 """Broker-wide ids of registrations: a consumer that reconnects gets a new one, so the
 close of its old connection cannot end its new session."""
@@ -56,6 +69,13 @@ close of its old connection cannot end its new session."""
 class Lookup(Protocol):
     async def __call__(self, topic: TopicName) -> str:
         """The broker URL that serves `topic` now."""
+        ...
+
+
+class Permit(Protocol):
+    async def __call__(self, namespace: NamespaceName, actions: frozenset[str]) -> None:
+        """Raise NotAuthorized unless the connection's role may do one of `actions` on
+        the namespace's topics."""
         ...
 
 
@@ -100,7 +120,11 @@ def error_code(exc: BaseException) -> ServerError:
         return ServerError.TopicNotFound
     if isinstance(exc, NotLeader):
         return ServerError.ServiceNotReady
-    return ServerError.UnknownError
+    return server_error(exc)
+
+
+def namespace_of(topic: ScalableTopicName) -> NamespaceName:
+    return NamespaceName(topic.tenant, topic.namespace)
 
 
 class DagWatchSession:
@@ -206,10 +230,11 @@ class ScalableCommands:
     """The handlers of commands 70-72 and 200-203 for one connection."""
 
     def __init__(self, connection: Connection, service: ScalableTopicService | None,
-                 lookup: Lookup) -> None:
+                 lookup: Lookup, permit: Permit) -> None:
         self.connection = connection
         self._service = service
         self.lookup = lookup
+        self._permit = permit
         self._sessions: dict[int, DagWatchSession] = {}
         self._registrations: dict[int, _Registration] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -244,13 +269,14 @@ class ScalableCommands:
 
         async def start() -> None:
             try:
-                session = DagWatchSession(request.session_id,
-                                          ScalableTopicName.parse(request.topic), self)
+                topic = ScalableTopicName.parse(request.topic)
+                await self._permit(namespace_of(topic), LOOKUP)
+                session = DagWatchSession(request.session_id, topic, self)
                 self._sessions[request.session_id] = session
                 await session.start(request.request_id)
             except Exception as exc:
                 self._sessions.pop(request.session_id, None)
-                if not isinstance(exc, (ScalableTopicError, ValueError)):
+                if not isinstance(exc, _CLIENT_FAILURES):
                     log.exception("DAG watch of %s failed", request.topic)
                 self.connection.send(BaseCommand(
                     type=BaseCommand.SCALABLE_TOPIC_UPDATE,
@@ -276,6 +302,7 @@ class ScalableCommands:
         async def register() -> None:
             try:
                 topic = ScalableTopicName.parse(request.topic)
+                await self._permit(namespace_of(topic), frozenset({CONSUME}))
                 registration = _Registration(topic, request.subscription, request.consumer_name,
                                              next(_REGISTRATION_IDS))
                 pusher = _Pusher(self, request.consumer_id, registration,
@@ -287,7 +314,7 @@ class ScalableCommands:
                         registration.registration_id, pusher, kind)
                 assignment = await self.blocking(run)
             except Exception as exc:
-                if not isinstance(exc, (ScalableTopicError, ValueError)):
+                if not isinstance(exc, _CLIENT_FAILURES):
                     log.exception("registration of %s failed", request.consumer_name)
                 self._refuse(request.consumer_id, exc, request.request_id)
                 return

@@ -6,6 +6,8 @@ Every call goes to this broker's own admin URL; a segment owned elsewhere answer
 307 to its owner (`authoritative=true`), which `requests` follows with method and body.
 So one code path serves local and remote segments, and the owner is always decided by the
 same lookup the protocol uses. Calls are synchronous: the controller runs on threads.
+With authentication on, every call (and every redirect it follows) carries the broker's
+token as a client (`--broker-client-token-file`), as any admin request must.
 """
 
 from __future__ import annotations
@@ -13,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import requests
-
 from impl.ownership.topic_name import TopicName
 from impl.storage.api import InitialPosition
+from wire.admin_session import ClusterAdminSession
 
 SEGMENTS_API = "/admin/v2/segments"
 
@@ -39,10 +40,11 @@ def segment_path(segment_topic: str) -> str:
 
 
 class AdminSegmentTopics:
-    def __init__(self, admin_url: str, timeout: float = 30.0) -> None:
+    def __init__(self, admin_url: str, timeout: float = 30.0, token: str | None = None
+                 ) -> None:
         self._base = admin_url.rstrip("/")
         self._timeout = timeout
-        self._http = requests.Session()
+        self._http = ClusterAdminSession.with_token(token)
 
     def _call(self, method: str, segment_topic: str, suffix: str = "",
               body: Any = None, missing_ok: bool = False) -> Any:

@@ -62,6 +62,8 @@ class ScalableTopicsConfig:
     `--scalable-grace-period-seconds`)."""
     leader_wait: float = 10.0
     """How long a request waits for some controller to lead before giving up."""
+    admin_token: str | None = None
+    """What the controller's Segments API requests present (None: authentication off)."""
 
 
 class ScalableTopicService:
@@ -71,7 +73,7 @@ class ScalableTopicService:
         self._registry = registry
         self.config = config
         self._mutants = mutants
-        self.segments = AdminSegmentTopics(config.admin_url)
+        self.segments = AdminSegmentTopics(config.admin_url, token=config.admin_token)
         self._controllers: dict[ScalableTopicName, ScalableTopicController] = {}
         self._deletion_watches: dict[ScalableTopicName, Watch] = {}
         self._lock = threading.Lock()

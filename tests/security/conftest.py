@@ -1,5 +1,5 @@
-"""A secret key, tokens for a few roles, and an in-memory permission store for brokers
-with security switched on."""
+"""A secret key, tokens for a few roles, an in-memory permission store for brokers with
+security switched on, and the scalable-topic commands a guarded broker is asked."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ import pytest
 
 from impl.ownership.topic_name import NamespaceName
 from impl.resources import NamespacePolicies, ResourceNotFound, TenantInfo
+from wire.connection import ClientConnection
+from wire.pulsar_api_pb2 import (
+    BaseCommand,
+    CommandScalableConsumerRegister,
+    CommandScalableTopicLookup,
+)
 from wire.tokens import mint
 
 SECRET = b"0123456789abcdef0123456789abcdef"
@@ -47,3 +53,34 @@ def secret_key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def token(role: str, expires_at: int | None = None) -> str:
     return mint(SECRET, role, expires_at)
+
+
+SCALABLE_REQUEST_ID = 1
+
+
+def scalable_lookup(topic: str) -> BaseCommand:
+    """Command 70: open a DAG watch session (answered with a 71)."""
+    return BaseCommand(type=BaseCommand.SCALABLE_TOPIC_LOOKUP,
+                       scalableTopicLookup=CommandScalableTopicLookup(
+                           request_id=SCALABLE_REQUEST_ID, session_id=1, topic=topic))
+
+
+def scalable_registration(topic: str) -> BaseCommand:
+    """Command 200: register a stream consumer (answered with a 201)."""
+    return BaseCommand(type=BaseCommand.SCALABLE_CONSUMER_REGISTER,
+                       scalableConsumerRegister=CommandScalableConsumerRegister(
+                           request_id=SCALABLE_REQUEST_ID, consumer_id=1, topic=topic,
+                           subscription="stream", consumer_name="asker"))
+
+
+async def scalable_error(url: str, credentials: str, command: BaseCommand) -> int:
+    """The error of the broker's answer to `command` (70 or 200) on a fresh connection
+    presenting `credentials`; 0 for none."""
+    connection = await ClientConnection.open(url, token=credentials)
+    try:
+        answer = (await connection.request(command, SCALABLE_REQUEST_ID, timeout=10)).command
+    finally:
+        connection.close()
+    if answer.type == BaseCommand.SCALABLE_TOPIC_UPDATE:
+        return answer.scalableTopicUpdate.error
+    return answer.scalableConsumerAssignment.error

@@ -1,8 +1,10 @@
 """Token authentication and namespace permissions on the binary protocol, with the
-official client: what an unauthenticated or unpermitted client is refused."""
+official client and the scalable-topics client: what an unauthenticated or unpermitted
+client is refused."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 from collections.abc import Iterator
@@ -12,16 +14,27 @@ from urllib.parse import urlsplit
 import pulsar
 import pytest
 
+from harness.scalable_client.dag import DagWatcher
 from impl.resources import TenantInfo
 from impl.security.config import SecurityConfig
 from impl.security.guard import Guard
 from tests.broker.conftest import MemoryBroker, serving
-from tests.security.conftest import SUPERUSER, MemoryPermissions, token
+from tests.security.conftest import (
+    SUPERUSER,
+    MemoryPermissions,
+    scalable_error,
+    scalable_lookup,
+    scalable_registration,
+    token,
+)
+from wire.connection import ConnectionPool
+from wire.errors import NotPermitted
 from wire.frames import FrameDecoder, encode_command
 from wire.pulsar_api_pb2 import BaseCommand, CommandConnect, ServerError
 from wire.tokens import mint
 
 OWN_TOPIC = "persistent://public/default/guarded"
+SCALABLE_TOPIC = "topic://public/scalable/t"
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +172,37 @@ def test_a_tenant_admin_produces_in_its_tenant(
             client.create_producer(OWN_TOPIC)
     finally:
         client.close()
+
+
+@pytest.mark.parametrize(("role", "granted", "may_watch", "may_register"), [
+    ("stranger", (), False, False),
+    ("scalable-writer", ("produce",), True, False),
+    ("scalable-reader", ("consume",), True, True),
+    (SUPERUSER, (), True, True),
+])
+def test_scalable_commands_need_a_lookup_and_a_subscription_permission(
+        guarded_broker: MemoryBroker, permissions: MemoryPermissions, role: str,
+        granted: tuple[str, ...], may_watch: bool, may_register: bool) -> None:
+    """A DAG watch (70) is a lookup: produce or consume; a registration (200) is a
+    subscription: consume. Past the check this broker has no scalable topics, which it
+    answers with another error than AuthorizationError."""
+    if granted:
+        permissions.grant("public/scalable", role, *granted)
+    for command, permitted in ((scalable_lookup(SCALABLE_TOPIC), may_watch),
+                               (scalable_registration(SCALABLE_TOPIC), may_register)):
+        error = asyncio.run(scalable_error(guarded_broker.url, token(role), command))
+        assert (error == ServerError.AuthorizationError) != permitted, (role, command.type)
+
+
+def test_the_scalable_client_is_refused_at_once_without_a_token_or_permission(
+        guarded_broker: MemoryBroker) -> None:
+    """`NotPermitted` within seconds, not a retry until the 60 s timeout."""
+    async def watch(credentials: str | None) -> int:
+        watcher = DagWatcher(ConnectionPool([guarded_broker.url], token=credentials),
+                             SCALABLE_TOPIC, timeout=60)
+        with pytest.raises(NotPermitted) as refused:
+            async with asyncio.timeout(5):
+                await watcher.start()
+        return refused.value.code
+    assert asyncio.run(watch(None)) == ServerError.AuthenticationError
+    assert asyncio.run(watch(token("stranger"))) == ServerError.AuthorizationError
