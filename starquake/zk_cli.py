@@ -1,7 +1,9 @@
-"""`starquake zk ...`: ZooKeeper ensembles for development by hand.
+"""`starquake zk ...`: ZooKeeper by hand, for development and for looking into a run.
 
 `starquake zk up` runs an ensemble in the foreground until Ctrl-C or SIGTERM, so a developer
 can point a broker or `zkCli` at it; the tests start theirs through tests/fixtures instead.
+`starquake zk ls` and `starquake zk get` read any ensemble's nodes, presenting a run's
+digest credentials when its nodes carry ACLs (`auth = "token"`, harness/zk_inspect.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from types import FrameType
 import click
 
 from harness.targets.local.zookeeper import ZooKeeperEnsemble
+from harness.zk_inspect import DIGEST_FLAG, children, data, read_digest_file
 
 
 @click.group()
@@ -72,3 +75,36 @@ def up(nodes: str, directory: Path | None) -> None:
         if directory is None:
             shutil.rmtree(base, ignore_errors=True)
     click.echo("stopped")
+
+
+digest_option = click.option(
+    DIGEST_FLAG, "digest_file", type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A user:password file, as the nodes' --metadata-digest-file (a run with "
+    'auth = "token": zookeeper-digest in its data directory).')
+
+
+def _digest(digest_file: Path | None) -> str | None:
+    return None if digest_file is None else read_digest_file(digest_file)
+
+
+@zk.command(name="ls")
+@click.argument("connect")
+@click.argument("path", default="/")
+@digest_option
+def list_children(connect: str, path: str, digest_file: Path | None) -> None:
+    """Print the children of PATH (default /) in ZooKeeper CONNECT, one a line.
+
+    CONNECT is HOST:PORT[,...], optionally with a chroot (/a: cluster a's metadata)."""
+    for child in children(connect, path, _digest(digest_file)):
+        click.echo(child)
+
+
+@zk.command()
+@click.argument("connect")
+@click.argument("path")
+@digest_option
+def get(connect: str, path: str, digest_file: Path | None) -> None:
+    """Print the data of PATH in ZooKeeper CONNECT (HOST:PORT[,...][/chroot]); bytes that
+    are not UTF-8 are escaped."""
+    click.echo(data(connect, path, _digest(digest_file)).decode(errors="backslashreplace"))

@@ -1,16 +1,21 @@
 """Our lookup service (`python -m impl.lookup`) as part of a deployment: the migration
 workload's clients use it as their service URL. It runs on this machine (on loopback),
 keeps its records under a chroot of the first cluster's ZooKeeper, and sends clients on to
-the clusters' brokers, which it reaches as the harness does."""
+the clusters' brokers, which it reaches as the harness does. With the run's
+authentication it checks tokens with the run's key, takes changes from the superuser only
+and closes its ZooKeeper nodes with the run's digest (harness/targets/run_auth.py)."""
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from harness.ports import free_ports
 from harness.target import LookupEndpoint
 from harness.targets.local.processes import LocalProcess, wait_serving
+from harness.targets.run_auth import RunAuth
 from harness.waits import http_answers
 from history.errors import EnvironmentProblem
 
@@ -24,13 +29,16 @@ class LookupServiceFailed(EnvironmentProblem):
 
 
 class LookupService:
-    def __init__(self, zookeeper: str, log_path: Path) -> None:
+    """`zookeeper`: the connect string, chroot included; `args`: further flags (the
+    run's credentials)."""
+
+    def __init__(self, zookeeper: str, log_path: Path, args: tuple[str, ...] = ()) -> None:
         port, admin_port = free_ports(2, HOST)
         self.service_url = f"pulsar://{HOST}:{port}"
         self.admin_url = f"http://{HOST}:{admin_port}"
         self._process = LocalProcess("lookup", [
             sys.executable, "-m", "impl.lookup", "--port", str(port),
-            "--admin-port", str(admin_port), "--zk", zookeeper + CHROOT], log_path)
+            "--admin-port", str(admin_port), "--zk", zookeeper, *args], log_path)
 
     def start(self) -> None:
         self._process.start()
@@ -49,11 +57,14 @@ class LookupService:
 
 class DeployedLookup:
     """The lookup service a deployment may run beside its clusters: started after them,
-    stopped before them, its log in the run directory's `logs/lookup.log`."""
+    stopped before them, its log in the run directory's `logs/lookup.log`; the run's
+    credentials, if any, in a private directory of its own while it runs."""
 
-    def __init__(self, wanted: bool, run_dir: Path) -> None:
+    def __init__(self, wanted: bool, run_dir: Path, auth: RunAuth | None = None) -> None:
         self._wanted = wanted
         self._log = run_dir / "logs" / "lookup.log"
+        self._auth = auth
+        self._credentials: Path | None = None
         self._service: LookupService | None = None
 
     def start(self, metadata_store: str | None) -> None:
@@ -63,12 +74,20 @@ class DeployedLookup:
             raise EnvironmentProblem("the lookup service needs the first cluster's "
                                      "metadata store, and the deployment offers none")
         self._log.parent.mkdir(parents=True, exist_ok=True)
-        self._service = LookupService(metadata_store, self._log)
+        args: tuple[str, ...] = ()
+        if self._auth is not None:
+            self._credentials = Path(tempfile.mkdtemp(prefix="starquake-lookup-"))
+            args = self._auth.local_lookup_args(self._credentials)
+        self._service = LookupService(metadata_store + CHROOT, self._log, args)
         self._service.start()
 
     def stop(self) -> None:
-        if self._service is not None:
-            self._service.stop()
+        try:
+            if self._service is not None:
+                self._service.stop()
+        finally:
+            if self._credentials is not None:
+                shutil.rmtree(self._credentials, ignore_errors=True)
 
     @property
     def endpoint(self) -> LookupEndpoint | None:

@@ -1,10 +1,15 @@
 """Authentication on the clusters starquake starts (a scenario's `[topology] auth =
 "token"`): per run, a fresh token secret key and ZooKeeper digest credentials. Brokers
-require tokens signed with the key and grant a superuser role everything; brokers and
-bookies authenticate to ZooKeeper, whose nodes they create only they may read or change;
-the harness presents the superuser's token (harness/credentials.py) to its workloads,
-admin driver and nemesis, and so do the brokers when they are clients themselves (their
-replicators in the other clusters, their admin requests to each other)."""
+require tokens signed with the key and grant a superuser role everything; the lookup
+service (tenant migration) checks the same tokens and takes changes from the superuser
+only; brokers, bookies and the lookup service authenticate to ZooKeeper, whose nodes they
+create only they may read or change; the harness presents the superuser's token
+(harness/credentials.py) to its workloads, admin driver and nemesis, and so do the brokers
+when they are clients themselves (their replicators in the other clusters, their admin
+requests to each other).
+
+Each node reads the credentials from files its flags name; the `local_*_args` methods
+write them, readable by their owner only, for processes on this machine."""
 
 from __future__ import annotations
 
@@ -54,14 +59,36 @@ class RunAuth:
     def local_broker_args(self, directory: Path) -> tuple[str, ...]:
         """Write `broker_files` into `directory` (brokers on this machine read them there);
         the flags that name them."""
-        for name, content in self.broker_files().items():
-            (directory / name).write_text(content)
+        _write_private(directory, self.broker_files())
         return self.broker_args(str(directory))
 
     @staticmethod
     def metadata_args(digest_path: str) -> tuple[str, ...]:
-        """A broker's or bookie's ZooKeeper credentials flag."""
+        """A broker's, bookie's or lookup service's ZooKeeper credentials flag."""
         return ("--metadata-digest-file", digest_path)
+
+    def local_metadata_args(self, directory: Path) -> tuple[str, ...]:
+        """Write the digest file into `directory`; the flag that names it, none while
+        ZooKeeper stays open."""
+        if not self.metadata_digest:
+            return ()
+        _write_private(directory, {DIGEST_FILE: self.metadata_digest})
+        return self.metadata_args(str(directory / DIGEST_FILE))
+
+    def local_lookup_args(self, directory: Path) -> tuple[str, ...]:
+        """Write the lookup service's files into `directory`; its flags: tokens checked
+        with the run's key, changes by the superuser only, the ZooKeeper credentials."""
+        _write_private(directory, {SECRET_KEY_FILE: self.secret})
+        return ("--token-secret-key", str(directory / SECRET_KEY_FILE),
+                "--superuser-roles", SUPERUSER_ROLE, *self.local_metadata_args(directory))
+
+
+def _write_private(directory: Path, files: dict[str, str]) -> None:
+    """Write each file's text, readable by its owner only: they hold the run's secrets."""
+    for name, text in files.items():
+        path = directory / name
+        path.touch(mode=0o600)
+        path.write_text(text)
 
 
 def run_auth(topology: Topology) -> RunAuth | None:

@@ -50,6 +50,12 @@ SUPERUSER = Needs(superuser=True)
 AUTHENTICATED = Needs()
 
 
+def read_by_any_role(method: str) -> Needs:
+    """Reads by any authenticated role, changes by a superuser: a broker's clusters, the
+    lookup service's records."""
+    return AUTHENTICATED if method == "GET" else SUPERUSER
+
+
 def _topic_needs(method: str, namespace: NamespaceName, rest: list[str]) -> Needs:
     """`rest`: the path after `{tenant}/{namespace}`."""
     if method == "GET":
@@ -69,7 +75,7 @@ def needs(method: str, path: str) -> Needs:
         return SUPERUSER
     resource, rest = parts[2], parts[3:]
     if resource == "clusters":
-        return AUTHENTICATED if method == "GET" else SUPERUSER
+        return read_by_any_role(method)
     if resource == "tenants":
         return Needs(tenant=rest[0]) if len(rest) == 1 and method == "GET" else SUPERUSER
     if resource == "namespaces" and rest:
@@ -96,18 +102,21 @@ def bearer_role(guard: Guard, request: web.Request) -> str | None:
     return guard.authenticate(method, header.removeprefix(BEARER))
 
 
-def access_middleware(guard: Guard) -> Middleware:
+def access_middleware(guard: Guard, needs_of: Callable[[str, str], Needs] = needs,
+                      open_paths: tuple[str, ...] = OPEN_PATHS) -> Middleware:
+    """The broker's rules by default; another HTTP API of the system (the lookup
+    service's) passes its own `needs_of(method, path)` and the paths anyone may reach."""
     @web.middleware
     async def access(request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
         if path.startswith(DEBUG_PREFIX) and not guard.config.debug_endpoints:
             raise web.HTTPNotFound(reason="debug endpoints are switched off on this broker")
-        if path.startswith(OPEN_PATHS):
+        if path.startswith(open_paths):
             return await handler(request)
         try:
             role = bearer_role(guard, request)
             if guard.authorizer is not None:
-                await asyncio.to_thread(check, guard, role, needs(request.method, path))
+                await asyncio.to_thread(check, guard, role, needs_of(request.method, path))
         except NotAuthenticated as exc:
             raise web.HTTPUnauthorized(reason=str(exc)) from None
         except NotAuthorized as exc:

@@ -48,6 +48,12 @@ def connected(client_protocol_version: int) -> BaseCommand:
         max_message_size=MAX_MESSAGE_SIZE))
 
 
+def connect_refused(reason: str) -> BaseCommand:
+    """The answer to a CONNECT whose credentials prove no role; the connection is closed
+    after it, as Pulsar does."""
+    return error(SERVER_REQUEST_ID, ServerError.AuthenticationError, reason)
+
+
 def success(request_id: int) -> BaseCommand:
     return BaseCommand(type=BaseCommand.SUCCESS, success=CommandSuccess(request_id=request_id))
 

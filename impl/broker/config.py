@@ -23,7 +23,7 @@ from impl.replication.config import (
     InvalidReplicationConfig,
     ReplicatedSubscriptionsConfig,
 )
-from impl.security.config import OPEN, InvalidSecurityConfig, SecurityConfig
+from impl.security.config import OPEN, InvalidSecurityConfig, SecurityConfig, parse_roles
 
 
 @dataclass(frozen=True)
@@ -147,8 +147,7 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
             authentication_enabled=args.authentication_enabled,
             authorization_enabled=args.authorization_enabled,
             token_secret_key=args.token_secret_key,
-            superuser_roles=frozenset(r.strip() for r in args.superuser_roles.split(",")
-                                      if r.strip()),
+            superuser_roles=parse_roles(args.superuser_roles),
             debug_endpoints=args.debug_endpoints,
             tls_cert_file=args.tls_cert_file, tls_key_file=args.tls_key_file,
             broker_client_token_file=args.broker_client_token_file)

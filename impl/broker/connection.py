@@ -266,8 +266,7 @@ class ServerConnection:
                 connect.auth_method_name, connect.auth_data.decode(errors="replace"))
         except NotAuthenticated as exc:
             log.info("refusing connection from %s: %s", self.address, exc)
-            self.send(commands.error(commands.SERVER_REQUEST_ID,
-                                     ServerError.AuthenticationError, str(exc)))
+            self.send(commands.connect_refused(str(exc)))
             self.close()
             return
         self.understands_end_of_topic = not connect.client_version.startswith(

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from impl.admin.app import build_admin_app
 from impl.admin.context import AdminContext
-from impl.broker.config import BrokerConfig, parse_args
+from impl.broker.config import USAGE_EXIT_CODE, BrokerConfig, parse_args
 from impl.broker.dedup_policy import MetadataDeduplication
 from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.schemas.zookeeper import ZooKeeperSchemas
@@ -38,6 +38,7 @@ from impl.replication.service import BrokerReplication
 from impl.resources import ClusterData, PulsarResources
 from impl.scalable.segment_storage import SegmentStorage
 from impl.scalable.service import ScalableTopicsConfig, ScalableTopicService
+from impl.security.config import InvalidSecurityConfig
 from impl.security.guard import Guard
 from impl.storage.factory import ManagedLedgerFactory
 
@@ -188,3 +189,6 @@ def main(argv: list[str] | None = None) -> None:
     except (MetadataError, OSError) as exc:
         log.error("cannot start: %s", exc)
         sys.exit(ENVIRONMENT_EXIT_CODE)
+    except InvalidSecurityConfig as exc:  # a credentials file its flags name is unusable
+        log.error("cannot start: %s", exc)
+        sys.exit(USAGE_EXIT_CODE)

@@ -2,6 +2,11 @@
 
 Its store holds only the tenant and cluster records (`impl/lookup/directory.py`). SIGTERM
 or SIGINT: close and exit 0.
+
+Security, off unless given, with the brokers' flags: `--metadata-digest-file` (ZooKeeper
+digest credentials; the nodes it creates only that user may read or change),
+`--token-secret-key` with `--superuser-roles` (clients and admin requests must carry a
+token signed with the key; only those roles may change the records).
 """
 
 from __future__ import annotations
@@ -17,19 +22,35 @@ from aiohttp import web
 from impl.lookup.admin import build_lookup_app
 from impl.lookup.directory import TenantDirectory
 from impl.lookup.server import LookupServer
-from impl.metadata.store import MetadataStore
+from impl.metadata.store import MetadataStore, read_digest
+from impl.security.authorization import NoPermissions
+from impl.security.config import OPEN, SecurityConfig, parse_roles
+from impl.security.guard import Guard
 
 log = logging.getLogger("impl.lookup")
 
 
+def security(args: argparse.Namespace) -> SecurityConfig:
+    """Tokens checked, and only superusers' changes taken, once a key is given."""
+    if args.token_secret_key is None:
+        return OPEN
+    return SecurityConfig(authentication_enabled=True, authorization_enabled=True,
+                          token_secret_key=args.token_secret_key,
+                          superuser_roles=args.superuser_roles)
+
+
 async def serve(args: argparse.Namespace) -> int:
+    guard = Guard(security(args), NoPermissions())
+    digest = (None if args.metadata_digest_file is None
+              else read_digest(args.metadata_digest_file))
     store = await asyncio.to_thread(MetadataStore.connect, args.zk,
-                                    session_timeout=args.session_timeout_ms / 1000)
+                                    session_timeout=args.session_timeout_ms / 1000,
+                                    digest=digest)
     try:
         directory = TenantDirectory(store)
-        server = LookupServer(directory)
+        server = LookupServer(directory, guard)
         await server.start(args.bind_host, args.port)
-        admin = web.AppRunner(build_lookup_app(directory), access_log=None)
+        admin = web.AppRunner(build_lookup_app(directory, guard), access_log=None)
         await admin.setup()
         await web.TCPSite(admin, args.bind_host, args.admin_port).start()
         stop = asyncio.Event()
@@ -52,7 +73,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--zk", required=True, help="ZooKeeper HOST:PORT[,...][/chroot]")
     parser.add_argument("--bind-host", default="127.0.0.1")
     parser.add_argument("--session-timeout-ms", type=int, default=30_000)
+    parser.add_argument("--metadata-digest-file", default=None,
+                        help="user:password file: authenticate to ZooKeeper, and create "
+                             "nodes only that user may read or change")
+    parser.add_argument("--token-secret-key", default=None,
+                        help="file with the HS256 key tokens are signed with: clients and "
+                             "admin requests must then carry a token")
+    parser.add_argument("--superuser-roles", type=parse_roles, default=frozenset(),
+                        help="comma-separated roles that may change the records (needed "
+                             "with --token-secret-key)")
     args = parser.parse_args(argv)
+    if args.token_secret_key is not None and not args.superuser_roles:
+        parser.error("--token-secret-key needs --superuser-roles: nobody could change "
+                     "the records")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kazoo").setLevel(logging.WARNING)

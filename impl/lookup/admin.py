@@ -6,6 +6,11 @@
 | `PUT /lookup/v2/tenants/{tenant}` | `{"cluster": name}` | send the tenant's lookups to that cluster (412: unknown cluster) |
 | `GET /lookup/v2/tenants/{tenant}` | | `{"cluster", "brokerServiceUrl"}` (404: unknown tenant) |
 | `GET /lookup/v2/health` | | `ok` |
+
+With a guard that authenticates (`--token-secret-key`), every path but the health check
+needs `Authorization: Bearer <token>` (401 without a valid one); the changes (PUT) need a
+superuser (403 for another role), as the clusters of a broker's admin API do; reads, like
+reading a broker's clusters, any authenticated role.
 """  # noqa: E501 (a Markdown table)
 
 from __future__ import annotations
@@ -14,13 +19,16 @@ import asyncio
 
 from aiohttp import web
 
+from impl.admin.access_control import Needs, access_middleware, read_by_any_role
 from impl.admin.bodies import json_object
 from impl.admin.errors import error_response, errors_middleware
 from impl.lookup.directory import TenantDirectory, UnknownCluster, UnknownTenant
+from impl.security.guard import OPEN_GUARD, Guard
 
 DIRECTORY: web.AppKey[TenantDirectory] = web.AppKey("starquake.lookup.directory",
                                                     TenantDirectory)
 routes = web.RouteTableDef()
+HEALTH_PATH = "/lookup/v2/health"
 
 
 def _text_field(body: dict[str, object], name: str) -> str:
@@ -60,13 +68,19 @@ async def get_tenant(request: web.Request) -> web.Response:
     return web.json_response({"cluster": cluster, "brokerServiceUrl": url})
 
 
-@routes.get("/lookup/v2/health")
+@routes.get(HEALTH_PATH)
 async def health(_request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
-def build_lookup_app(directory: TenantDirectory) -> web.Application:
-    app = web.Application(middlewares=[errors_middleware])
+def lookup_needs(method: str, _path: str) -> Needs:
+    """What a request to the lookup service needs of its caller's role."""
+    return read_by_any_role(method)
+
+
+def build_lookup_app(directory: TenantDirectory, guard: Guard = OPEN_GUARD) -> web.Application:
+    app = web.Application(middlewares=[
+        errors_middleware, access_middleware(guard, lookup_needs, (HEALTH_PATH,))])
     app[DIRECTORY] = directory
     app.add_routes(routes)
     return app

@@ -7,6 +7,11 @@ LOOKUP here. A LOOKUP is answered with a `Redirect` (not authoritative) to the
 topic up at that cluster, whose brokers redirect further to the owner, and connects there.
 When a topic is unloaded, its clients look it up again through this door, so after the
 tenant's record changes they land in the new cluster.
+
+With a guard that authenticates, CONNECT must carry a valid token, as Pulsar's proxy
+requires of its clients: a refused CONNECT is answered ERROR AuthenticationError and the
+connection closed. Whether the role may use the topic is the cluster's to decide, where the
+client looks it up again. Before a CONNECT is accepted nothing else is answered.
 """
 
 from __future__ import annotations
@@ -18,17 +23,20 @@ from impl.broker import commands
 from impl.lookup.directory import TenantDirectory, UnknownCluster, UnknownTenant
 from impl.metadata.errors import MetadataError
 from impl.ownership.topic_name import TopicName
-from wire.frames import Frame, FrameDecoder, MalformedFrame, encode_command
+from impl.security.errors import NotAuthenticated
+from impl.security.guard import OPEN_GUARD, Guard
+from wire.frames import FrameDecoder, MalformedFrame, encode_command
 from wire.keep_alive import pong
-from wire.pulsar_api_pb2 import BaseCommand, ServerError
+from wire.pulsar_api_pb2 import BaseCommand, CommandConnect, ServerError
 from wire.topic_names import InvalidTopicName
 
 log = logging.getLogger(__name__)
 
 
 class LookupServer:
-    def __init__(self, directory: TenantDirectory) -> None:
+    def __init__(self, directory: TenantDirectory, guard: Guard = OPEN_GUARD) -> None:
         self._directory = directory
+        self._guard = guard
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
@@ -46,11 +54,22 @@ class LookupServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
         decoder = FrameDecoder()
+        connected = False
         try:
             while data := await reader.read(64 * 1024):
                 for frame in decoder.feed(data):
-                    reply = await self._answer(frame)
-                    if reply is not None:
+                    command = frame.command
+                    if command.type == BaseCommand.CONNECT:
+                        greeting = self._connect(command.connect)
+                        writer.write(encode_command(greeting))
+                        connected = greeting.type == BaseCommand.CONNECTED
+                        if not connected:
+                            return
+                    elif not connected:
+                        log.info("lookup connection sent %s before CONNECT; closed",
+                                 BaseCommand.Type.Name(command.type))
+                        return
+                    elif (reply := await self._answer(command)) is not None:
                         writer.write(encode_command(reply))
         except (MalformedFrame, ConnectionError) as exc:
             log.info("lookup connection closed: %s", exc)
@@ -58,10 +77,16 @@ class LookupServer:
             self._writers.discard(writer)
             writer.close()
 
-    async def _answer(self, frame: Frame) -> BaseCommand | None:
-        command = frame.command
-        if command.type == BaseCommand.CONNECT:
-            return commands.connected(command.connect.protocol_version)
+    def _connect(self, connect: CommandConnect) -> BaseCommand:
+        try:
+            self._guard.authenticate(connect.auth_method_name,
+                                     connect.auth_data.decode(errors="replace"))
+        except NotAuthenticated as exc:
+            log.info("refusing a lookup client: %s", exc)
+            return commands.connect_refused(str(exc))
+        return commands.connected(connect.protocol_version)
+
+    async def _answer(self, command: BaseCommand) -> BaseCommand | None:
         if command.type == BaseCommand.PING:
             return pong()
         if command.type == BaseCommand.PARTITIONED_METADATA:

@@ -63,3 +63,14 @@ class Authorizer:
         """May `role` do any of `actions` on the namespace's topics?"""
         return (self.is_tenant_admin(role, namespace.tenant)
                 or bool(self.granted(role, namespace) & actions))
+
+
+class NoPermissions:
+    """A permission source that holds no tenant and no namespace, for a service that keeps
+    none (the lookup service): only superusers pass its checks."""
+
+    def tenant(self, name: str) -> TenantInfo:
+        raise ResourceNotFound("tenant", name)
+
+    def policies(self, namespace: NamespaceName) -> NamespacePolicies:
+        raise ResourceNotFound("namespace", str(namespace))

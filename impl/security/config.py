@@ -52,9 +52,17 @@ class SecurityConfig:
     def broker_client_token(self) -> str | None:
         """The token in `broker_client_token_file`, None without one. The broker reads it
         at its start, so that a missing or empty file stops it there rather than at its
-        first replicator."""
-        return None if self.broker_client_token_file is None else read_token(
-            self.broker_client_token_file)
+        first replicator, with a reason that names the flag."""
+        path = self.broker_client_token_file
+        if path is None:
+            return None
+        try:
+            return read_token(path)
+        except OSError as exc:
+            raise InvalidSecurityConfig(f"--broker-client-token-file {path}: "
+                                        f"{exc.strerror}") from None
+        except ValueError as exc:
+            raise InvalidSecurityConfig(f"--broker-client-token-file: {exc}") from None
 
     def server_ssl_context(self) -> ssl.SSLContext | None:
         """The listeners' TLS context, or None for plain TCP."""
@@ -63,6 +71,11 @@ class SecurityConfig:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(self.tls_cert_file, self.tls_key_file)
         return context
+
+
+def parse_roles(text: str) -> frozenset[str]:
+    """`--superuser-roles a, b`: the roles, blanks around them and empty ones dropped."""
+    return frozenset(role.strip() for role in text.split(",") if role.strip())
 
 
 OPEN = SecurityConfig()

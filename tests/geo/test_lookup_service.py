@@ -1,15 +1,17 @@
 """The lookup service alone (a real process on a real ZooKeeper): it sends a client to the
 cluster its tenant is assigned to, and refuses what it cannot place with the fact a user
-needs."""
+needs. (With tokens and ZooKeeper credentials it runs in tests/security/test_token_cluster.py.)"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pulsar
 import pytest
 
 from harness.admin_api import AdminError, admin_request
+from impl.lookup.__main__ import main as lookup_main
 from tests.geo.conftest import LookupService
 
 pytestmark = [pytest.mark.zk, pytest.mark.cluster]
@@ -35,3 +37,12 @@ def test_the_lookup_service_routes_tenants_and_refuses_unknown_ones(
     client = pulsar_client(lookup.service_url, operation_timeout_seconds=3)
     with pytest.raises(pulsar.TopicNotFound):
         client.create_producer("persistent://unknown-tenant/ns/t")
+
+
+def test_a_lookup_service_with_a_token_key_needs_superuser_roles(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        lookup_main(["--port", "1", "--admin-port", "2", "--zk", "127.0.0.1:1",
+                     "--token-secret-key", str(tmp_path / "secret.key")])
+    assert exited.value.code == 2
+    assert "--token-secret-key needs --superuser-roles" in capsys.readouterr().err

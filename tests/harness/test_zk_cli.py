@@ -1,4 +1,6 @@
-"""`starquake zk up`: an ensemble in the foreground that a signal stops cleanly."""
+"""`starquake zk up`: an ensemble in the foreground that a signal stops cleanly;
+`starquake zk ls` and `get`: nodes a digest ACL closes are read with the digest file and
+refused, saying so, without it."""
 
 from __future__ import annotations
 
@@ -6,11 +8,14 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from history.errors import BAD_INPUT
 from impl.metadata.store import MetadataStore
+from starquake.cli import main
 
 pytestmark = pytest.mark.zk
 
@@ -58,3 +63,34 @@ def test_zk_up_serves_until_signalled_then_stops_its_java_processes(
     for pid in pids:
         cmdline = Path(f"/proc/{pid}/cmdline")
         assert not cmdline.exists() or b"QuorumPeerMain" not in cmdline.read_bytes()
+
+
+DIGEST = "starquake:a-password"
+
+
+def test_zk_ls_and_get_read_nodes_closed_by_a_digest_with_the_digest_file_only(
+        zk_store: Callable[..., MetadataStore], zk_connect_string: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    zk_store(digest=DIGEST).create("/guarded/node", b"metadata")
+    digest_file = tmp_path / "zookeeper-digest"
+    digest_file.write_text(DIGEST + "\n")
+    with_digest = ("--digest-file", str(digest_file))
+
+    assert run_cli("zk", "ls", zk_connect_string, "/guarded", *with_digest,
+                   capsys=capsys) == (0, "node\n", "")
+    assert run_cli("zk", "get", zk_connect_string, "/guarded/node", *with_digest,
+                   capsys=capsys) == (0, "metadata\n", "")
+    for command in ("ls", "get"):
+        code, out, err = run_cli("zk", command, zk_connect_string, "/guarded/node",
+                                 capsys=capsys)
+        assert (code, out) == (BAD_INPUT, "")
+        assert err == (f"starquake: ZooKeeper refused to read /guarded/node in "
+                       f"{zk_connect_string}: its ACL does not admit a client without "
+                       "credentials (give them with --digest-file FILE)\n")
+
+
+def run_cli(*argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(list(argv))
+    captured = capsys.readouterr()
+    return int(exited.value.code or 0), captured.out, captured.err

@@ -5,6 +5,7 @@ clients (`--broker-client-token-file`)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from harness.targets.docker.images import NodeImage
 from harness.targets.docker.node_specs import NodeSettings, broker_spec
 from harness.targets.run_auth import RunAuth
 from impl.broker.config import USAGE_EXIT_CODE, parse_args
+from impl.security.config import InvalidSecurityConfig
 from wire.tokens import read_secret_key, verify
 
 REQUIRED = ["--cluster", "a", "--zk", "127.0.0.1:2181", "--port", "6650", "--admin-port",
@@ -68,3 +70,20 @@ def test_a_token_run_writes_the_files_its_flags_name_into_broker_containers() ->
 
 def test_without_the_client_token_flag_a_broker_presents_nothing() -> None:
     assert parse_args(REQUIRED).security.broker_client_token() is None
+
+
+def test_the_client_token_is_read_from_its_file_and_an_unusable_file_refused_naming_the_flag(
+        tmp_path: Path) -> None:
+    token_file = tmp_path / "broker-client.token"
+    token_file.write_text("a.token.value\n")
+    config = parse_args([*REQUIRED, "--broker-client-token-file", str(token_file)])
+    assert config.security.broker_client_token() == "a.token.value"
+    assert "a.token.value" not in repr(config)
+    token_file.write_text("\n")
+    with pytest.raises(InvalidSecurityConfig, match=re.escape(
+            f"--broker-client-token-file: token file {token_file} is empty")):
+        config.security.broker_client_token()
+    token_file.unlink()
+    with pytest.raises(InvalidSecurityConfig, match=re.escape(
+            f"--broker-client-token-file {token_file}: No such file or directory")):
+        config.security.broker_client_token()

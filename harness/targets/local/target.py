@@ -59,23 +59,31 @@ class _NamedNode:
         self._node.resume()
 
 
+def _where(base: Path, clusters: dict[str, LocalCluster], auth: RunAuth | None) -> str:
+    """Where the run's processes keep their data, and what `starquake zk` needs to read
+    its ZooKeeper: each cluster's connect string and, with authentication, the digest
+    file."""
+    zookeepers = ", ".join(f"{name} {local.zk_connect_string}"
+                           for name, local in clusters.items())
+    closed = auth is not None and auth.metadata_digest
+    credentials = f", credentials {base / DIGEST_FILE}" if closed else ""
+    return f"processes with data in {base}; ZooKeeper {zookeepers}{credentials}"
+
+
 class LocalTarget:
     """A `Deployment` of local processes."""
 
     def __init__(self, topology: Topology, mutants: tuple[str, ...], run_dir: Path,
                  lookup_service: bool = False, auth: RunAuth | None = None) -> None:
         self._topology = topology
-        self._lookup = DeployedLookup(lookup_service, run_dir)
+        self._lookup = DeployedLookup(lookup_service, run_dir, auth)
         self._run_dir = run_dir
         self._base = Path(tempfile.mkdtemp(prefix="starquake-run-"))
         broker_args: tuple[str, ...] = ()
         bookie_args: tuple[str, ...] = ()
         if auth is not None:
-            digest = self._base / DIGEST_FILE
-            digest.write_text(auth.metadata_digest)
-            bookie_args = auth.metadata_args(str(digest))
+            bookie_args = auth.local_metadata_args(self._base)
             broker_args = (*auth.local_broker_args(self._base), *bookie_args)
-        self.where = f"processes with data in {self._base}"
         self._locals = {
             name: LocalCluster(self._base / name, ClusterSettings(
                 name=name, brokers=topology.brokers, bookies=topology.bookies,
@@ -83,6 +91,7 @@ class LocalTarget:
                 session_expired_policy=topology.session_expired_policy, mutants=mutants,
                 broker_args=broker_args, bookie_args=bookie_args))
             for name in topology.clusters}
+        self.where = _where(self._base, self._locals, auth)
         self._controls: dict[str, NodeControl] = {}
         self._logs: dict[str, Path] = {}
         for cluster, local in self._locals.items():
