@@ -135,19 +135,20 @@ def _remove_network(network: Network) -> None:
         log.info("network %s still has endpoints; trying again", network.name)
 
 
-def _left_behind(client: DockerClient, run_id: str | None) -> str:
-    """What removal left, by name; a network no container holds but the engine will not
-    remove is the engine's stale endpoint, which only a restart of dockerd clears."""
-    names = [c.name for c in run_containers(client, run_id)]
+def _left_behind(client: DockerClient, run_id: str | None) -> tuple[list[str], list[str]]:
+    """What removal left, by name: what it should have removed, and the networks no
+    container holds that the engine still will not remove. Those are the engine's fault
+    (a stale endpoint, which only a restart of dockerd clears): they hold no process and
+    no iptables rule of ours, so a teardown names them but does not fail for them."""
+    left = [c.name for c in run_containers(client, run_id)]
+    stale: list[str] = []
     for network in run_networks(client, run_id):
         try:
             network.reload()
         except docker.errors.NotFound:
             continue  # another teardown removed it meanwhile
-        stale = not network.attrs.get("Containers")
-        names.append(f"{network.name} (no container attached: the engine kept a stale "
-                     f"endpoint; restarting dockerd clears it)" if stale else network.name)
-    return ", ".join(names)
+        (left if network.attrs.get("Containers") else stale).append(network.name)
+    return left, stale
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,12 @@ def remove_run(client: DockerClient, run_id: str | None) -> Removed:
     iptables rules go with them), then the networks. A harness interrupted while it
     created a container leaves the engine finishing that creation after our listing, so
     removal goes over the run again (at most `REMOVAL_PASSES` times) until nothing is
-    left. Raises TeardownIncomplete naming what is left if the engine kept anything.
+    left. Raises TeardownIncomplete naming what is left, unless all that is left is networks
+    the engine keeps with no container attached (its stale endpoints): those get a warning.
     """
-    containers_removed, networks_removed, runs = 0, 0, set()
+    containers_seen: set[str] = set()
+    networks_seen: set[str] = set()
+    runs: set[str] = set()
     for attempt in range(REMOVAL_PASSES):
         if attempt:
             time.sleep(REMOVAL_PAUSE_S)
@@ -190,11 +194,17 @@ def remove_run(client: DockerClient, run_id: str | None) -> Removed:
         except docker.errors.APIError as exc:
             raise TeardownIncomplete(f"removing run {run_id or '(all)'} failed: "
                                      f"{exc.explanation or exc}") from None
-        containers_removed += len(containers)
-        networks_removed += len(networks)
-    left = _left_behind(client, run_id)
+        containers_seen |= {c.name for c in containers}
+        networks_seen |= {n.name for n in networks}
+    left, stale = _left_behind(client, run_id)
     if left:
-        raise TeardownIncomplete(f"still present after removal: {left}")
+        raise TeardownIncomplete(f"still present after removal: {', '.join(left + stale)}")
+    if stale:
+        log.warning("the Docker engine keeps %s with no container attached (a stale "
+                    "endpoint of the engine's; restarting dockerd clears it)",
+                    ", ".join(stale))
+    containers_removed = len(containers_seen)
+    networks_removed = len(networks_seen - set(stale))
     log.info("removed %d containers, %d networks of %s", containers_removed, networks_removed,
              run_id or "every run")
     return Removed(containers_removed, networks_removed, tuple(sorted(r for r in runs if r)))
