@@ -88,7 +88,9 @@ class _Deliveries:
     """A consumer's handler: records each delivery as a `recv` and its acknowledgement as
     an `ack`. A consumer reads its segments side by side, one message at a time each, so
     every acknowledgement in flight has a process of its own; a process whose `ack` has
-    completed serves the next delivery."""
+    completed serves the next delivery. Each message is held `process_ms` between its
+    `recv` and its `ack`: the segment's reader waits for the handler, so a slow consumer
+    slows only the segments it reads."""
 
     def __init__(self, workload: ScalableWorkload, subscription: str, consumer: str) -> None:
         self._workload = workload
@@ -96,6 +98,7 @@ class _Deliveries:
         self._fields = {"topic": c.topic, "cluster": c.cluster, "subscription": subscription,
                         "consumer": consumer}
         self._idle: list[ClientProcess] = []
+        self._hold_s = workload.context.settings.process_ms / 1000
 
     async def __call__(self, message: Message) -> AckListener:
         w = self._workload
@@ -106,6 +109,8 @@ class _Deliveries:
         process.observe("recv", value=value, key=message.key or None,
                         segment=segment_of(message.segment_topic), position=position,
                         redelivery=message.redelivery, **self._fields)
+        if self._hold_s:
+            await asyncio.sleep(self._hold_s)
         process.invoke("ack", value=value, **self._fields)
 
         def settled(confirmed: bool) -> None:

@@ -30,6 +30,10 @@ class WorkloadSettings:
     """Mean time between the admin driver's splits and merges (`scalable` workload)."""
     send_timeout_s: float = 10.0
     """How long a send may wait before it is given up as `info` (`scalable` workload)."""
+    process_ms: float = 0.0
+    """How long a consumer works on each message before it acknowledges it (`scalable`
+    workload): above the time between a segment's messages, the consumers fall behind and
+    every split or merge finds a backlog on its parents, where ordering bugs live."""
     groups: tuple[str, ...] = ()
     """The probe groups to run, by name (`contract` workload; all when empty): a scenario
     about one promise runs only the probes of that promise."""

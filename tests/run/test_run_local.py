@@ -25,9 +25,10 @@ STARQUAKE = [sys.executable, "-m", "starquake"]
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
 
-def _starquake_run(scenario: Path, runs: Path, seed: int) -> subprocess.CompletedProcess[str]:
+def _starquake_run(scenario: Path, runs: Path, seed: int,
+                   *options: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*STARQUAKE, "run", str(scenario), "--seed", str(seed),
-                           "--backend", "local", "--runs-dir", str(runs)],
+                           "--backend", "local", "--runs-dir", str(runs), *options],
                           cwd=REPO, capture_output=True, text=True, timeout=400, check=False)
 
 

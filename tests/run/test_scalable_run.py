@@ -1,7 +1,8 @@
 """`starquake run` with the `scalable` workload on local processes: splits and merges under a
 broker kill end valid, with every operation the history contract asks of a scalable topic;
 the controller mutants that leave parents writable (`skip-terminate`) or children without
-cursors (`child-cursor-at-latest`) do not."""
+cursors (`child-cursor-at-latest`) do not, nor does the coordinator's that hands out
+children early (`children-before-parent-drained`) once the consumers lag."""
 
 from __future__ import annotations
 
@@ -15,6 +16,18 @@ from tests.run.test_run_local import REPO, _events, _starquake_run
 HERE = Path(__file__).resolve().parent
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
+
+
+def _made_segments(events: list[dict]) -> set[int]:
+    """The segments a split or merge made, by the last layout the observer recorded."""
+    final = max((e for e in events if e["f"] == "layout"), key=lambda e: e["epoch"])
+    return {int(s) for s, segment in json.loads(final["detail"])["segments"].items()
+            if segment["parentIds"]}
+
+
+def _stored_in(events: list[dict]) -> dict[str, int]:
+    """Each acknowledged value -> the segment that stored it."""
+    return {e["value"]: e["segment"] for e in events if e["f"] == "send" and e["type"] == "ok"}
 
 
 def test_splits_and_merges_under_a_broker_kill_are_valid(tmp_path: Path) -> None:
@@ -104,10 +117,7 @@ def test_children_without_cursors_lose_what_they_took_before_the_consumers_came(
     checkers = json.loads((run_dir / "results.json").read_text())["checkers"]
     assert all(checkers[name]["valid"] is True for name in ("dual-write", "misrouted", "order"))
     events = _events(run_dir)
-    final = max((e for e in events if e["f"] == "layout"), key=lambda e: e["epoch"])
-    made = {int(s) for s, segment in json.loads(final["detail"])["segments"].items()
-            if segment["parentIds"]}
-    stored = {e["value"]: e["segment"] for e in events if e["f"] == "send" and e["type"] == "ok"}
+    made, stored = _made_segments(events), _stored_in(events)
     missed = {sub: set(stored) - {e["value"] for e in events
                                   if e["f"] == "recv" and e["subscription"] == sub}
               for sub in ("stream", "queue")}
@@ -116,3 +126,29 @@ def test_children_without_cursors_lose_what_they_took_before_the_consumers_came(
     assert all(stored[value] in made for values in missed.values() for value in values)
     for example in checkers["lost"]["examples"]:
         assert example["value"] in missed[example["subscription"]]
+
+
+def test_lagging_consumers_show_children_handed_out_before_their_parents_drain(
+        tmp_path: Path) -> None:
+    """`children-before-parent-drained`, with consumers slower than the producers
+    (`process_ms`): a split or merge finds its parents with unread messages, and a stream
+    consumer given the children at once reads a key's newer messages before its older
+    ones: `order`, nothing lost. The same scenario and seed with the mutant off is valid,
+    so the lag alone reorders nothing."""
+    scenario = REPO / "scenarios/mutants/scalable-children-before-parent-drained.toml"
+    caught = _starquake_run(scenario, tmp_path / "mutant", 1)
+    assert caught.returncode == 1, caught.stdout + caught.stderr
+    (run_dir,) = (tmp_path / "mutant" / scenario.stem).iterdir()
+    checkers = json.loads((run_dir / "results.json").read_text())["checkers"]
+    assert checkers["order"]["count"] > 0
+    assert all(checkers[name]["valid"] is True for name in ("lost", "dual-write", "misrouted"))
+    events = _events(run_dir)
+    made, stored = _made_segments(events), _stored_in(events)
+    for example in checkers["order"]["examples"]:
+        # The newer message came first, from a child; the older one was on an ancestor.
+        assert example["subscription"] == "stream"
+        assert stored[example["later"]] in made
+        assert stored[example["earlier"]] != stored[example["later"]]
+
+    twin = _starquake_run(scenario, tmp_path / "twin", 1, "--without-mutants")
+    assert twin.returncode == 0, twin.stdout + twin.stderr

@@ -41,10 +41,14 @@ def test_a_directory_without_scenarios_is_bad_input(tmp_path: Path) -> None:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_caught_mutant_passes_the_suite_and_junit_says_so(tmp_path: Path) -> None:
-    """The mutant drops acknowledged writes before they are durable; its scenario
-    expects `invalid`, so catching it is a pass."""
+    """A short mutants suite: a storage mutant (the bookie drops acknowledged writes before
+    they are durable) and a client-contract one (delayed delivery ignored). Each scenario
+    expects `invalid` with its named anomaly, so catching both is a pass: exit 0, and a
+    JUnit file with two testcases and no failure, each naming its anomalies."""
     runs = tmp_path / "runs"
-    done = _suite(str(REPO / "scenarios/mutants/topic-ack-before-durable.toml"), "--seed", "1",
+    mutants = REPO / "scenarios/mutants"
+    done = _suite(str(mutants / "topic-ack-before-durable.toml"),
+                  str(mutants / "contract-deliver-at-ignored.toml"), "--seed", "1",
                   "--backend", "local", "--runs-dir", str(runs))
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = (runs / "topic-ack-before-durable").iterdir()
@@ -53,5 +57,12 @@ def test_a_caught_mutant_passes_the_suite_and_junit_says_so(tmp_path: Path) -> N
     assert "late" in {e["subscription"] for e in results["checkers"]["lost"]["examples"]}
 
     junit = ET.parse(runs / "junit.xml").getroot()
-    assert (junit.get("tests"), junit.get("failures")) == ("1", "0")
-    assert "topic-ack-before-durable" in (runs / "index.html").read_text()
+    assert (junit.get("tests"), junit.get("failures")) == ("2", "0")
+    out = {case.get("classname"): case.findtext("system-out") or ""
+           for case in junit.iter("testcase")}
+    assert set(out) == {"starquake.topic-ack-before-durable",
+                        "starquake.contract-deliver-at-ignored"}
+    assert "lost=" in out["starquake.topic-ack-before-durable"]
+    assert "contract=" in out["starquake.contract-deliver-at-ignored"]
+    index = (runs / "index.html").read_text()
+    assert "topic-ack-before-durable" in index and "contract-deliver-at-ignored" in index
