@@ -64,9 +64,10 @@ def first_anomaly_s(run_dir: Path, anomalies: tuple[str, ...]) -> float | None:
 def earliest_observation_s(examples: list[list[int]], at: dict[int, int]) -> float | None:
     """An example's events run from its context to the event that completes the anomaly
     (a `lost` example: the subscription's `subscribe`, then the send's invoke and `ok`;
-    an `order` one ends with the newer message's delivery): the history holds it from its
-    last event. The earliest such moment over the examples, in seconds from the run's
-    first event (`at`: event index -> time in nanoseconds); None without an example."""
+    an `order` one: the newer send's invoke, the older one's `ok`, and both deliveries,
+    the older one's last): the history holds it from its last event. The earliest such
+    moment over the examples, in seconds from the run's first event (`at`: event index ->
+    time in nanoseconds); None without an example."""
     seen = [max(at[i] for i in events) for events in examples if all(i in at for i in events)]
     return (min(seen) - min(at.values())) / 1e9 if seen else None
 
@@ -103,10 +104,9 @@ def table(rows: list[Detection], command: str) -> str:
         "edit it. *Caught*: the run ended `invalid` with every anomaly its scenario names.",
         "*First anomaly*: the median, over the caught seeds, of the seconds from the run's",
         "first event to the first event that completed one of those anomalies (for `lost`,",
-        "the acknowledged send of a message never delivered; for `order`, the delivery of a",
-        "newer message before an older one of its key; for `contract`, the failed probe's",
-        "last step). *Twin valid*: the same scenario and seed with its mutants off ended",
-        "`valid`.",
+        "the acknowledged send of a message never delivered; for `order`, the delivery of an",
+        "older message after a newer one of its key; for `contract`, the failed probe's last",
+        "step). *Twin valid*: the same scenario and seed with its mutants off ended `valid`.",
         "",
         "| scenario | mutants | anomalies | caught | first anomaly (s) | twin valid |",
         "| --- | --- | --- | --- | --- | --- |",
