@@ -36,6 +36,14 @@ def _events(run_dir: Path) -> list[dict]:
     return [orjson.loads(line) for line in (run_dir / "history.jsonl").read_bytes().splitlines()]
 
 
+def _never_received(events: list[dict], subscription: str) -> set[str]:
+    """The acknowledged sends whose value `subscription` never received: what `lost` must
+    count there once the drain completed (a checker's examples show only the first few)."""
+    sent = {e["value"] for e in events if e["f"] == "send" and e["type"] == "ok"}
+    return sent - {e["value"] for e in events
+                   if e["f"] == "recv" and e["subscription"] == subscription}
+
+
 def test_a_run_under_broker_kills_is_valid_and_complete(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     done = _starquake_run(REPO / "scenarios/smoke/topic-kill.toml", runs, 7)

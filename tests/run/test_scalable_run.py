@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.run.test_run_local import REPO, _events, _starquake_run
+from tests.run.test_run_local import REPO, _events, _never_received, _starquake_run
 
 HERE = Path(__file__).resolve().parent
 
@@ -118,9 +118,7 @@ def test_children_without_cursors_lose_what_they_took_before_the_consumers_came(
     assert all(checkers[name]["valid"] is True for name in ("dual-write", "misrouted", "order"))
     events = _events(run_dir)
     made, stored = _made_segments(events), _stored_in(events)
-    missed = {sub: set(stored) - {e["value"] for e in events
-                                  if e["f"] == "recv" and e["subscription"] == sub}
-              for sub in ("stream", "queue")}
+    missed = {sub: _never_received(events, sub) for sub in ("stream", "queue")}
     assert missed["stream"]
     assert checkers["lost"]["count"] == sum(len(values) for values in missed.values())
     assert all(stored[value] in made for values in missed.values() for value in values)
