@@ -92,6 +92,13 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
     Mutant("merge-one-parent-subscriptions", "scalable topic controller",
            "PIP-468 merge step 1: the union of both parents' subscriptions",
            "a subscription of the other parent misses the merged segment: lost messages"),
+    Mutant("admin-range-start-exclusive", "admin API",
+           "PIP-468 metadata format: a segment's `hashRange` is `[start, end]` with both "
+           "ends inclusive, in the metadata the admin API shows as in the DAG clients "
+           "route by",
+           "the admin API writes each range's start one past the segment's first hash, so "
+           "that hash belongs to no segment there: a send keyed onto it, stored where the "
+           "DAG routes it, lies outside its segment's range (misrouted)"),
     Mutant("no-grace-period", "subscription coordinator",
            "PIP-468 consumer session lifecycle: a disconnected consumer keeps its "
            "assignment for the grace period",

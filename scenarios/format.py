@@ -89,6 +89,9 @@ def load_scenario(path: Path) -> Scenario:
     if problem:
         raise ScenarioError(f"{path}: topology.clusters: {problem}, got "
                             f"{list(scenario.topology.clusters)}")
+    if scenario.workload.edge_key_share > 1:
+        raise reader.fail("workload.edge_key_share", "a share from 0 to 1",
+                          scenario.workload.edge_key_share)
     problem = groups_problem(scenario.workload.kind, scenario.workload.groups)
     if problem:
         raise ScenarioError(f"{path}: workload.groups: {problem}")

@@ -8,7 +8,9 @@ loop of its own thread):
   routing `ScalableProducer`; a `send` is `ok` with the `segment` it was stored in, its
   `position` and the layout `epoch` the producer knew then. Any error leaves the outcome
   unknown (`info`: the client repeats a send whose connection broke, so it may be stored),
-  and the worker goes on under a new process id.
+  and the worker goes on under a new process id. A share of the sends (`edge_key_share`)
+  carry keys that hash onto the first or last hash of an active segment
+  (harness/workloads/edge_keys.py), where routing off-by-ones live.
 - **Subscriptions** `stream` (ordered: `StreamConsumer`s registered with the controller)
   and `queue` (`QueueConsumer`s, Shared on every segment) are created through the admin
   API before the first send, each a `subscribe` with its mode. `workload.consumers`
@@ -26,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import random
 import threading
 import time
 from typing import Any
@@ -37,6 +40,7 @@ from harness.scalable_client.segment_consumer import AckListener, Message
 from harness.scalable_client.stream_consumer import StreamConsumer
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.client_loop import ClientLoop
+from harness.workloads.edge_keys import EdgeKeys
 from harness.workloads.loops import (
     DeliveryClock,
     drain_fields,
@@ -128,6 +132,7 @@ class ScalableWorkload:
         self.deliveries = DeliveryClock()
         self._urls = service_urls(context.service_url)
         self._admin = ScalableTopicAdmin(context.admin_urls, context.topic)
+        self._edges = EdgeKeys(context.settings.edge_key_share)
         self._observer = LayoutObserver(context, self._admin)
         self._loop: ClientLoop | None = None
         self._producers: list[ScalableProducer] = []
@@ -248,10 +253,16 @@ class ScalableWorkload:
         process = ClientProcess(c.history, self.ids)
         producer = self._producers[worker]
         plan = message_plan(c.seed, worker, c.settings.keys)
+        edge_draws = random.Random(f"{c.seed}:edges:{worker}")
         timeout = c.settings.send_timeout_s
         workers = len(self._producers)
         for _ in paced_slots(c.settings.rate / workers, deadline, stop, worker / workers):
-            key, value = next(plan)
+            planned, value = next(plan)
+            layout = producer.dag.layout
+            if layout is not None:
+                self._edges.learn(layout.epoch, ((s.hash_start, s.hash_end)
+                                                 for s in layout.active_segments))
+            key = self._edges.key_for(planned, edge_draws)
             process.invoke("send", value=value, key=key, topic=c.topic, cluster=c.cluster)
             try:
                 result, epoch = self._running().call(

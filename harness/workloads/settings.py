@@ -30,6 +30,10 @@ class WorkloadSettings:
     """Mean time between the admin driver's splits and merges (`scalable` workload)."""
     send_timeout_s: float = 10.0
     """How long a send may wait before it is given up as `info` (`scalable` workload)."""
+    edge_key_share: float = 0.25
+    """The share of sends keyed to hash onto the first or last hash of an active segment
+    (`scalable` workload), each edge in turn: random keys almost never land there, where
+    an off-by-one in routing lives."""
     process_ms: float = 0.0
     """How long a consumer works on each message before it acknowledges it (`scalable`
     workload): above the time between a segment's messages, the consumers fall behind and

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from aiohttp import web
 
@@ -28,6 +28,7 @@ from impl.scalable.errors import (
     SegmentTooSmall,
     SubscriptionNotFound,
 )
+from impl.scalable.layout import SegmentLayout
 from impl.scalable.service import ScalableTopicService
 from impl.scalable.sessions import SubscriptionType
 from wire.topic_names import ScalableTopicName
@@ -89,8 +90,16 @@ class _JsonError(web.HTTPException):
                          content_type="application/json")
 
 
-def _layout_json(layout: Any) -> web.Response:
-    return web.json_response(layout.to_metadata())
+def _layout_json(request: web.Request, layout: SegmentLayout) -> web.Response:
+    """The layout's `ScalableTopicMetadata`, each hash range with both ends inclusive as in
+    the DAG the clients route by (mutant `admin-range-start-exclusive` writes each start
+    one past the segment's first hash)."""
+    metadata = layout.to_metadata()
+    service = context(request).scalable
+    if service is not None and service.mutants.on("admin-range-start-exclusive"):
+        for segment in metadata["segments"].values():
+            segment["hashRange"]["start"] += 1
+    return web.json_response(metadata)
 
 
 @routes.get(NAMESPACE)
@@ -117,13 +126,13 @@ async def create_topic(request: web.Request) -> web.Response:
     await asyncio.to_thread(context(request).resources.policies, NamespaceName(
         topic.tenant, topic.namespace))
     layout = await _run(request, lambda s: s.create_topic(topic, count, properties))
-    return _layout_json(layout)
+    return _layout_json(request, layout)
 
 
 @routes.get(TOPIC)
 async def get_metadata(request: web.Request) -> web.Response:
     topic = _topic(request)
-    return _layout_json(await _run(request, lambda s: s.layout(topic)))
+    return _layout_json(request, await _run(request, lambda s: s.layout(topic)))
 
 
 @routes.delete(TOPIC)
@@ -160,7 +169,7 @@ async def delete_subscription(request: web.Request) -> web.Response:
 async def split_segment(request: web.Request) -> web.Response:
     topic, segment = _topic(request), int(request.match_info["segment_id"])
     layout = await _run(request, lambda s: s.as_leader(topic, lambda c: c.split_segment(segment)))
-    return _layout_json(layout)
+    return _layout_json(request, layout)
 
 
 @routes.post(TOPIC + "/merge/{first_id}/{second_id}")
@@ -169,6 +178,6 @@ async def merge_segments(request: web.Request) -> web.Response:
     first, second = int(request.match_info["first_id"]), int(request.match_info["second_id"])
     layout = await _run(request, lambda s: s.as_leader(
         topic, lambda c: c.merge_segments(first, second)))
-    return _layout_json(layout)
+    return _layout_json(request, layout)
 
 

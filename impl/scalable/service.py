@@ -72,7 +72,7 @@ class ScalableTopicService:
         self._store = store
         self._registry = registry
         self.config = config
-        self._mutants = mutants
+        self.mutants = mutants
         self.segments = AdminSegmentTopics(config.admin_url, token=config.admin_token)
         self._controllers: dict[ScalableTopicName, ScalableTopicController] = {}
         self._deletion_watches: dict[ScalableTopicName, Watch] = {}
@@ -99,7 +99,7 @@ class ScalableTopicService:
             controller = ScalableTopicController(
                 self._store, topic, self.segments, self.segments,
                 ControllerConfig(self.config.broker_url, grace_period=self.config.grace_period),
-                mutants=self._mutants)
+                mutants=self.mutants)
             self._controllers[topic] = controller
         try:
             controller.initialize()

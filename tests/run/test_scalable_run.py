@@ -2,7 +2,9 @@
 broker kill end valid, with every operation the history contract asks of a scalable topic;
 the controller mutants that leave parents writable (`skip-terminate`) or children without
 cursors (`child-cursor-at-latest`) do not, nor does the coordinator's that hands out
-children early (`children-before-parent-drained`) once the consumers lag."""
+children early (`children-before-parent-drained`) once the consumers lag, nor an admin API
+whose ranges disagree with the DAG at the segments' first hashes
+(`admin-range-start-exclusive`), which only the edge keys reach."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from history.schema import key_hash
 from tests.run.test_run_local import REPO, _events, _never_received, _starquake_run
 
 HERE = Path(__file__).resolve().parent
@@ -150,3 +153,29 @@ def test_lagging_consumers_show_children_handed_out_before_their_parents_drain(
 
     twin = _starquake_run(scenario, tmp_path / "twin", 1, "--without-mutants")
     assert twin.returncode == 0, twin.stdout + twin.stderr
+
+
+def test_edge_keys_find_an_admin_api_whose_ranges_start_one_past_the_dag(
+        tmp_path: Path) -> None:
+    """`admin-range-start-exclusive`: the admin API gives each segment's range starting one
+    past its first hash, the DAG the client routes by does not. Only a key hashing onto a
+    segment's first hash is stored outside the range the admin API gives; the edge keys
+    hit every boundary, so `misrouted` counts exactly those sends and nothing else is
+    wrong. With the edge keys off, the same mutant passes unseen (docs/detection.md)."""
+    scenario = REPO / "scenarios/mutants/scalable-admin-range-start-exclusive.toml"
+    done = _starquake_run(scenario, tmp_path, 1)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (run_dir,) = (tmp_path / scenario.stem).iterdir()
+    checkers = json.loads((run_dir / "results.json").read_text())["checkers"]
+    assert [name for name, result in checkers.items() if not result["valid"]] == ["misrouted"]
+    events = _events(run_dir)
+    starts = {int(s): segment["hashRange"]["start"]
+              for e in events if e["f"] == "layout"
+              for s, segment in json.loads(e["detail"])["segments"].items()}
+    sends = [e for e in events if e["f"] == "send" and e["type"] == "ok"]
+    onto_a_first_hash = [e for e in sends if key_hash(e["key"]) == starts[e["segment"]] - 1]
+    assert checkers["misrouted"]["count"] == len(onto_a_first_hash) > 0
+    for example in checkers["misrouted"]["examples"]:
+        assert example["hash"] == example["range_start"] - 1
+    # Every edge of the initial two segments was hit, not only the ones that show the bug.
+    assert {0, 0x7FFF, 0x8000, 0xFFFF} <= {key_hash(e["key"]) for e in sends}

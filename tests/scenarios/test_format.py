@@ -95,6 +95,8 @@ duration_s = 5
      'expected_anomalies: only for a scenario that expects "invalid"'),
     ("[workload]\nkind = \"contract\"\ngroups = [\"seek\", \"sek\"]\n",
      "workload.groups: no probe group sek; the groups are "),
+    ("[workload]\nedge_key_share = 1.5\n",
+     "workload.edge_key_share: expected a share from 0 to 1, got 1.5"),
     ("[workload]\nkind = \"topic\"\ngroups = [\"seek\"]\n",
      "workload.groups: only the contract workload runs probe groups, not the topic workload"),
 ])
