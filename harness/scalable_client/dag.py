@@ -26,8 +26,12 @@ _KINDS = (BaseCommand.SCALABLE_TOPIC_UPDATE,)
 
 
 class DagWatcher:
-    def __init__(self, pool: ConnectionPool, topic: str, timeout: float) -> None:
+    def __init__(self, pool: ConnectionPool, topic: str, timeout: float,
+                 lag_s: float = 0.0) -> None:
+        """`lag_s`: how long a pushed DAG waits before it is taken in, for a client that
+        learns of layout changes late (the first DAG, a lookup's answer, never waits)."""
         self.topic = topic
+        self._lag_s = lag_s
         self._pool = pool
         self._timeout = timeout
         self.layout: Layout | None = None
@@ -69,9 +73,14 @@ class DagWatcher:
             await self._open()
 
     def _handle(self, frame: Frame) -> None:
-        task = asyncio.create_task(self._apply(frame))
+        task = asyncio.create_task(self._apply_after_lag(frame))
         self._applying.add(task)
         task.add_done_callback(self._applying.discard)
+
+    async def _apply_after_lag(self, frame: Frame) -> None:
+        if self._lag_s:
+            await asyncio.sleep(self._lag_s)
+        await self._apply(frame)
 
     async def _apply(self, frame: Frame) -> None:
         """Take a DAG in; an error refuses a lookup, or (pushed) says the topic is gone."""

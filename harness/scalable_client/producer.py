@@ -31,12 +31,14 @@ class SendResult:
 
 class ScalableProducer:
     def __init__(self, service_urls: list[str], topic: str, name: str = "scalable-producer",
-                 timeout: float = 60.0, token: str | None = None) -> None:
+                 timeout: float = 60.0, token: str | None = None,
+                 layout_lag_s: float = 0.0) -> None:
+        """`layout_lag_s`: how long after a new DAG arrives the producer routes by it."""
         self.topic = ScalableTopicName.parse(topic)
         self.name = name
         self._pool = ConnectionPool(service_urls, token=token)
         self._timeout = timeout
-        self.dag = DagWatcher(self._pool, str(self.topic), timeout)
+        self.dag = DagWatcher(self._pool, str(self.topic), timeout, layout_lag_s)
         self._segments: dict[int, SegmentProducer] = {}
         self._last: dict[str, asyncio.Future[SendResult]] = {}
 

@@ -10,7 +10,8 @@ loop of its own thread):
   unknown (`info`: the client repeats a send whose connection broke, so it may be stored),
   and the worker goes on under a new process id. A share of the sends (`edge_key_share`)
   carry keys that hash onto the first or last hash of an active segment
-  (harness/workloads/edge_keys.py), where routing off-by-ones live.
+  (harness/workloads/edge_keys.py), where routing off-by-ones live. Producer n acts on a
+  new layout n * `layout_lag_ms` after it arrives: a producer late to learn of a split.
 - **Subscriptions** `stream` (ordered: `StreamConsumer`s registered with the controller)
   and `queue` (`QueueConsumer`s, Shared on every segment) are created through the admin
   API before the first send, each a `subscribe` with its mode. `workload.consumers`
@@ -222,9 +223,10 @@ class ScalableWorkload:
         return await consumer.start()
 
     async def _start_producer(self, n: int) -> ScalableProducer:
+        settings = self.context.settings
         return await ScalableProducer(rotated(self._urls, n), self.context.topic,
-                                      f"producer-{n}", self.context.settings.send_timeout_s,
-                                      client_token()).start()
+                                      f"producer-{n}", settings.send_timeout_s, client_token(),
+                                      layout_lag_s=n * settings.layout_lag_ms / 1000).start()
 
     def _running(self) -> ClientLoop:
         assert self._loop is not None, "open() first"

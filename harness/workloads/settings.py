@@ -34,6 +34,11 @@ class WorkloadSettings:
     """The share of sends keyed to hash onto the first or last hash of an active segment
     (`scalable` workload), each edge in turn: random keys almost never land there, where
     an off-by-one in routing lives."""
+    layout_lag_ms: float = 0.0
+    """How late producers act on a new layout (`scalable` workload): producer n routes by a
+    pushed DAG n times this long after it arrives, so around a split or merge one producer
+    writes to the children while another still writes to the parents, which a correct
+    controller has terminated by then."""
     process_ms: float = 0.0
     """How long a consumer works on each message before it acknowledges it (`scalable`
     workload): above the time between a segment's messages, the consumers fall behind and

@@ -114,7 +114,7 @@ def test_validate_takes_packaged_names_and_files(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "smoke/topic-faults: ok (topic-faults, expects valid)",
-        "scalable-skip-terminate: ok (scalable-skip-terminate, expects unknown)",
+        "scalable-skip-terminate: ok (scalable-skip-terminate, expects invalid)",
         f"{REPO / 'scenarios/full/topic-faults-long.toml'}: ok (topic-faults-long, "
         "expects valid)"]
 
