@@ -61,6 +61,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "at them",
            "after a seek, the messages that were out at the consumers are never delivered "
            "again: the subscription still counts them as out at consumers that are gone"),
+    Mutant("closed-consumer-keeps-unacked", "subscription",
+           "Pulsar's PersistentDispatcherMultipleConsumers.removeConsumer: when a consumer "
+           "closes or its connection drops, its unacknowledged messages are redelivered to "
+           "the subscription's other consumers",
+           "messages that were out at a consumer that closed or crashed are never delivered "
+           "again: the subscription's backlog never drains"),
     Mutant("schema-compatibility-unchecked", "schema registry",
            "Pulsar's schema registry: a schema that differs from a topic's is registered "
            "only if the namespace's compatibility strategy (FULL by default) accepts it",

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.targets.reference_mutants import reference_mutants
 from harness.topology import AUTH_MODES, Topology
-from harness.workloads import cluster_count_problem, groups_problem
+from harness.workloads import cluster_count_problem, crashes_problem, groups_problem
 from harness.workloads.settings import SUBSCRIPTION_MODES, WORKLOADS, WorkloadSettings
 from history.checker_names import CHECKER_NAMES
 from history.errors import BadInput
@@ -95,6 +95,9 @@ def load_scenario(path: Path) -> Scenario:
     problem = groups_problem(scenario.workload.kind, scenario.workload.groups)
     if problem:
         raise ScenarioError(f"{path}: workload.groups: {problem}")
+    problem = crashes_problem(scenario.workload.kind, scenario.workload.crash_interval_s)
+    if problem:
+        raise ScenarioError(f"{path}: workload.crash_interval_s: {problem}")
     return scenario
 
 

@@ -38,6 +38,14 @@ def groups_problem(kind: str, groups: tuple[str, ...]) -> str | None:
     return None
 
 
+def crashes_problem(kind: str, crash_interval_s: float) -> str | None:
+    """Why `[workload] crash_interval_s` cannot be run by workload `kind`; None when it can
+    (a knob the workload would ignore would make a silently different run)."""
+    if crash_interval_s and kind != "topic":
+        return f"only the topic workload crashes consumers, not the {kind} workload"
+    return None
+
+
 def make_workload(context: WorkloadContext) -> Workload:
     """The workload `context.settings.kind` names."""
     kind = context.settings.kind

@@ -1,9 +1,10 @@
 """The loops every workload runs the same way, whatever client drives the cluster: paced and
-bounded producer slots, producer threads joined by the deadline, and the final drain that
-waits for quiet consumers and an empty backlog."""
+bounded producer slots, seeded moments for occasional events, producer threads joined by
+the deadline, and the final drain that waits for quiet consumers and an empty backlog."""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -28,6 +29,18 @@ def paced_slots(per_second: float, deadline: float, stop: threading.Event,
         if not pacer.wait(stop, deadline):
             return
         yield slot
+
+
+def seeded_moments(rng: random.Random, interval: float, deadline: float,
+                   stop: threading.Event) -> Iterator[int]:
+    """Moments about `interval` apart (each wait drawn from `rng`, between half and one and
+    a half intervals) until `deadline` or `stop`: a seed gives the same moments, and the
+    count is bounded by the shortest wait."""
+    bound = int((deadline - time.monotonic()) / (interval / 2)) + 1
+    for moment in range(bound):
+        if stop.wait(rng.uniform(0.5, 1.5) * interval) or time.monotonic() >= deadline:
+            return
+        yield moment
 
 
 def run_workers(work: Callable[[int], None], count: int, name: str, deadline: float,

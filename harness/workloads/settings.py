@@ -43,6 +43,11 @@ class WorkloadSettings:
     """How long a consumer works on each message before it acknowledges it (`scalable`
     workload): above the time between a segment's messages, the consumers fall behind and
     every split or merge finds a backlog on its parents, where ordering bugs live."""
+    crash_interval_s: float = 0.0
+    """Mean time between consumer crashes while the load runs (`topic` workload; 0: none).
+    A crashing consumer takes a few messages without acknowledging them and closes; a new
+    consumer takes its place. The broker owes those messages to the subscription again,
+    which no other loop exercises: every other consumer acknowledges all it receives."""
     groups: tuple[str, ...] = ()
     """The probe groups to run, by name (`contract` workload; all when empty): a scenario
     about one promise runs only the probes of that promise."""

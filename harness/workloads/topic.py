@@ -20,20 +20,33 @@ a reading of the subscription's cursor covers the message (`harness.workloads.cu
 which records each reading as a `cursor` observation): then it completes `ok`, and
 `duplicate` judges every later delivery of it. What no reading covered by the end of the
 drain completes `info`.
+
+With `crash_interval_s`, a live consumer crashes at seeded moments of the load: it takes a
+few messages, recorded as `recv`s, without acknowledging them, and is closed; a new
+consumer (`c0.1` for `c0`, under a new process id, its `subscribe` naming the one it
+`replaces` in `detail`) takes its place. The broker owes those messages to the
+subscription again: they must come to some consumer, or the backlog never drains.
 """
 
 from __future__ import annotations
 
+import random
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulsar
 
 from harness.credentials import client_authentication
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.cursors import CursorObserver
-from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
+from harness.workloads.loops import (
+    DeliveryClock,
+    drain_fields,
+    run_workers,
+    seeded_moments,
+    wait_until_drained,
+)
 from harness.workloads.official_client import (
     LIVE,
     OPEN_TIMEOUT,
@@ -41,9 +54,11 @@ from harness.workloads.official_client import (
     RECEIVE_POLL_MS,
     SEND_TIMEOUT_MS,
     close_client,
+    close_quietly,
     next_message,
     produce,
     record_and_acknowledge,
+    record_delivery,
     retry_until,
     subscribe_recorded,
 )
@@ -51,6 +66,13 @@ from harness.workloads.stats import subscription_backlogs
 from history.writer import ClientProcess, SequentialIds
 
 LATE = "late"
+CRASH_TAKES = 5
+"""At most this many messages a crashing consumer takes without acknowledging them..."""
+CRASH_POLLS = 10
+"""...in at most this many receive polls."""
+READER_JOIN_S = RECEIVE_POLL_MS / 1000 * 5 + 1
+"""How long a consumer's thread may take to stop once told to: its receive poll, and the
+acknowledgement of what it just received."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +81,13 @@ class _Consumer:
     name: str
     subscription: str
     consumer: pulsar.Consumer
+    stopped: threading.Event = field(default_factory=threading.Event)
+    """Set when this consumer alone stops reading: it is about to crash."""
+
+    def successor_name(self) -> str:
+        """The name of the consumer that takes its place after a crash: `c0.1`, `c0.2`..."""
+        base, _, crashes = self.name.partition(".")
+        return f"{base}.{int(crashes or 0) + 1}"
 
 
 class TopicWorkload:
@@ -66,10 +95,16 @@ class TopicWorkload:
         self.context = context
         self._ids = SequentialIds("p")
         self._client: pulsar.Client | None = None
-        self._consumers: list[_Consumer] = []
+        self._live: list[_Consumer] = []
+        """The live subscription's consumers now: a crashed one's successor takes its slot."""
         self._producers: list[pulsar.Producer] = []
         self._consuming = threading.Event()
-        self._consumer_threads: list[threading.Thread] = []
+        self._consumer_threads: dict[str, threading.Thread] = {}
+        self._threads_lock = threading.Lock()
+        """Starting a consumer's thread and `close()` taking the threads to join."""
+        self._crashes: threading.Thread | None = None
+        self._crashes_end = 0.0
+        """When the crash thread is over at the latest (a `time.monotonic()`)."""
         self._deliveries = DeliveryClock()
         self._cursors = CursorObserver(context.history, self._ids)
         self._cursors.watch(context.cluster, context.admin_urls, context.topic)
@@ -84,24 +119,28 @@ class TopicWorkload:
             authentication=client_authentication(),
             logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(c.client_log)))
         deadline = time.monotonic() + OPEN_TIMEOUT
-        live = [self._subscribe(f"c{n}", LIVE, c.settings.subscription_mode, deadline)
-                for n in range(c.settings.consumers)]
+        self._live = [self._subscribe(f"c{n}", LIVE, c.settings.subscription_mode, deadline)
+                      for n in range(c.settings.consumers)]
         # The late subscription exists from now on; its consumer comes back in the drain.
         self._subscribe("late", LATE, "exclusive", deadline).consumer.close()
         self._producers = [retry_until(self._new_producer, deadline,
                                        f"create a producer on {c.topic}")
                            for _ in range(c.settings.producers)]
         self._cursors.start()
-        for consumer in live:
+        for consumer in self._live:
             self._start_consuming(consumer)
 
-    def _subscribe(self, name: str, subscription: str, mode: str, deadline: float) -> _Consumer:
-        """Subscribe, recording each attempt: the subscription exists from the first `ok`."""
+    def _subscribe(self, name: str, subscription: str, mode: str, deadline: float,
+                   replaces: str | None = None) -> _Consumer:
+        """Subscribe, recording each attempt: the subscription exists from the first `ok`.
+        `replaces` names the crashed consumer this one succeeds."""
         c = self.context
         process = ClientProcess(c.history, self._ids)
+        successor = {"detail": {"mode": mode, "replaces": replaces}} if replaces else {}
         consumer = subscribe_recorded(process, self._connected(), c.topic, subscription, mode,
                                       deadline, replicated=False,
-                                      fields={"consumer": name, "cluster": c.cluster})
+                                      fields={"consumer": name, "cluster": c.cluster,
+                                              **successor})
         return _Consumer(process, name, subscription, consumer)
 
     def _new_producer(self) -> pulsar.Producer:
@@ -116,32 +155,98 @@ class TopicWorkload:
     def run(self, deadline: float, stop: threading.Event) -> None:
         c = self.context
         workers = len(self._producers)
+        grace_s = SEND_TIMEOUT_MS / 1000 + 5
+        if c.settings.crash_interval_s:
+            self._crashes_end = (deadline + grace_s + READER_JOIN_S
+                                 + CRASH_POLLS * RECEIVE_POLL_MS / 1000)
+            self._crashes = threading.Thread(target=self._crash_consumers,
+                                             args=(deadline, stop, grace_s),
+                                             name="consumer-crashes", daemon=True)
+            self._crashes.start()
         run_workers(lambda n: produce(
             c, self._ids, n, workers, self._producers[n], self._new_producer,
             lambda key: {"key": key, "topic": c.topic, "cluster": c.cluster}, deadline, stop),
-            workers, "producer", deadline, SEND_TIMEOUT_MS / 1000 + 5)
+            workers, "producer", deadline, grace_s)
+        self._join_crashes()
+
+    # --- crashes -------------------------------------------------------------------------
+
+    def _crash_consumers(self, deadline: float, stop: threading.Event, grace_s: float) -> None:
+        """At seeded moments around every `crash_interval_s`, a seeded live consumer
+        crashes and a successor takes its place (module docstring); a successor that
+        cannot subscribe by `grace_s` after the deadline ends the crashes."""
+        c = self.context
+        rng = random.Random(f"{c.seed}:crash")
+        for _ in seeded_moments(rng, c.settings.crash_interval_s, deadline, stop):
+            slot = rng.randrange(len(self._live))
+            self._crash(self._live[slot], rng.randint(1, CRASH_TAKES), stop)
+            try:
+                successor = self._succeed(self._live[slot], deadline + grace_s)
+            except WorkloadOpenFailed:
+                return
+            self._live[slot] = successor
+            self._start_consuming(successor)
+
+    def _crash(self, victim: _Consumer, takes: int, stop: threading.Event) -> None:
+        """`victim` stops reading, receives up to `takes` messages without acknowledging
+        them, and is closed with them still out at it."""
+        victim.stopped.set()
+        self._consumer_threads[victim.name].join(READER_JOIN_S)
+        fields = self._delivery_fields(victim)
+        taken = 0
+        for _ in range(CRASH_POLLS):
+            message = next_message(victim.consumer, stop)
+            if message is None:
+                continue
+            self._deliveries.tick()
+            record_delivery(victim.process, message, fields)
+            taken += 1
+            if taken == takes:
+                break
+        close_quietly(victim.consumer)
+
+    def _succeed(self, victim: _Consumer, deadline: float) -> _Consumer:
+        """A new consumer, under a new process, in the crashed `victim`'s place."""
+        return self._subscribe(victim.successor_name(), LIVE,
+                               self.context.settings.subscription_mode, deadline,
+                               replaces=victim.name)
+
+    def _join_crashes(self) -> None:
+        """Wait for the crash thread: its last successor's subscribe gives up about
+        `grace_s` after the deadline."""
+        if self._crashes is not None:
+            self._crashes.join(max(0.0, self._crashes_end - time.monotonic()))
 
     # --- consuming -----------------------------------------------------------------------
 
     def _start_consuming(self, consumer: _Consumer) -> None:
-        self._consumers.append(consumer)
-        thread = threading.Thread(target=self._consume, args=(consumer,),
-                                  name=f"consumer-{consumer.name}", daemon=True)
-        thread.start()
-        self._consumer_threads.append(thread)
+        """Read with `consumer` in a thread of its own, unless `close()` began: then no
+        thread starts that it would not join."""
+        with self._threads_lock:
+            if self._consuming.is_set():
+                close_quietly(consumer.consumer)
+                return
+            thread = threading.Thread(target=self._consume, args=(consumer,),
+                                      name=f"consumer-{consumer.name}", daemon=True)
+            thread.start()
+            self._consumer_threads[consumer.name] = thread
 
     def _consume(self, reader: _Consumer) -> None:
-        """Receive, record, acknowledge, until `close()`."""
-        c = self.context
-        fields = {"topic": c.topic, "subscription": reader.subscription,
-                  "consumer": reader.name, "cluster": c.cluster}
-        while not self._consuming.is_set():
+        """Receive, record, acknowledge, until `close()` or its crash."""
+        fields = self._delivery_fields(reader)
+        while not (self._consuming.is_set() or reader.stopped.is_set()):
             message = next_message(reader.consumer, self._consuming)
             if message is None:
                 continue
             self._deliveries.tick()
             record_and_acknowledge(reader.process, reader.consumer, message, fields,
                                    self._cursors)
+
+    def _delivery_fields(self, reader: _Consumer) -> dict[str, str]:
+        """The fields of `reader`'s `recv`s and `ack`s."""
+        c = self.context
+        return {"topic": c.topic, "subscription": reader.subscription,
+                "consumer": reader.name, "cluster": c.cluster}
 
     # --- drain and close -----------------------------------------------------------------
 
@@ -168,8 +273,11 @@ class TopicWorkload:
 
     def close(self) -> None:
         self._cursors.finish()
-        self._consuming.set()
-        for thread in self._consumer_threads:
-            thread.join(RECEIVE_POLL_MS / 1000 * 5 + 1)
+        self._join_crashes()  # over already when run() returned
+        with self._threads_lock:
+            self._consuming.set()
+            threads = list(self._consumer_threads.values())
+        for thread in threads:
+            thread.join(READER_JOIN_S)
         client, self._client = self._client, None
         close_client(client)

@@ -29,6 +29,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from impl.broker import commands
 from impl.broker.acks import (
@@ -137,7 +138,12 @@ class Subscription:
         """A consumer left (closed, disconnected): its unacknowledged messages go to the
         others (Shared, Key_Shared), to the new active consumer (Failover), or wait for
         the next consumer."""
-        self._take_back([consumer, *self.dispatcher.remove(consumer)])
+        moved = self.dispatcher.remove(consumer)
+        if self._mutants.on("closed-consumer-keeps-unacked"):
+            # Still counted as out at a consumer that is gone: never delivered again.
+            self._take_back([c for c in moved if c is not consumer])
+        else:
+            self._take_back([consumer, *moved])
         self._wakeup.set()
 
     def flow(self, consumer: Consumer, permits: int) -> None:
@@ -451,12 +457,21 @@ class Subscription:
         # What was out at consumers goes out again from whoever opens the cursor next.
         self.cursor.rewind()
 
-    def stats(self) -> dict[str, object]:
+    def stats(self) -> dict[str, Any]:
+        """Pulsar's subscription stats: as there, the unacknowledged count is each
+        connected consumer's, and the subscription's is their sum (a message still held
+        for a consumer that is gone is in the backlog but out at no one)."""
+        consumers = [{**c.stats(), "unackedMessages": self._unacked_at(c)}
+                     for c in self.dispatcher.consumers]
         return {
             "type": self.dispatcher.sub_type_name,
             "isDurable": self.durable,
-            "consumers": [c.stats() for c in self.dispatcher.consumers],
+            "consumers": consumers,
             "msgOutCounter": self.messages_out,
-            "unackedMessages": sum(u.entry.num_messages for u in self._unacked.values()),
+            "unackedMessages": sum(c["unackedMessages"] for c in consumers),
             "msgDelayed": len(self._delayed),
         }
+
+    def _unacked_at(self, consumer: Consumer) -> int:
+        return sum(u.entry.num_messages for u in self._unacked.values()
+                   if u.consumer is consumer)

@@ -1,7 +1,8 @@
 """`starquake run` end to end on local processes: a run under broker kills is valid and
-leaves every file of its run directory; Ctrl-C tears everything down and keeps the
-history; after SIGKILL no node runs on and the nodes' logs are in the run directory. (A
-mutant run is caught in test_suite.py, through `starquake suite`.)"""
+leaves every file of its run directory; consumers crashing with messages out catch
+`closed-consumer-keeps-unacked`; Ctrl-C tears everything down and keeps the history; after
+SIGKILL no node runs on and the nodes' logs are in the run directory. (Other mutant runs
+are caught in test_suite.py, through `starquake suite`.)"""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import orjson
@@ -42,6 +44,46 @@ def _never_received(events: list[dict], subscription: str) -> set[str]:
     sent = {e["value"] for e in events if e["f"] == "send" and e["type"] == "ok"}
     return sent - {e["value"] for e in events
                    if e["f"] == "recv" and e["subscription"] == subscription}
+
+
+def _left_by_crashes(events: list[dict]) -> dict[str, set[str]]:
+    """Per crashed consumer (one a `subscribe` `replaces`), the values it received and
+    never acknowledged: what the broker owed the subscription again."""
+    crashed = {json.loads(e["detail"]).get("replaces") for e in events
+               if e["f"] == "subscribe" and e["type"] == "ok"} - {None}
+    left: dict[str, set[str]] = {name: set() for name in crashed}
+    for e in events:
+        if e.get("consumer") in left and e["f"] in ("recv", "ack"):
+            values = left[e["consumer"]]
+            if e["f"] == "recv":
+                values.add(e["value"])
+            else:
+                values.discard(e["value"])
+    return left
+
+
+def test_a_crashed_consumers_messages_never_come_again_under_the_mutant(
+        tmp_path: Path) -> None:
+    """Shared consumers crash every ~3 s, each with messages it took and never
+    acknowledged; under `closed-consumer-keeps-unacked` no consumer gets those again, and
+    after the load the idle consumers face a backlog that does not move."""
+    runs = tmp_path / "runs"
+    name = "topic-closed-consumer-keeps-unacked"
+    done = _starquake_run(REPO / f"scenarios/mutants/{name}.toml", runs, 1)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (run_dir,) = (runs / name).iterdir()
+    events = _events(run_dir)
+    left = _left_by_crashes(events)
+    withheld = set().union(*left.values())
+    assert len(left) >= 2 and withheld, left
+    received = Counter(e["value"] for e in events
+                       if e["f"] == "recv" and e["subscription"] == "live")
+    assert {received[value] for value in withheld} == {1}, "delivered again"
+    stalled = json.loads((run_dir / "results.json").read_text())["checkers"][
+        "stalled-subscription"]
+    assert stalled["count"] >= 1
+    example = stalled["examples"][0]
+    assert example["subscription"] == "live" and example["backlog"] >= len(withheld)
 
 
 def test_a_run_under_broker_kills_is_valid_and_complete(tmp_path: Path) -> None:

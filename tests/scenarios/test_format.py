@@ -51,6 +51,13 @@ def test_defaults_fill_what_is_left_out(tmp_path: Path) -> None:
     assert scenario.nemesis.schedule == "none" and scenario.expected == "valid"
 
 
+def test_consumer_crashes_are_off_unless_a_topic_scenario_asks(tmp_path: Path) -> None:
+    assert load_scenario(_scenario(tmp_path, "")).workload.crash_interval_s == 0
+    scenario = load_scenario(_scenario(tmp_path, '[workload]\nkind = "topic"\n'
+                                                 'crash_interval_s = 2.5\n'))
+    assert scenario.workload.crash_interval_s == 2.5
+
+
 def test_timeline_faults_are_read_in_order(tmp_path: Path) -> None:
     scenario = load_scenario(_scenario(tmp_path, """
 [nemesis]
@@ -99,6 +106,10 @@ duration_s = 5
      "workload.edge_key_share: expected a share from 0 to 1, got 1.5"),
     ("[workload]\nkind = \"topic\"\ngroups = [\"seek\"]\n",
      "workload.groups: only the contract workload runs probe groups, not the topic workload"),
+    ("[workload]\nkind = \"topic\"\ncrash_interval_s = -1\n",
+     "workload.crash_interval_s: expected a number of at least 0, got -1.0"),
+    ("[workload]\nkind = \"scalable\"\ncrash_interval_s = 3\n",
+     "workload.crash_interval_s: only the topic workload crashes consumers, not the scalable"),
 ])
 def test_mistakes_name_file_key_and_expectation(tmp_path: Path, text: str, message: str) -> None:
     path = _scenario(tmp_path, text)
