@@ -128,6 +128,10 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "PIP-33 (004) / 002: only a snapshot at or before the mark-delete position may "
            "drive an update",
            "the remote subscription moves past unacknowledged messages: lost"),
+    Mutant("markers-dispatched", "replicated subscriptions",
+           "PIP-33 (004): snapshot markers are written into the topic for the brokers; the "
+           "dispatcher acknowledges them itself and never hands them to consumers",
+           "consumers receive the markers as messages nobody sent (unexpected)"),
     Mutant("update-creates-at-latest", "replicated subscriptions",
            "002: a subscription created by an update marker starts where the snapshot says",
            "messages between the snapshot and creation are lost in the remote cluster"),

@@ -93,15 +93,17 @@ class SubscriptionReplication:
         controller = self._topic.controller if self.replicated else None
         extension = controller is not None and controller.config.replicate_individually_deleted
         local = self._topic.local_cluster
+        markers_dispatched = self._topic.mutants.on("markers-dispatched")
         deliver: list[Entry] = []
         settled: list[Position] = []
         for entry in entries:
             metadata, payload = split_entry(entry.data)
             if is_marker(metadata):
-                settled.append(entry.position)  # broker business: never dispatched
                 if controller is not None:
                     self._cache_snapshot(controller, metadata, payload)
-                continue
+                if not markers_dispatched:
+                    settled.append(entry.position)  # broker business: never dispatched
+                    continue
             if extension:
                 self._identities[entry.position] = identity_of(local, entry.position, metadata)
             deliver.append(entry)
@@ -156,6 +158,7 @@ class TopicReplication:
         self.ledger = ledger
         self._service = service
         self.local_cluster = service.local_cluster
+        self.mutants = service.mutants
         self._config = service.config
         self._replicators: dict[str, Replicator] = {}
         self._ttl_s: int | None = None

@@ -2,7 +2,8 @@
 replicated subscription fails over between them while producers write in both is valid,
 every message reaching both clusters; the same run with the
 `update-past-mark-delete` mutant loses messages in the live subscription after a
-failover, and the verdict says so. A tenant migrated a -> b by document 003's five steps
+failover, and the verdict says so; with `markers-dispatched` the consumers receive the
+snapshot markers as messages nobody sent. A tenant migrated a -> b by document 003's five steps
 under load, its clients going through the lookup service, is valid too."""
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ STARQUAKE = [sys.executable, "-m", "starquake"]
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
 
-def _run(scenario: str, runs: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
-    done = subprocess.run([*STARQUAKE, "run", str(HERE / "scenarios" / scenario), "--seed", "1",
+def _run(scenario: str | Path, runs: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run `scenario` (a path, or a name under tests/run/scenarios) with seed 1."""
+    path = HERE / "scenarios" / scenario if isinstance(scenario, str) else scenario
+    done = subprocess.run([*STARQUAKE, "run", str(path), "--seed", "1",
                            "--backend", "local", "--runs-dir", str(runs)],
                           cwd=REPO, capture_output=True, text=True, timeout=400, check=False)
-    (run_dir,) = (runs / Path(scenario).stem).iterdir()
+    (run_dir,) = (runs / path.stem).iterdir()
     return done, run_dir
 
 
@@ -68,6 +71,24 @@ def test_a_subscription_moved_past_its_acknowledgements_loses_messages(tmp_path:
     lost = json.loads((run_dir / "results.json").read_text())["checkers"]["lost"]
     assert lost["valid"] is False and lost["count"] > 0
     assert {example["subscription"] for example in lost["examples"]} == {"live"}
+
+
+def test_snapshot_markers_handed_to_consumers_are_messages_nobody_sent(
+        tmp_path: Path) -> None:
+    """`markers-dispatched`: the snapshot rounds' markers, written into the topic for the
+    brokers, reach the consumers: `unexpected`, every such delivery a marker's protobuf
+    payload (field 1's tag first) and no producer's value, while nothing is lost."""
+    done, run_dir = _run(REPO / "scenarios/mutants/geo-markers-dispatched.toml",
+                         tmp_path / "runs")
+    assert done.returncode == 1, done.stdout + done.stderr
+    checkers = json.loads((run_dir / "results.json").read_text())["checkers"]
+    assert checkers["unexpected"]["count"] > 0 and checkers["lost"]["valid"] is True
+    events = _events(run_dir)
+    sent = {e["value"] for e in events if e["f"] == "send"}
+    nobody_sent = [e["value"] for e in events if e["f"] == "recv" and e["value"] not in sent]
+    assert nobody_sent and all(value.startswith("\n") for value in nobody_sent)
+    assert {example["value"] for example in checkers["unexpected"]["examples"]} <= set(
+        nobody_sent)
 
 
 def test_a_tenant_migration_under_load_is_valid(tmp_path: Path) -> None:
