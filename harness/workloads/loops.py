@@ -1,6 +1,7 @@
 """The loops every workload runs the same way, whatever client drives the cluster: paced and
-bounded producer slots, seeded moments for occasional events, producer threads joined by
-the deadline, and the final drain that waits for quiet consumers and an empty backlog."""
+bounded producer slots, seeded moments for occasional events (a split, a crash), producer
+threads joined by the deadline, and the final drain that waits for quiet consumers and an
+empty backlog."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.workloads.base import WorkloadContext
+from harness.workloads.loops import seeded_moments
 from harness.workloads.scalable_admin import AdminRefused, AdminUnreachable, ScalableTopicAdmin
 
 POLL_S = 0.5
@@ -100,10 +101,7 @@ class LayoutDriver:
 
     def run(self, deadline: float, stop: threading.Event) -> None:
         interval = self._context.settings.layout_interval_s
-        bound = int((deadline - time.monotonic()) / (interval / 2)) + 1
-        for _ in range(bound):
-            if stop.wait(self._rng.uniform(0.5, 1.5) * interval) or time.monotonic() >= deadline:
-                return
+        for _ in seeded_moments(self._rng, interval, deadline, stop):
             metadata = self._observer.poll()
             change = choose_change(self._rng, metadata) if metadata is not None else None
             if change is not None:
