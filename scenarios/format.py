@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.targets.reference_mutants import reference_mutants
 from harness.topology import AUTH_MODES, Topology
-from harness.workloads import cluster_count_problem, crashes_problem, groups_problem
+from harness.workloads import cluster_count_problem, knob_problem
 from harness.workloads.settings import SUBSCRIPTION_MODES, WORKLOADS, WorkloadSettings
 from history.checker_names import CHECKER_NAMES
 from history.errors import BadInput
@@ -92,12 +92,9 @@ def load_scenario(path: Path) -> Scenario:
     if scenario.workload.edge_key_share > 1:
         raise reader.fail("workload.edge_key_share", "a share from 0 to 1",
                           scenario.workload.edge_key_share)
-    problem = groups_problem(scenario.workload.kind, scenario.workload.groups)
-    if problem:
-        raise ScenarioError(f"{path}: workload.groups: {problem}")
-    problem = crashes_problem(scenario.workload.kind, scenario.workload.crash_interval_s)
-    if problem:
-        raise ScenarioError(f"{path}: workload.crash_interval_s: {problem}")
+    knob = knob_problem(scenario.workload)
+    if knob:
+        raise ScenarioError(f"{path}: workload.{knob[0]}: {knob[1]}")
     return scenario
 
 

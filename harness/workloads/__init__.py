@@ -10,6 +10,7 @@ more.
 from __future__ import annotations
 
 from harness.workloads.base import Workload, WorkloadContext
+from harness.workloads.settings import WorkloadSettings
 
 ONE_CLUSTER = ("topic", "scalable", "contract", "auth")
 SEVERAL_CLUSTERS = ("geo", "migration")
@@ -24,26 +25,44 @@ def cluster_count_problem(kind: str, clusters: int) -> str | None:
     return None
 
 
-def groups_problem(kind: str, groups: tuple[str, ...]) -> str | None:
-    """Why `[workload] groups` cannot be run by workload `kind`; None when it can."""
-    if not groups:
-        return None
-    if kind != "contract":
-        return f"only the contract workload runs probe groups, not the {kind} workload"
-    from harness.workloads.contract.workload import GROUP_NAMES
+KNOB_READERS: dict[str, tuple[str, ...]] = {
+    "subscription_mode": ("topic", "geo", "migration"),
+    "crash_interval_s": ("topic",),
+    "initial_segments": ("scalable",),
+    "layout_interval_s": ("scalable",),
+    "send_timeout_s": ("scalable",),
+    "edge_key_share": ("scalable",),
+    "layout_lag_ms": ("scalable",),
+    "process_ms": ("scalable",),
+    "groups": ("contract",),
+}
+"""`[workload]` knobs that only some workloads read -> those workloads. Elsewhere a value
+other than the default is refused: the workload would ignore it, and the run would differ
+from what the scenario says without a word."""
 
-    unknown = [name for name in groups if name not in GROUP_NAMES]
-    if unknown:
-        return f"no probe group {', '.join(unknown)}; the groups are {', '.join(GROUP_NAMES)}"
+
+def knob_problem(settings: WorkloadSettings) -> tuple[str, str] | None:
+    """(knob, why) for the first knob `settings` sets that its workload does not read, or a
+    probe group that does not exist; None when every knob is taken."""
+    defaults = WorkloadSettings()
+    for name, readers in KNOB_READERS.items():
+        if settings.kind not in readers and getattr(settings, name) != getattr(defaults, name):
+            return name, f"only {_the_workloads(readers)} it, not the {settings.kind} workload"
+    if settings.groups:
+        from harness.workloads.contract.workload import GROUP_NAMES
+
+        unknown = [name for name in settings.groups if name not in GROUP_NAMES]
+        if unknown:
+            return "groups", (f"no probe group {', '.join(unknown)}; the groups are "
+                              f"{', '.join(GROUP_NAMES)}")
     return None
 
 
-def crashes_problem(kind: str, crash_interval_s: float) -> str | None:
-    """Why `[workload] crash_interval_s` cannot be run by workload `kind`; None when it can
-    (a knob the workload would ignore would make a silently different run)."""
-    if crash_interval_s and kind != "topic":
-        return f"only the topic workload crashes consumers, not the {kind} workload"
-    return None
+def _the_workloads(kinds: tuple[str, ...]) -> str:
+    """`the topic workload takes`, `the topic, geo and migration workloads take`."""
+    if len(kinds) == 1:
+        return f"the {kinds[0]} workload takes"
+    return f"the {', '.join(kinds[:-1])} and {kinds[-1]} workloads take"
 
 
 def make_workload(context: WorkloadContext) -> Workload:

@@ -105,11 +105,16 @@ duration_s = 5
     ("[workload]\nedge_key_share = 1.5\n",
      "workload.edge_key_share: expected a share from 0 to 1, got 1.5"),
     ("[workload]\nkind = \"topic\"\ngroups = [\"seek\"]\n",
-     "workload.groups: only the contract workload runs probe groups, not the topic workload"),
+     "workload.groups: only the contract workload takes it, not the topic workload"),
     ("[workload]\nkind = \"topic\"\ncrash_interval_s = -1\n",
      "workload.crash_interval_s: expected a number of at least 0, got -1.0"),
+    ("[workload]\nkind = \"topic\"\nprocess_ms = 50\n",
+     "workload.process_ms: only the scalable workload takes it, not the topic workload"),
+    ("[workload]\nkind = \"scalable\"\nsubscription_mode = \"shared\"\n",
+     "workload.subscription_mode: only the topic, geo and migration workloads take it, not "
+     "the scalable workload"),
     ("[workload]\nkind = \"scalable\"\ncrash_interval_s = 3\n",
-     "workload.crash_interval_s: only the topic workload crashes consumers, not the scalable"),
+     "workload.crash_interval_s: only the topic workload takes it, not the scalable workload"),
 ])
 def test_mistakes_name_file_key_and_expectation(tmp_path: Path, text: str, message: str) -> None:
     path = _scenario(tmp_path, text)
