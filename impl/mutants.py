@@ -128,6 +128,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "PIP-33 (004) / 002: only a snapshot at or before the mark-delete position may "
            "drive an update",
            "the remote subscription moves past unacknowledged messages: lost"),
+    Mutant("replicated-from-ignored", "geo-replication",
+           "the geo-replication source walk-through: a message that replication brought "
+           "here (`replicated_from` set) is not replicated again; only a cluster's own "
+           "messages go out",
+           "every message travels back and forth between the clusters for ever, stored "
+           "at a new position on each arrival: one value at many positions"),
     Mutant("markers-dispatched", "replicated subscriptions",
            "PIP-33 (004): snapshot markers are written into the topic for the brokers; the "
            "dispatcher acknowledges them itself and never hands them to consumers",

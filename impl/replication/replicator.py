@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from impl.mutants import NONE, Mutants
 from impl.replication.acknowledged import MessageIdentity, stamp_original_position
 from impl.replication.config import GeoReplicationConfig
 from impl.replication.markers import MalformedMarker, is_marker
@@ -93,8 +94,9 @@ class Backoff:
 class Replicator:
     def __init__(self, topic: str, cursor: ManagedCursor, local_cluster: str,
                  remote_cluster: str, links: ReplicatorLinks,
-                 config: GeoReplicationConfig) -> None:
+                 config: GeoReplicationConfig, mutants: Mutants = NONE) -> None:
         self.topic = topic
+        self._sends_on_replicated = mutants.on("replicated-from-ignored")
         self.cursor = cursor
         self.local_cluster = local_cluster
         self.remote_cluster = remote_cluster
@@ -229,8 +231,10 @@ class Replicator:
                 except MalformedMarker as exc:
                     log.warning("%r: unreadable marker at %s skipped: %s", self,
                                 entry.position, exc)
-            return None
-        if not replicates_to(metadata, self.remote_cluster):
+            if marker or not self._sends_on_replicated:
+                return None
+        if not replicates_to(metadata, self.remote_cluster,
+                             honour_origin=not self._sends_on_replicated):
             return None
         ttl = self._links.message_ttl_s()
         if not marker and ttl and metadata.publish_time + ttl * 1000 < _now_ms():

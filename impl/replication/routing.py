@@ -9,11 +9,13 @@ from __future__ import annotations
 from wire.pulsar_api_pb2 import MessageMetadata
 
 
-def replicates_to(metadata: MessageMetadata, remote_cluster: str) -> bool:
+def replicates_to(metadata: MessageMetadata, remote_cluster: str, *,
+                  honour_origin: bool = True) -> bool:
     """Whether an entry of the local topic goes to `remote_cluster`: not when it came from
-    another cluster (a replicated message is never replicated again), not when
-    `replicate_to` is set and leaves that cluster out (a snapshot marker names only its own
-    cluster, a snapshot response only the requester)."""
-    if metadata.HasField("replicated_from"):
+    another cluster (a replicated message is never replicated again; `honour_origin=False`
+    is mutant `replicated-from-ignored`), not when `replicate_to` is set and leaves that
+    cluster out (a snapshot marker names only its own cluster, a snapshot response only
+    the requester)."""
+    if honour_origin and metadata.HasField("replicated_from"):
         return False
     return not metadata.replicate_to or remote_cluster in metadata.replicate_to

@@ -236,7 +236,7 @@ class TopicReplication:
                 cursor = await self.ledger.open_cursor(replicator_cursor_name(cluster),
                                                        InitialPosition.LATEST)
                 replicator = Replicator(str(self.name), cursor, self.local_cluster, cluster,
-                                        self._links(cluster), self._config)
+                                        self._links(cluster), self._config, self.mutants)
                 self._replicators[cluster] = replicator
                 replicator.start()
                 log.info("%r: replicating to %s", self, cluster)

@@ -84,6 +84,14 @@ def test_replication_takes_each_marker_only_where_it_belongs() -> None:
     assert [r for r in remotes if replicates_to(update, r)] == []
 
 
+def test_a_message_from_another_cluster_is_sent_on_only_by_the_mutant() -> None:
+    """`replicated-from-ignored` drops the origin rule: what b sent here would go back."""
+    metadata = MessageMetadata(producer_name="app", sequence_id=1, publish_time=1,
+                               replicated_from="b")
+    assert not replicates_to(metadata, "b") and not replicates_to(metadata, "c")
+    assert replicates_to(metadata, "b", honour_origin=False)
+
+
 def test_ordinary_messages_are_not_markers() -> None:
     metadata = MessageMetadata(producer_name="app", sequence_id=1, publish_time=1)
     assert not is_marker(metadata)
