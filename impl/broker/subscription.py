@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -461,7 +462,10 @@ class Subscription:
         """Pulsar's subscription stats: as there, the unacknowledged count is each
         connected consumer's, and the subscription's is their sum (a message still held
         for a consumer that is gone is in the backlog but out at no one)."""
-        consumers = [{**c.stats(), "unackedMessages": self._unacked_at(c)}
+        out_at: Counter[int] = Counter()
+        for unacked in self._unacked.values():
+            out_at[id(unacked.consumer)] += unacked.entry.num_messages
+        consumers = [{**c.stats(), "unackedMessages": out_at[id(c)]}
                      for c in self.dispatcher.consumers]
         return {
             "type": self.dispatcher.sub_type_name,
@@ -471,7 +475,3 @@ class Subscription:
             "unackedMessages": sum(c["unackedMessages"] for c in consumers),
             "msgDelayed": len(self._delayed),
         }
-
-    def _unacked_at(self, consumer: Consumer) -> int:
-        return sum(u.entry.num_messages for u in self._unacked.values()
-                   if u.consumer is consumer)
