@@ -81,19 +81,29 @@ def availability(run: PlotInput) -> Plot | Omitted:
     recovery.invert_yaxis()
     recovery.set_yticks([])
     for y, fault in enumerate(shown):
-        if fault.availability is None:
-            bars.text(0, y, " no client operation invoked in it", va="center", fontsize=7)
+        bars.text(0, y, f" {_invoked(fault)}", va="center", fontsize=7)
     bin_width = float(np.diff(time_bins(view.duration_s)[:2])[0])
     ops = view.operations
     clients = ops[ops["client"].to_numpy()]
     for n, fault in enumerate(shown):
         _around(fig.add_subplot(grid[1 + n // 2, n % 2]), clients, fault, names[n], bin_width)
     caption = ("Top: share of client operations invoked in each fault interval that "
-               "completed ok, and time from the interval's end to the first acknowledged send. "
+               "completed ok (each bar says how many were invoked), and time from the "
+               "interval's end to the first acknowledged send. "
                "Below: client completions by outcome around each fault (interval shaded).")
     if len(shown) < len(faults):
         caption += f" Showing {len(shown)} of {len(faults)} faults."
     return Plot(title, caption, data_uri(fig))
+
+
+def _invoked(fault: Fault) -> str:
+    """What the availability bar stands on: how many operations were invoked, for an
+    interval (a fault that lasts); an instantaneous fault has none to invoke them in."""
+    if fault.end_s <= fault.start_s:
+        return "instantaneous: no interval"
+    if not fault.invoked:
+        return "no client operation invoked in it"
+    return f"{fault.invoked} client operations invoked in it"
 
 
 def _around(ax: Axes, clients: pd.DataFrame, fault: Fault, name: str, bin_width: float) -> None:

@@ -58,11 +58,14 @@ class Fault:
     label: str
     availability: float | None
     recovery_ms: float | None
+    invoked: int
+    """Client operations invoked in the interval, whatever their outcome."""
 
     @classmethod
     def from_stats(cls, entry: dict[str, Any]) -> Fault:
         return cls(entry["f"], entry["start_ms"] / 1000, entry["end_ms"] / 1000,
-                   _fault_label(entry), entry.get("availability"), entry.get("recovery_ms"))
+                   _fault_label(entry), entry.get("availability"), entry.get("recovery_ms"),
+                   sum((entry.get("operations") or {}).values()))
 
 
 def _fault_label(entry: dict[str, Any]) -> str:

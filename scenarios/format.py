@@ -31,6 +31,8 @@ SESSION_POLICIES = ("shutdown", "reconnect")
 EXPECTED = ("valid", "invalid", "unknown")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A scenario's name is a directory of the runs directory: one plain path component."""
+MIN_SEND_TIMEOUT_S = 0.1
+"""A shorter send timeout would time out sends on loopback: the client's zero turns it off."""
 
 
 class ScenarioError(BadInput):
@@ -92,6 +94,9 @@ def load_scenario(path: Path) -> Scenario:
     if scenario.workload.edge_key_share > 1:
         raise reader.fail("workload.edge_key_share", "a share from 0 to 1",
                           scenario.workload.edge_key_share)
+    if scenario.workload.send_timeout_s < MIN_SEND_TIMEOUT_S:
+        raise reader.fail("workload.send_timeout_s", f"at least {MIN_SEND_TIMEOUT_S} (seconds)",
+                          scenario.workload.send_timeout_s)
     knob = knob_problem(scenario.workload)
     if knob:
         raise ScenarioError(f"{path}: workload.{knob[0]}: {knob[1]}")

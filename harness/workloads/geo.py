@@ -55,13 +55,12 @@ from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wa
 from harness.workloads.official_client import (
     LIVE,
     OPEN_TIMEOUT,
-    PRODUCER_OPTIONS,
     RECEIVE_POLL_MS,
-    SEND_TIMEOUT_MS,
     close_client,
     close_quietly,
     next_message,
     produce,
+    producer_options,
     record_and_acknowledge,
     retry_until,
     subscribe_recorded,
@@ -165,7 +164,7 @@ class GeoWorkload:
 
     def _new_producer(self, worker: int) -> pulsar.Producer:
         return self._clients[self._producer_cluster(worker)].create_producer(
-            self.topic, **PRODUCER_OPTIONS)
+            self.topic, **producer_options(self.context.settings))
 
     # --- load ----------------------------------------------------------------------------
 
@@ -180,7 +179,8 @@ class GeoWorkload:
             else:
                 self._fail_over(plan, started, deadline, stop)
 
-        run_workers(work, producers + 1, "geo", deadline, SEND_TIMEOUT_MS / 1000 + 5)
+        run_workers(work, producers + 1, "geo", deadline,
+                    self.context.settings.send_timeout_s + 5)
 
     def _produce(self, worker: int, deadline: float, stop: threading.Event) -> None:
         cluster = self._producer_cluster(worker)

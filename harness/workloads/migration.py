@@ -50,12 +50,11 @@ from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wa
 from harness.workloads.official_client import (
     LIVE,
     OPEN_TIMEOUT,
-    PRODUCER_OPTIONS,
     RECEIVE_POLL_MS,
-    SEND_TIMEOUT_MS,
     close_client,
     next_message,
     produce,
+    producer_options,
     record_and_acknowledge,
     retry_until,
     subscribe_recorded,
@@ -129,9 +128,8 @@ class MigrationWorkload:
             thread = threading.Thread(target=self._consume, args=(process, consumer, f"c{n}"),
                                       name=f"consumer-c{n}", daemon=True)
             self._consumers.append((thread, consumer))
-        self._producers = [retry_until(lambda: client.create_producer(self.topic,
-                                                                      **PRODUCER_OPTIONS),
-                                       deadline, f"create a producer on {self.topic}")
+        self._producers = [retry_until(self._new_producer, deadline,
+                                       f"create a producer on {self.topic}")
                            for _ in range(c.settings.producers)]
         self._cursors.start()
         for thread, _ in self._consumers:
@@ -151,11 +149,13 @@ class MigrationWorkload:
             elif not stop.wait(max(0.0, migrate_at - time.monotonic())):
                 self._migrate()
 
-        run_workers(work, producers + 1, "migration", deadline, SEND_TIMEOUT_MS / 1000 + 5)
+        run_workers(work, producers + 1, "migration", deadline,
+                    self.context.settings.send_timeout_s + 5)
 
     def _new_producer(self) -> pulsar.Producer:
         assert self._client is not None, "open() first"
-        return self._client.create_producer(self.topic, **PRODUCER_OPTIONS)
+        return self._client.create_producer(self.topic,
+                                            **producer_options(self.context.settings))
 
     def _send_fields(self, key: str) -> dict[str, str]:
         return {"key": key, "topic": self.topic, "cluster": self._serving}

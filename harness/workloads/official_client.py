@@ -26,8 +26,9 @@ import pulsar
 
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.cursors import CursorObserver
-from harness.workloads.loops import paced_slots
+from harness.workloads.loops import paced_slots, run_workers
 from harness.workloads.plan import message_plan
+from harness.workloads.settings import WorkloadSettings
 from history.writer import ClientProcess, SequentialIds
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,15 @@ PRODUCER_OPTIONS: dict[str, Any] = {
     "batching_enabled": False, "send_timeout_millis": SEND_TIMEOUT_MS,
     "block_if_queue_full": True, "max_pending_messages": 10}
 """Unbatched, so every message has its own entry and position."""
+
+
+def producer_options(settings: WorkloadSettings) -> dict[str, Any]:
+    """PRODUCER_OPTIONS as a scenario sets them: the client gives a send up (`Timeout`,
+    recorded `info`) after `send_timeout_s`, and a producer's queue holds one message of
+    each of its `processes`."""
+    return {**PRODUCER_OPTIONS, "send_timeout_millis": round(settings.send_timeout_s * 1000),
+            "max_pending_messages": max(PRODUCER_OPTIONS["max_pending_messages"],
+                                        settings.processes)}
 RETRY_PAUSE_S = 0.5
 
 
@@ -148,14 +158,30 @@ def produce(context: WorkloadContext, ids: SequentialIds, worker: int, workers: 
             producer: pulsar.Producer, make: Callable[[], pulsar.Producer],
             fields: Callable[[str], dict[str, Any]], deadline: float, stop: threading.Event,
             *, position: bool = True) -> None:
-    """Producer `worker` of `workers`: its share of the scenario's rate, one message at a
-    time from its seeded plan, until `deadline` or `stop`. `fields(key)` gives each
-    send's fields; a producer that became unusable is replaced by `make()` at a later
-    slot."""
+    """Producer `worker` of `workers`: its share of the scenario's rate from the
+    scenario's `processes` logical processes, each in its own thread with one message in
+    flight, until `deadline` or `stop`. They share `producer`, so several of its sends are
+    in flight at once, as from an application's threads; a process whose send timed out
+    goes on under a fresh process id at once, so sends are still invoked while a fault
+    holds the earlier ones."""
+    processes = context.settings.processes
+    run_workers(lambda p: _send_loop(context, ids, worker * processes + p, workers * processes,
+                                     producer, make, fields, deadline, stop, position),
+                processes, f"producer-{worker}", deadline, context.settings.send_timeout_s + 5)
+
+
+def _send_loop(context: WorkloadContext, ids: SequentialIds, process_number: int,
+               processes: int, producer: pulsar.Producer, make: Callable[[], pulsar.Producer],
+               fields: Callable[[str], dict[str, Any]], deadline: float, stop: threading.Event,
+               position: bool) -> None:
+    """Logical process `process_number` of the workload's `processes`: one message at a
+    time from its seeded plan, at its share of the rate. A producer that became unusable
+    is replaced by `make()` at a later slot, for this process alone."""
     process = ClientProcess(context.history, ids)
-    plan = message_plan(context.seed, worker, context.settings.keys)
+    plan = message_plan(context.seed, process_number, context.settings.keys)
     current: pulsar.Producer | None = producer
-    for _ in paced_slots(context.settings.rate / workers, deadline, stop, worker / workers):
+    for _ in paced_slots(context.settings.rate / processes, deadline, stop,
+                         process_number / processes):
         if current is None:
             try:
                 current = make()

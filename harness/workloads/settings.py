@@ -28,8 +28,12 @@ class WorkloadSettings:
     """Segments a scalable topic is created with (`scalable` workload)."""
     layout_interval_s: float = 4.0
     """Mean time between the admin driver's splits and merges (`scalable` workload)."""
+    processes: int = 1
+    """Logical processes per producer (`topic`, `geo` and `migration` workloads), each with
+    one send in flight: a producer has this many sends outstanding at once."""
     send_timeout_s: float = 10.0
-    """How long a send may wait before it is given up as `info` (`scalable` workload)."""
+    """How long a send may wait before it is given up as `info`; the process goes on under a
+    fresh id. Below a fault's length, sends are still invoked while the fault lasts."""
     edge_key_share: float = 0.25
     """The share of sends keyed to hash onto the first or last hash of an active segment
     (`scalable` workload), each edge in turn: random keys almost never land there, where

@@ -50,13 +50,12 @@ from harness.workloads.loops import (
 from harness.workloads.official_client import (
     LIVE,
     OPEN_TIMEOUT,
-    PRODUCER_OPTIONS,
     RECEIVE_POLL_MS,
-    SEND_TIMEOUT_MS,
     close_client,
     close_quietly,
     next_message,
     produce,
+    producer_options,
     record_and_acknowledge,
     record_delivery,
     retry_until,
@@ -144,7 +143,8 @@ class TopicWorkload:
         return _Consumer(process, name, subscription, consumer)
 
     def _new_producer(self) -> pulsar.Producer:
-        return self._connected().create_producer(self.context.topic, **PRODUCER_OPTIONS)
+        return self._connected().create_producer(self.context.topic,
+                                                 **producer_options(self.context.settings))
 
     def _connected(self) -> pulsar.Client:
         assert self._client is not None, "open() first"
@@ -155,7 +155,7 @@ class TopicWorkload:
     def run(self, deadline: float, stop: threading.Event) -> None:
         c = self.context
         workers = len(self._producers)
-        grace_s = SEND_TIMEOUT_MS / 1000 + 5
+        grace_s = self.context.settings.send_timeout_s + 5
         if c.settings.crash_interval_s:
             self._crashes_end = (deadline + grace_s + READER_JOIN_S
                                  + CRASH_POLLS * RECEIVE_POLL_MS / 1000)

@@ -6,6 +6,11 @@ caught (the run met its expectation: `invalid` through every anomaly the scenari
 names), the median time from the run's first event to the first that completed one of
 those anomalies, and in how many seeds the twin was valid. A catch that needs luck, or a
 twin that is not clean, shows here before a user relies on the scenario.
+
+Scenarios that expect `valid` (the smoke suite) are the false-alarm check: each runs once
+per seed against the reference implementation as it is, and the table gives in how many
+seeds it was valid and which anomalies the others reported. The two tables are sections
+of one file, each between markers of its own, so regenerating one keeps the other.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from rich.console import Console
 from checkers.spark_settings import SparkSettings, spark_options
 from history.errors import ENVIRONMENT, INVALID, VALID, BadInput
 from reports.run_dir import load_run
+from scenarios.format import Scenario
 from starquake.run.pipeline import RunOptions, resolve
 from starquake.run.suite import SuiteResult, run_suite, scenario_files
 
@@ -44,6 +50,31 @@ class Detection:
         return (f"| `{self.scenario}` | {', '.join(f'`{m}`' for m in self.mutants)} | "
                 f"{', '.join(self.anomalies)} | {sum(self.caught)}/{len(self.caught)} | "
                 f"{median} | {sum(self.twins_valid)}/{len(self.twins_valid)} |")
+
+
+@dataclass(frozen=True)
+class Clean:
+    """A scenario that expects `valid`: in how many seeds it was, and what the others
+    reported instead (an anomaly's name, or the verdict when no checker named one)."""
+
+    scenario: str
+    valid: list[bool]
+    alarms: list[str]
+
+    def row(self) -> str:
+        alarms = ", ".join(sorted(set(self.alarms))) or "-"
+        return f"| `{self.scenario}` | {sum(self.valid)}/{len(self.valid)} | {alarms} |"
+
+
+def reported(result: SuiteResult) -> list[str]:
+    """What a run that should have been valid reported: its failed checkers, else its
+    exit code's meaning (a run that could not finish has no checkers)."""
+    if result.run_dir is not None:
+        checkers = load_run(result.run_dir).results.get("checkers", {})
+        failed = [name for name, verdict in checkers.items() if verdict.get("valid") is False]
+        if failed:
+            return failed
+    return [f"exit {result.exit_code}"]
 
 
 def first_anomaly_s(run_dir: Path, anomalies: tuple[str, ...]) -> float | None:
@@ -72,18 +103,33 @@ def earliest_observation_s(examples: list[list[int]], at: dict[int, int]) -> flo
     return (min(seen) - min(at.values())) / 1e9 if seen else None
 
 
-def detections(files: list[Path], seeds: int, options: RunOptions,
-               console: Console) -> tuple[list[Detection], bool]:
-    """Every scenario's row, and whether every run could finish."""
+def detections(mutant_files: list[Path], clean_files: list[Path], seeds: int,
+               options: RunOptions, console: Console
+               ) -> tuple[list[Detection], list[Clean], bool]:
+    """Every mutant scenario's row, every clean scenario's row, and whether every run
+    could finish."""
+    def scenario(f: Path) -> Scenario:
+        return resolve(dataclasses.replace(options, scenario=f))[0]
+
     rows = {f: Detection(s.name, s.mutants, s.expected_anomalies, [], [], [])
-            for f in files for s in [resolve(dataclasses.replace(options, scenario=f))[0]]}
+            for f in mutant_files for s in [scenario(f)]}
+    cleans = {f: Clean(scenario(f).name, [], []) for f in clean_files}
     finished = True
     for seed in range(1, seeds + 1):
-        for twin in (False, True):
+        runs = [(mutant_files, False), (mutant_files, True), (clean_files, False)]
+        for files, twin in runs:
+            if not files:
+                continue
             results: list[SuiteResult] = run_suite(
                 files, dataclasses.replace(options, seed=seed, without_mutants=twin), console)
             for result in results:
                 finished &= result.run_dir is not None
+                if result.scenario in cleans:
+                    clean = cleans[result.scenario]
+                    clean.valid.append(result.passed)
+                    if not result.passed:
+                        clean.alarms.extend(reported(result))
+                    continue
                 row = rows[result.scenario]
                 if twin:
                     row.twins_valid.append(result.passed)
@@ -93,7 +139,11 @@ def detections(files: list[Path], seeds: int, options: RunOptions,
                     took = first_anomaly_s(result.run_dir, row.anomalies)
                     if took is not None:
                         row.first_anomaly_s.append(took)
-    return list(rows.values()), finished
+    return list(rows.values()), list(cleans.values()), finished
+
+
+MUTANTS_SECTION = "mutants"
+CLEAN_SECTION = "clean"
 
 
 def table(rows: list[Detection], command: str) -> str:
@@ -113,6 +163,35 @@ def table(rows: list[Detection], command: str) -> str:
         *(row.row() for row in rows), ""])
 
 
+def clean_table(rows: list[Clean], command: str) -> str:
+    runs = sum(len(r.valid) for r in rows)
+    alarms = runs - sum(sum(r.valid) for r in rows)
+    return "\n".join([
+        "## False alarms: scenarios that expect `valid`, run after run",
+        "",
+        f"Generated by `{command}` on {time.strftime('%Y-%m-%d')}; regenerate it rather than",
+        "edit it. Each scenario ran once per seed against the reference implementation with",
+        "no mutant on. *Valid*: in how many seeds the verdict was `valid`; *reported*: what",
+        "the other runs reported instead (a checker's anomaly, or the exit code of a run that",
+        f"could not finish). In all: {alarms} false alarm{'s' * (alarms != 1)} in {runs} runs.",
+        "",
+        "| scenario | valid | reported |",
+        "| --- | --- | --- |",
+        *(row.row() for row in rows), ""])
+
+
+def with_section(document: str, section: str, text: str) -> str:
+    """`document` with its `section` (between `<!-- detect:NAME -->` and
+    `<!-- /detect:NAME -->`) replaced by `text`, or `text` so marked at its end."""
+    start, end = f"<!-- detect:{section} -->", f"<!-- /detect:{section} -->"
+    marked = f"{start}\n{text}{end}\n"
+    if start in document and end in document:
+        before, rest = document.split(start, 1)
+        after = rest.split(end, 1)[1]
+        return before + marked + after.removeprefix("\n")
+    return (document.rstrip("\n") + "\n\n" if document.strip() else "") + marked
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--seeds", type=click.IntRange(min=1), default=10, show_default=True,
@@ -127,30 +206,43 @@ def table(rows: list[Detection], command: str) -> str:
 def detect(paths: tuple[Path, ...], seeds: int, backend: str | None, runs_dir: Path | None,
            out: Path | None, spark: SparkSettings) -> int:
     """Run every mutant scenario in PATHS (expecting invalid) and its clean twin with
-    seeds 1..SEEDS, and write the detection table.
+    seeds 1..SEEDS, and every scenario that expects valid with the same seeds, and write
+    the detection table and the false-alarm table.
 
-    Exits 0 when every mutant was caught and every twin valid in every seed, 1 when not,
+    Exits 0 when every mutant was caught and every twin and clean scenario valid in
+    every seed, 1 when not,
     3 on a bad scenario (before anything runs), 4 when a run could not finish.
     """
     console = Console()
     candidates = scenario_files(list(paths))
-    files = [f for f in candidates if resolve(RunOptions(f))[0].expected == "invalid"]
-    for skipped in sorted(set(candidates) - set(files)):
-        console.print(f"detect: {skipped} does not expect invalid; left out", markup=False)
-    if not files:
-        raise BadInput(f"{', '.join(map(str, paths))}: no scenario that expects invalid")
+    expected = {f: resolve(RunOptions(f))[0].expected for f in candidates}
+    mutant_files = [f for f in candidates if expected[f] == "invalid"]
+    clean_files = [f for f in candidates if expected[f] == "valid"]
+    for skipped in sorted(f for f in candidates if expected[f] == "unknown"):
+        console.print(f"detect: {skipped} expects unknown, neither a catch nor clean; left "
+                      f"out", markup=False)
+    if not mutant_files and not clean_files:
+        raise BadInput(f"{', '.join(map(str, paths))}: no scenario that expects invalid "
+                       f"or valid")
     top = runs_dir or Path("runs") / f"detect-{time.strftime('%Y%m%d-%H%M%S')}"
-    rows, finished = detections(files, seeds, RunOptions(files[0], None, backend, top,
-                                                         spark=spark), console)
+    rows, cleans, finished = detections(
+        mutant_files, clean_files, seeds,
+        RunOptions((mutant_files or clean_files)[0], None, backend, top, spark=spark), console)
     command = " ".join(["starquake detect", *map(str, paths), "--seeds", str(seeds),
                         *(["--backend", backend] if backend else [])])
-    text = table(rows, command)
+    sections = ([(MUTANTS_SECTION, table(rows, command))] if rows else []) + \
+        ([(CLEAN_SECTION, clean_table(cleans, command))] if cleans else [])
     if out is None:
-        console.print(text, markup=False)
+        for _, text in sections:
+            console.print(text, markup=False)
     else:
-        out.write_text(text)
+        document = out.read_text() if out.exists() else ""
+        for section, text in sections:
+            document = with_section(document, section, text)
+        out.write_text(document)
         console.print(f"detect: table {out}", markup=False)
     if not finished:
         return ENVIRONMENT
-    perfect = all(all(r.caught) and all(r.twins_valid) for r in rows)
+    perfect = all(all(r.caught) and all(r.twins_valid) for r in rows) and \
+        all(all(c.valid) for c in cleans)
     return VALID if perfect else INVALID

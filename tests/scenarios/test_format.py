@@ -115,6 +115,15 @@ duration_s = 5
      "the scalable workload"),
     ("[workload]\nkind = \"scalable\"\ncrash_interval_s = 3\n",
      "workload.crash_interval_s: only the topic workload takes it, not the scalable workload"),
+    ("[workload]\nkind = \"scalable\"\nprocesses = 4\n",
+     "workload.processes: only the topic, geo and migration workloads take it, not the "
+     "scalable workload"),
+    ("[workload]\nkind = \"topic\"\nprocesses = 0\n",
+     "workload.processes: expected a number of at least 1, got 0"),
+    ("[workload]\nkind = \"topic\"\nsend_timeout_s = 0\n",
+     "workload.send_timeout_s: expected at least 0.1 (seconds), got 0"),
+    ("[workload]\nkind = \"contract\"\nsend_timeout_s = 2\n",
+     "workload.send_timeout_s: only the scalable, topic, geo and migration workloads take it"),
 ])
 def test_mistakes_name_file_key_and_expectation(tmp_path: Path, text: str, message: str) -> None:
     path = _scenario(tmp_path, text)
