@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from checkers.anomaly import Checker, CheckSettings
 from checkers.contract import UNDECIDED, contract
 from checkers.delivery import deliveries
-from checkers.duplicates import acks_before_failovers, duplicate_window
+from checkers.duplicates import acks_before_failovers, duplicate_window, judged_failovers
 from checkers.forked_position import forked_position
 from checkers.frames import HistoryFrames
 from checkers.load import PreparedHistory
@@ -95,6 +95,9 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
             raise
         stats = stats_job.result()
     window_acks = acks_before_failovers(frames) if frames.failover_ops else {}
+    excused: dict[str, list[int]] = defaultdict(list)
+    for failover in judged_failovers(frames)[1]:
+        excused[failover.run].append(failover.index)
     counts: dict[tuple[str, str], int] = {}
     examples: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for row in sorted(first, key=lambda r: r["rank"]):
@@ -124,6 +127,7 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
                         "undecided_examples": examples.get((rows, run), []),
                         "reason": f"{undecided} {what}"})
         _acks_judged(checkers, stats[run], window_acks.get(run, 0))
+        checkers["duplicate-window"]["failovers_excused"] = excused.get(run, [])
         stats[run]["producer_retries"] = counts.get((PRODUCER_RETRY, run), 0)
         stats[run]["producer_retry_examples"] = examples.get((PRODUCER_RETRY, run), [])
         meta = frames.meta.get(run, {})

@@ -236,11 +236,12 @@ class HistoryFrames:
                          "since_index": [s.since_index for s in chosen]},
                         schema=_SUBSCRIPTIONS)
 
-    def failovers(self) -> DataFrame:
-        """Completed failovers: a small table the driver already holds."""
+    def failovers(self, ops: list[SmallFact] | None = None) -> DataFrame:
+        """Completed failovers (`ops`, by default all): a small table the driver already
+        holds."""
         return self.spark.createDataFrame(
             [(f.run, f.topic, f.subscription, _detail_field(f, "from"), _detail_field(f, "to"),
-              f.index, f.time) for f in self.failover_ops],
+              f.index, f.time) for f in (self.failover_ops if ops is None else ops)],
             "run string, topic string, subscription string, from_cluster string, "
             "to_cluster string, failover_index long, failover_time long")
 

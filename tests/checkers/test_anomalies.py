@@ -173,6 +173,23 @@ def _window_within_bound(h: History) -> None:
     _failover_after(h, ack_at_ms=100, failover_at_ms=1100)
 
 
+@case("duplicate-window-legal-while-the-wan-is-cut")
+def _window_in_a_wan_cut(h: History) -> None:
+    """PIP-33 takes no snapshot while a cluster is unreachable: a failover then carries no
+    bound, and the 5 s window of the anomaly above is no anomaly here."""
+    h.at(50).nemesis("cut-wan")
+    _failover_after(h, ack_at_ms=100, failover_at_ms=5100)
+    h.at(8000).nemesis("heal-wan")
+
+
+@case("duplicate-window-after-the-wan-recovered", duplicate_window=1)
+def _window_after_wan_recovery(h: History) -> None:
+    """Past the recovery allowance after the heal, the bound holds again."""
+    h.at(50).nemesis("cut-wan")
+    h.at(80).nemesis("heal-wan")
+    _failover_after(h, ack_at_ms=100, failover_at_ms=100 + 10_000 + 3000)
+
+
 def _split_topic(h: History) -> None:
     h.layout("T", {0: (0, 65535, []), 1: (0, 32767, [0]), 2: (32768, 65535, [0])})
     h.subscribe("s", "stream")
@@ -519,6 +536,16 @@ def test_a_fault_whose_completion_was_never_recorded_still_has_an_interval(
 
 
 @pytest.mark.spark
+def test_a_failover_in_a_wan_cut_is_excused_by_name(results: dict[str, dict]) -> None:
+    """An excused failover is named (its index), and its acks are not counted as judged."""
+    excused = results["duplicate-window-legal-while-the-wan-is-cut"]["checkers"]
+    assert len(excused["duplicate-window"]["failovers_excused"]) == 1
+    assert excused["duplicate-window"]["acks_judged"] == 0
+    judged = results["duplicate-window-after-the-wan-recovered"]["checkers"]
+    assert judged["duplicate-window"]["failovers_excused"] == []
+    assert judged["duplicate-window"]["acks_judged"] == 1
+
+
 def test_failover_statistics(results: dict[str, dict]) -> None:
     (over,) = results["duplicate-window"]["stats"]["failover_windows"]
     assert over["duplicates"] == 1 and over["window_ms"] == pytest.approx(5000, abs=5)
