@@ -219,6 +219,10 @@ class _Pusher:
     def assignment_changed(self, assignment: ConsumerAssignment) -> None:
         self.loop.call_soon_threadsafe(self._deliver, assignment)
 
+    def controller_lost(self) -> None:
+        lost = NotLeader(str(self.registration.topic), None)
+        self.loop.call_soon_threadsafe(self.commands.register_again, self.consumer_id, lost)
+
     def _deliver(self, assignment: ConsumerAssignment) -> None:
         if not self.registration.answered:
             self.registration.held = assignment
@@ -359,13 +363,21 @@ class ScalableCommands:
                 # Leadership moved while the consumer stayed connected here (a pause that
                 # outlived our session): its reports would go nowhere, and its stream would
                 # stop at the next sealed segment. Send it to the new leader.
-                log.info("%s registered with a controller that no longer leads; told to "
-                         "register again", registration.consumer_name)
-                self._registrations.pop(request.consumer_id, None)
-                self._refuse(request.consumer_id, exc)
+                self.register_again(request.consumer_id, exc)
             except ScalableTopicError as exc:
                 log.info("drain report of %s ignored: %s", registration.consumer_name, exc)
         self._spawn(refresh())
+
+    def register_again(self, consumer_id: int, exc: NotLeader) -> None:
+        """Forget a consumer's registration here and push it an error, on which it
+        registers again with the leader its DAG names: the controller it registered with
+        no longer leads (`exc`)."""
+        registration = self._registrations.pop(consumer_id, None)
+        if registration is None:
+            return
+        log.info("%s registered with a controller that no longer leads; told to register "
+                 "again", registration.consumer_name)
+        self._refuse(consumer_id, exc)
 
     def _refuse(self, consumer_id: int, exc: BaseException, request_id: int | None = None) -> None:
         """An assignment carrying an error: the answer to a refused registration, or,

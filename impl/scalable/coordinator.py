@@ -147,12 +147,16 @@ class SubscriptionCoordinator:
             return True
 
     def close(self) -> None:
-        """Stop every timer (leadership moved away); persisted sessions stay for the next
-        leader."""
+        """Stop every timer (leadership moved away) and tell every connected consumer to
+        register again (`AssignmentListener.controller_lost`); persisted sessions stay for
+        the next leader."""
         with self._lock:
             self._closed = True
             for session in self._sessions.values():
                 self._cancel_grace(session)
+                if session.listener is not None:
+                    session.listener.controller_lost()
+                    session.listener = None
 
     # --- inputs that change the assignment ----------------------------------------------
 

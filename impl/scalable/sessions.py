@@ -121,3 +121,11 @@ class AssignmentListener(Protocol):
     held: it must hand the assignment off, not block."""
 
     def assignment_changed(self, assignment: ConsumerAssignment) -> None: ...
+
+    def controller_lost(self) -> None:
+        """The controller this consumer registered with stopped leading (or closed). Its
+        session stays in the store for the next leader, but nothing here pushes to it
+        again: the consumer must register anew, with whichever broker leads. Without this
+        a leader that loses its metadata session and wins the election back a moment
+        later holds sessions nobody listens to, and a stream consumer that still thinks
+        itself registered waits for assignments forever."""

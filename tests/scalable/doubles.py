@@ -18,10 +18,14 @@ class RecordingConnection:
     name: str
     pushes: list[ConsumerAssignment] = field(default_factory=list)
     open: bool = True
+    told_to_register_again: bool = False
 
     def assignment_changed(self, assignment: ConsumerAssignment) -> None:
         assert self.open, f"pushed to {self.name}'s closed connection"
         self.pushes.append(assignment)
+
+    def controller_lost(self) -> None:
+        self.told_to_register_again = True
 
 
 @dataclass
@@ -82,3 +86,6 @@ class PushRecorder(Recorder[ConsumerAssignment]):
 
     def assignment_changed(self, assignment: ConsumerAssignment) -> None:
         self(assignment)
+
+    def controller_lost(self) -> None:
+        """Not recorded: the tests that use it wait for assignments only."""

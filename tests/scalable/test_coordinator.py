@@ -234,6 +234,19 @@ def test_a_disconnected_consumer_keeps_its_segments_until_the_grace_period_ends(
     assert (SUBSCRIPTION, "c-a") not in harness.sessions.saved
 
 
+def test_a_closing_coordinator_sends_its_connected_consumers_to_register_again() -> None:
+    """Leadership lost: the sessions stay in the store, but nothing here will push to the
+    connected consumers again, so they must register anew (with the leader, which may be
+    this broker again a moment later); a consumer already gone is not told."""
+    harness = Harness(SegmentLayout.initial(2))
+    a = harness.connect("c-a")
+    b = harness.connect("c-b")
+    harness.disconnect("c-b")
+    harness.coordinator.close()
+    assert a.told_to_register_again and not b.told_to_register_again
+    assert set(harness.sessions.saved) == {(SUBSCRIPTION, "c-a"), (SUBSCRIPTION, "c-b")}
+
+
 def test_a_disconnect_of_a_replaced_connection_is_ignored() -> None:
     harness = Harness(SegmentLayout.initial(2))
     harness.connect("c-a")
