@@ -23,9 +23,11 @@ from typing import Literal, Protocol
 Role = Literal["broker", "bookie", "zookeeper"]
 ROLES: tuple[Role, ...] = ("broker", "bookie", "zookeeper")
 
-Capability = Literal["kill", "pause", "partition", "session-debug"]
+Capability = Literal["kill", "pause", "partition", "cut-clients", "session-debug"]
 """What the nemesis may do to a node: `kill` (and start again), `pause` (and resume),
-`partition` (drop its traffic from chosen nodes), `session-debug` (a broker publishes its
+`partition` (drop its traffic from chosen nodes), `cut-clients` (drop what anyone but the
+Target's nodes sends to one of its ports, so the clients lose it; our containers and a
+third party's docker nodes), `session-debug` (a broker publishes its
 metadata session id and password on `/admin/v2/debug/zookeeper-session`, so its session
 can be expired directly; our brokers only)."""
 
@@ -141,6 +143,12 @@ class NetworkControl(Protocol):
         """From now on `node` drops what it receives from `sources` (node names), all of it
         or with `to_port` only TCP segments addressed to that port; an empty `sources`
         lets everything through again. Replaces what was set for `node` before."""
+
+    def cut_clients(self, node: str, port: int) -> None:
+        """From now on `node` drops the TCP segments addressed to its `port` from every
+        address that is not one of the Target's nodes: the workloads' clients lose it,
+        wherever they run, while its peers keep it. Only for nodes with capability
+        `cut-clients`; `drop(node, ())` lifts it."""
 
 
 class Target(Protocol):

@@ -48,7 +48,7 @@ def node_name(cluster: str, role: Role, n: int) -> str:
 
 
 BACKEND_CAPABILITIES: dict[str, frozenset[Capability]] = {
-    "docker": frozenset({"kill", "pause", "partition", "session-debug"}),
+    "docker": frozenset({"kill", "pause", "partition", "cut-clients", "session-debug"}),
     "local": frozenset({"kill", "pause", "session-debug"}),
 }
 """What each deployment lets the nemesis do to every node. Local processes share the

@@ -102,6 +102,21 @@ class Partitioner:
         return NemesisEvent("partition", "stall-port", (receiver,),
                             {"sender": sender, "port": port})
 
+    def cut_clients(self, node: str, port: int) -> NemesisEvent:
+        """`node` drops what anyone but the Target's nodes sends to its `port`: the
+        workloads' clients lose it and, once their keep-alive gives up on the silent
+        connection, reconnect, while its peers and every other node are untouched. It
+        replaces any partition in force; `heal()` lifts it."""
+        if node not in self._nodes:
+            raise shapes.ShapeNotApplicable(f"cut-clients: unknown node {node}; nodes are "
+                                            f"{self.names}")
+        if self._touched:
+            self.heal()
+        self._network.cut_clients(node, port)
+        self._touched.add(node)
+        self._active = "cut-clients"
+        return NemesisEvent("partition", "cut-clients", (node,), {"port": port})
+
     # --- the shapes -------------------------------------------------------------------------
 
     def isolate(self, target: str, among: Iterable[str] | None = None) -> NemesisEvent:

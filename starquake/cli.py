@@ -37,6 +37,7 @@ def _register() -> None:
     from starquake.bench.fuzz import bench_fuzz
     from starquake.bench.history import bench_history
     from starquake.bench.report import bench_report
+    from starquake.bench.workload import bench_workload
     from starquake.cluster_cli import cluster
     from starquake.conform.cli import conform
     from starquake.run.cli import reproduce, run
@@ -64,6 +65,7 @@ def _register() -> None:
     bench.add_command(bench_cluster, "cluster")
     bench.add_command(bench_broker, "broker")
     bench.add_command(bench_fuzz, "fuzz")
+    bench.add_command(bench_workload, "workload")
 
 
 def main(argv: list[str] | None = None) -> None:

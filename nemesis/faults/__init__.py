@@ -8,6 +8,7 @@ from nemesis.faults.controller import IsolateControllerLeader, KillControllerLea
 from nemesis.faults.partitions import (
     Bridge,
     BrokersFromZooKeeper,
+    CutClients,
     Isolate,
     MajoritiesRing,
     RandomHalves,
@@ -18,7 +19,7 @@ from nemesis.faults.wan import CutWan
 
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (
     Isolate(), RandomHalves(), Bridge(), MajoritiesRing(), BrokersFromZooKeeper(),
-    IsolateControllerLeader(), CutWan(), Kill(), Pause(), ExpireSession(),
+    IsolateControllerLeader(), CutWan(), CutClients(), Kill(), Pause(), ExpireSession(),
     KillControllerLeader(),
 )}
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from typing import ClassVar
+from urllib.parse import urlsplit
 
 from nemesis.events import NemesisEvent
 from nemesis.faults.base import OWNER, Fault, FaultContext, FaultPlanError, Surface
 from nemesis.partition import Partitioner
+
+PULSAR_PORT = 6650
+"""The binary protocol's port when a service URL names none."""
 
 
 class _Partition(Fault):
@@ -43,6 +47,37 @@ class Isolate(_Partition):
     def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
               rng: random.Random) -> NemesisEvent:
         return partitioner.isolate(targets[0])
+
+
+class CutClients(_Partition):
+    """One broker stops hearing the clients on its binary port (its service URL's port):
+    every client connection to it goes silent until the client's keep-alive gives up on
+    it and reconnects, again and again while the cut lasts, while the broker still hears
+    its peers and the metadata store. A cut longer than the client's keep-alive (30 s for
+    the official client, twice that at worst) forces the reconnect; a shorter one shows
+    what a client does with a connection that stalls."""
+
+    name = "cut-clients"
+    needs = frozenset({"cut-clients"})
+    defaults: ClassVar[tuple[str, ...]] = (OWNER, "broker")
+
+    def check_targets(self, surface: Surface, key: str, targets: Sequence[str]) -> None:
+        if len(targets) != 1:
+            raise FaultPlanError(f"{key}: {self.name} cuts the clients from one broker, got "
+                                 f"{list(targets)}")
+
+    def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
+              rng: random.Random) -> NemesisEvent:
+        return partitioner.cut_clients(targets[0], service_port(ctx, targets[0]))
+
+
+def service_port(ctx: FaultContext, broker: str) -> int:
+    """The port of `broker`'s service URL, where the clients reach it."""
+    for cluster in ctx.target.clusters:
+        for node, url in zip(cluster.of_role("broker"), cluster.service_urls, strict=True):
+            if node.name == broker:
+                return urlsplit(url).port or PULSAR_PORT
+    raise FaultPlanError(f"cut-clients: {broker} is not a broker of the target")
 
 
 class RandomHalves(_Partition):

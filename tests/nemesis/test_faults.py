@@ -49,6 +49,9 @@ class Network:
     def drop(self, node: str, sources: Iterable[str], to_port: int | None = None) -> None:
         self._calls.append(f"{node} drops {','.join(sorted(sources)) or 'nothing'}")
 
+    def cut_clients(self, node: str, port: int) -> None:
+        self._calls.append(f"{node} cuts its clients on {port}")
+
 
 class ThirdParty:
     """A Target with no session debug endpoint: a broker and a metadata-store node."""
@@ -108,6 +111,8 @@ def _timeline(fault: str) -> NemesisSettings:
                                               "partition, which no node offers"),
     ("kill", frozenset({"pause"}), "the target cannot take kill: it needs kill"),
     ("expire-session", frozenset(), "expire-session needs brokers whose session can be"),
+    ("cut-clients", frozenset({"partition"}), "the target cannot take cut-clients: it needs "
+                                              "cut-clients, which no node offers"),
 ])
 def test_a_fault_the_target_cannot_take_is_refused_by_name(
         fault: str, capabilities: frozenset[Capability], message: str) -> None:
@@ -120,3 +125,15 @@ def test_the_same_fault_is_planned_where_the_target_can_take_it() -> None:
                               10.0, "t.toml")
     assert [(s.fault, s.targets) for s in schedule.steps] in (
         [("expire-session", ("owner",))], [("expire-session", ("x-broker1",))])
+
+
+def test_a_client_cut_acts_on_the_port_of_the_brokers_service_url() -> None:
+    calls: list[str] = []
+    target = ThirdParty(frozenset({"partition", "cut-clients"}), calls)
+    assert target.network is not None
+    ctx = FaultContext(target, ProcessFaults(), Partitioner(target.network))
+    event = FAULTS["cut-clients"].inject(ctx, ("x-broker1",), random.Random(1))
+    assert calls == ["x-broker1 cuts its clients on 6650"]
+    assert event.detail == {"port": 6650}
+    FAULTS["cut-clients"].end(ctx, ("x-broker1",))
+    assert calls[-1] == "x-broker1 drops nothing"

@@ -45,6 +45,24 @@ def test_restore_input_replaces_our_chain_only() -> None:
                                  f"-A {CHAIN} -s 10.0.0.3/32 -j DROP", "COMMIT"]
 
 
+def test_a_client_cut_spares_the_targets_nodes_and_drops_everyone_else_on_one_port(
+        nodes: dict[str, RecordingNode]) -> None:
+    partitioner = Partitioner(IptablesNetwork(nodes.values()))
+    partitioner.isolate("a-zk1")
+    event = partitioner.cut_clients("a-broker1", 6650)
+    rules = [line for line in nodes["a-broker1"].restores[-1].splitlines()
+             if line.startswith(f"-A {CHAIN}")]
+    spared = {"10.0.0.2", "10.0.0.3", "10.9.0.3", "10.1.0.2", "10.9.0.4"}
+    assert rules[0] == f"-A {CHAIN} -i lo -j RETURN"
+    assert set(rules[1:-1]) == {f"-A {CHAIN} -s {ip}/32 -p tcp --dport 6650 -j RETURN"
+                                for ip in spared}
+    assert rules[-1] == f"-A {CHAIN} -p tcp --dport 6650 -j DROP"
+    assert nodes["a-zk1"].drops() == set()  # the isolation before it was healed
+    assert (event.f, event.value, event.targets) == ("partition", "cut-clients", ("a-broker1",))
+    assert partitioner.heal().f == "heal"
+    assert nodes["a-broker1"].drops() == set()
+
+
 def test_a_node_drops_every_address_of_the_nodes_it_holds_a_grudge_against(
         nodes: dict[str, RecordingNode]) -> None:
     event = Partitioner(IptablesNetwork(nodes.values())).isolate("a-broker1")

@@ -38,7 +38,7 @@ def test_clean_rows_count_valid_runs_and_name_what_the_others_reported() -> None
     text = clean_table([quiet, noisy], "starquake detect smoke --seeds 3")
     assert "| `topic-faults` | 2/2 | - |" in text.splitlines()
     assert "| `geo-failover` | 1/3 | duplicate, exit 4 |" in text.splitlines()
-    assert "In all: 2 false alarms in 5 runs." in text
+    assert "2 of 5 runs not valid." in text
 
 
 def test_a_section_is_replaced_and_the_others_kept() -> None:

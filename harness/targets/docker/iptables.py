@@ -8,7 +8,8 @@ whatever else the namespace holds (the engine's DNS rules live in the nat table 
 never touched).
 
 Only INPUT is filtered, as Jepsen does: a node drops what it receives. The host's own
-traffic (the clients the harness runs) is never dropped, since no node name stands for it.
+traffic (the clients the harness runs) is dropped only by a client cut, which spares the
+Target's nodes and drops everyone else who addresses one port.
 
 `apply_drops` and `remove_chain` work on any `Namespace`, anything that runs a command in
 a network namespace: our nodes' netns holders (`docker exec`), and a third party's
@@ -63,16 +64,35 @@ def restore_input(drop_from: Iterable[str], to_port: int | None = None) -> str:
     """The iptables-restore text that makes our chain drop packets from `drop_from`: all
     of them, or with `to_port` only TCP segments addressed to that port."""
     match = "" if to_port is None else f" -p tcp --dport {to_port}"
-    lines = ["*filter", f":{CHAIN} - [0:0]"]
-    lines += [f"-A {CHAIN} -s {ip}/32{match} -j DROP" for ip in sorted(drop_from)]
-    return "\n".join([*lines, "COMMIT", ""])
+    return _restore([f"-A {CHAIN} -s {ip}/32{match} -j DROP" for ip in sorted(drop_from)])
+
+
+def restore_cut_clients(spare: Iterable[str], port: int) -> str:
+    """The iptables-restore text that makes our chain drop the TCP segments addressed to
+    `port` from every address but `spare` (the Target's nodes) and the namespace's own
+    loopback: whoever else connects there, the workloads' clients wherever they run, is
+    cut off, while the node's peers are not."""
+    match = f"-p tcp --dport {port}"
+    return _restore([f"-A {CHAIN} -i lo -j RETURN",
+                     *(f"-A {CHAIN} -s {ip}/32 {match} -j RETURN" for ip in sorted(spare)),
+                     f"-A {CHAIN} {match} -j DROP"])
+
+
+def _restore(rules: list[str]) -> str:
+    return "\n".join(["*filter", f":{CHAIN} - [0:0]", *rules, "COMMIT", ""])
+
+
+def apply_input(namespace: Namespace, restore: str) -> None:
+    """Make our chain in `namespace` hold the rules of `restore` (`restore_input`,
+    `restore_cut_clients`), replacing our previous rules there in one step."""
+    _run(namespace, _APPLY_SCRIPT, restore)
 
 
 def apply_drops(namespace: Namespace, drop_from: Iterable[str], to_port: int | None = None
                 ) -> None:
     """Make `namespace` drop what it receives from the addresses `drop_from` (all of it, or
     only TCP to `to_port`), replacing our previous rules there in one step."""
-    _run(namespace, _APPLY_SCRIPT, restore_input(drop_from, to_port))
+    apply_input(namespace, restore_input(drop_from, to_port))
 
 
 def remove_chain(namespace: Namespace) -> None:
@@ -101,3 +121,7 @@ class IptablesNetwork:
     def drop(self, node: str, sources: Iterable[str], to_port: int | None = None) -> None:
         ips = [ip for source in sources for ip in self._nodes[source].ips]
         apply_drops(self._nodes[node], ips, to_port)
+
+    def cut_clients(self, node: str, port: int) -> None:
+        apply_input(self._nodes[node], restore_cut_clients(
+            [ip for peer in self._nodes.values() for ip in peer.ips], port))

@@ -28,7 +28,13 @@ from docker import DockerClient
 from docker.models.containers import Container
 
 from harness.target import Capability
-from harness.targets.docker.iptables import PartitionFailed, apply_drops, remove_chain
+from harness.targets.docker.iptables import (
+    PartitionFailed,
+    apply_input,
+    remove_chain,
+    restore_cut_clients,
+    restore_input,
+)
 from harness.targets.external.file import NodeEntry
 from history.errors import EnvironmentProblem
 
@@ -59,7 +65,7 @@ def partition_problem() -> str | None:
 def docker_capabilities() -> frozenset[Capability]:
     """What a docker-controlled node can take on this machine."""
     base: frozenset[Capability] = frozenset({"kill", "pause"})
-    return base if partition_problem() else base | {"partition"}
+    return base if partition_problem() else base | {"partition", "cut-clients"}
 
 
 def find_container(client: DockerClient, node: NodeEntry, compose_project: str | None
@@ -140,7 +146,8 @@ class ContainerControl:
         self._compose_project = compose_project
         self._id: str | None = None
         self._learned: dict[str, str] = {}
-        self._drop: tuple[tuple[str, ...], int | None] = ((), None)
+        self._input: str | None = None
+        """The rules its namespace holds (iptables-restore text); None: healed."""
 
     @property
     def name(self) -> str:
@@ -192,8 +199,8 @@ class ContainerControl:
     def start(self) -> None:
         """Start the container again; a drop set while it was down is applied now."""
         self._act("start", ("exited", "created"), lambda c: c.start())
-        if self._drop[0]:
-            apply_drops(self, *self._drop)
+        if self._input is not None:
+            apply_input(self, self._input)
 
     def pause(self) -> None:
         self._act("pause", ("running",), lambda c: c.pause())
@@ -241,10 +248,18 @@ class ContainerControl:
     def drop(self, ips: Sequence[str], to_port: int | None) -> None:
         """Drop what the node receives from `ips` (nothing: heal), replacing what was set
         before. While the namespace is gone (a killed container) the drop waits for start."""
-        self._drop = (tuple(ips), to_port)
+        self._set_input(restore_input(ips, to_port) if ips else None)
+
+    def cut_clients(self, spare: Sequence[str], port: int) -> None:
+        """Drop the TCP segments to `port` from everyone but `spare` (the Target's nodes),
+        replacing what was set before, as `drop` does."""
+        self._set_input(restore_cut_clients(spare, port))
+
+    def _set_input(self, restore: str | None) -> None:
+        self._input = restore
         if self._namespace_pid() is None:
             return
-        if ips:
-            apply_drops(self, ips, to_port)
-        else:
+        if restore is None:
             remove_chain(self)
+        else:
+            apply_input(self, restore)

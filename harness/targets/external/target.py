@@ -224,3 +224,13 @@ class ExternalNetwork:
             self._hooks.drop(self._target.file.node(node),
                              {source: self._target.address(source) for source in sources},
                              to_port)
+
+    def cut_clients(self, node: str, port: int) -> None:
+        container = self._target.containers().get(node)
+        if container is None:
+            raise NodeNotControlled(f"{self._target.file.path}: node {node} cannot have its "
+                                    f"clients cut: only docker nodes can")
+        spare = {ip for peer in self._target.file.nodes
+                 if peer.address is not None or peer.name in self._target.containers()
+                 for ip in self._target.source_ips(peer.name)}
+        container.cut_clients(sorted(spare), port)
