@@ -58,6 +58,7 @@ PRODUCER_OPTIONS: dict[str, Any] = {
     "batching_enabled": False, "send_timeout_millis": SEND_TIMEOUT_MS,
     "block_if_queue_full": True, "max_pending_messages": 10}
 """Unbatched, so every message has its own entry and position."""
+RETRY_PAUSE_S = 0.5
 
 
 def producer_options(settings: WorkloadSettings) -> dict[str, Any]:
@@ -67,7 +68,6 @@ def producer_options(settings: WorkloadSettings) -> dict[str, Any]:
     return {**PRODUCER_OPTIONS, "send_timeout_millis": round(settings.send_timeout_s * 1000),
             "max_pending_messages": max(PRODUCER_OPTIONS["max_pending_messages"],
                                         settings.processes)}
-RETRY_PAUSE_S = 0.5
 
 
 def position_of(message_id: Any) -> str:

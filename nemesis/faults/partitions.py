@@ -62,8 +62,10 @@ class CutClients(_Partition):
     defaults: ClassVar[tuple[str, ...]] = (OWNER, "broker")
 
     def check_targets(self, surface: Surface, key: str, targets: Sequence[str]) -> None:
-        if len(targets) != 1:
-            raise FaultPlanError(f"{key}: {self.name} cuts the clients from one broker, got "
+        brokers = [n.name for n in surface.nodes if n.role == "broker"]
+        if len(targets) != 1 or targets[0] not in (OWNER, "broker", *brokers):
+            raise FaultPlanError(f"{key}: {self.name} cuts the clients from one broker "
+                                 f"(`owner`, `broker` or one of {brokers}), got "
                                  f"{list(targets)}")
 
     def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],

@@ -137,3 +137,11 @@ def test_a_client_cut_acts_on_the_port_of_the_brokers_service_url() -> None:
     assert event.detail == {"port": 6650}
     FAULTS["cut-clients"].end(ctx, ("x-broker1",))
     assert calls[-1] == "x-broker1 drops nothing"
+
+
+def test_a_client_cut_aimed_at_a_node_that_is_no_broker_is_refused() -> None:
+    settings = NemesisSettings("timeline", timeline=(TimedFault(1.0, "cut-clients", 1.0,
+                                                                ("x-zk1",)),))
+    with pytest.raises(FaultPlanError, match="cut-clients cuts the clients from one broker"):
+        build_schedule(settings, _surface(frozenset({"partition", "cut-clients"})), 1, 10.0,
+                       "t.toml")
