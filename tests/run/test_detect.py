@@ -4,20 +4,24 @@ first anomaly over the caught seeds, and a dash when no seed caught it; and one 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from history.writer import HistoryWriter
 from starquake.run.detect import (
     Clean,
     Detection,
     clean_table,
     earliest_observation_s,
+    reported,
     table,
     with_section,
 )
+from starquake.run.suite import SuiteResult
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -39,6 +43,24 @@ def test_clean_rows_count_valid_runs_and_name_what_the_others_reported() -> None
     assert "| `topic-faults` | 2/2 | - |" in text.splitlines()
     assert "| `geo-failover` | 1/3 | duplicate, exit 4 |" in text.splitlines()
     assert "2 of 5 runs not valid." in text
+
+
+def _run_with(tmp_path: Path, checkers: dict[str, object]) -> Path:
+    with HistoryWriter(tmp_path / "history.jsonl") as writer:
+        writer.record("harness", "ok", "meta", detail={"scenario": "s", "seed": 1})
+    (tmp_path / "results.json").write_text(json.dumps({"valid": False, "checkers": checkers}))
+    return tmp_path
+
+
+@pytest.mark.parametrize(("checkers", "said"), [
+    ({"lost": {"valid": False}, "order": {"valid": "unknown"}}, ["lost"]),
+    ({"lost": {"valid": "unknown"}, "order": {"valid": True}}, ["lost unknown"]),
+])
+def test_a_run_that_should_have_been_valid_says_which_checkers_it_failed_or_left_open(
+        tmp_path: Path, checkers: dict[str, object], said: list[str]) -> None:
+    run = _run_with(tmp_path, checkers)
+    assert reported(SuiteResult(tmp_path / "s.toml", "valid", 2, run)) == said
+    assert reported(SuiteResult(tmp_path / "s.toml", "valid", 4, None)) == ["exit 4"]
 
 
 def test_a_section_is_replaced_and_the_others_kept() -> None:
