@@ -6,6 +6,7 @@ a kill, and heals leaving no rule of ours behind; a missing container is exit co
 from __future__ import annotations
 
 import secrets
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -120,7 +121,8 @@ def test_addresses_are_learned_and_capabilities_follow_the_host(
     assert nodes["x-broker1"].address == containers.ip(containers.first)
     assert nodes["x-bookie1"].address == containers.ip(containers.second)
     assert nodes["x-zk1"].address == containers.ip(containers.first)  # its namespace's
-    expected = {"kill", "pause"} | (set() if partition_problem() else {"partition"})
+    expected = {"kill", "pause"} | (set() if partition_problem() else {"partition",
+                                                                       "cut-clients"})
     assert all(node.capabilities == expected for node in nodes.values())
     check_reachable(target)
 
@@ -150,6 +152,16 @@ def rules(control: ContainerControl) -> str:
     return output
 
 
+def host_reaches(address: str) -> bool:
+    """Whether this machine (where the workloads' clients run) connects to `address`."""
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
 @pytest.mark.skipif(partition_problem() is not None, reason=str(partition_problem()))
 def test_partition_drops_then_heal_leaves_no_rule_of_ours(
         target: ExternalTarget, containers: Containers, image: NodeImage) -> None:
@@ -176,6 +188,14 @@ def test_partition_drops_then_heal_leaves_no_rule_of_ours(
     assert links() == {"first->second"}
     network.drop("x-broker1", [])
     assert links() == both
+
+    # A client cut of first's port spares the file's nodes and drops this machine.
+    eventually(lambda: host_reaches(at["first"]))
+    network.cut_clients("x-broker1", PORT)
+    assert links() == both and not host_reaches(at["first"])
+    network.drop("x-broker1", [])
+    eventually(lambda: host_reaches(at["first"]))
+    assert CHAIN not in rules(first)
 
     # The sidecar lives in first's namespace: partitioning it is partitioning first.
     network.drop("x-zk1", ["x-bookie1"])
