@@ -55,7 +55,7 @@ class Detection:
 @dataclass(frozen=True)
 class Clean:
     """A scenario that expects `valid`: in how many seeds it was, and what the others
-    reported instead (an anomaly's name, or the verdict when no checker named one)."""
+    reported instead (`reported`)."""
 
     scenario: str
     valid: list[bool]
