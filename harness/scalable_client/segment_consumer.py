@@ -5,7 +5,15 @@ confirmed each acknowledgement). A lost connection or a consumer closed by the b
 re-subscribed; unacknowledged messages come again.
 
 A handler may return an `AckListener`: it is told, once the acknowledgement is settled,
-whether the broker confirmed it (a harness records the `ack` as `ok` only then)."""
+whether the broker confirmed it (a harness records the `ack` as `ok` only then).
+
+An acknowledgement goes only to the subscription that delivered the message. Once that
+subscription is gone (its connection closed, or the broker closed the consumer when the
+segment moved) the acknowledgement is unconfirmed, even though the position would still
+name the message on the new subscription: the new owner may already have redelivered it,
+and that copy may still be waiting in this client's queue. Confirming the acknowledgement
+through the new subscription would put a receipt before a delivery the broker made
+earlier, which a history reader cannot tell from a redelivery after a confirmed ack."""
 
 from __future__ import annotations
 
@@ -45,6 +53,8 @@ class Message:
     payload: bytes
     redelivery: int = 0
     """How many times the broker delivered this message before."""
+    subscription: int = 0
+    """Which of its consumer's subscriptions delivered it (they are counted from 1)."""
 
 
 AckListener = Callable[[bool], None]
@@ -64,6 +74,7 @@ class SegmentConsumer:
         self._timeout = timeout
         self._connection: ClientConnection | None = None
         self._consumer_id = 0
+        self._subscriptions = 0
         self._queue: asyncio.Queue[Message | None] = asyncio.Queue()
         self._received = 0
         self._reached_end = False
@@ -119,6 +130,7 @@ class SegmentConsumer:
         # consumer left behind would stay active in a Failover subscription and take the
         # messages nobody reads.
         self._connection, self._consumer_id = connection, consumer_id
+        self._subscriptions += 1
         await connection.request(BaseCommand(type=BaseCommand.SUBSCRIBE, subscribe=CommandSubscribe(
             topic=self.topic, subscription=self._subscription, subType=self._sub_type,
             consumer_id=consumer_id, request_id=request_id, consumer_name=self._name,
@@ -138,7 +150,8 @@ class SegmentConsumer:
             metadata = frame.metadata()
             position = MessageId.of(command.message.message_id)
             self._queue.put_nowait(Message(self.topic, position, metadata.partition_key,
-                                           frame.payload(), command.message.redelivery_count))
+                                           frame.payload(), command.message.redelivery_count,
+                                           self._subscriptions))
             self._received += 1
             if self._received % (PERMITS // 2) == 0:
                 self._flow(PERMITS // 2)
@@ -150,13 +163,14 @@ class SegmentConsumer:
 
     async def _ack(self, message: Message) -> bool:
         """Acknowledge and wait for the broker's receipt (a drained segment must really be
-        acknowledged before the controller is told); False when the connection went away
-        first, so the broker's answer never came."""
+        acknowledged before the controller is told); False when the subscription that
+        delivered the message went away first, so its answer never came."""
         loop = asyncio.get_running_loop()
 
         async def ack_once() -> bool:
             connection = self._connection
-            if connection is None or connection.closed:
+            if (connection is None or connection.closed
+                    or self._subscriptions != message.subscription):
                 return False  # redelivered after the resubscription; acknowledged then
             request_id = connection.next_id()
             await connection.request(BaseCommand(type=BaseCommand.ACK, ack=CommandAck(

@@ -1,8 +1,10 @@
-"""When a segment consumer counts a segment as drained. A broker that dies after telling the
-consumer REACHED_END_OF_TOPIC, with an acknowledgement still unanswered, leaves that
-message unacknowledged in the cursor: the consumer must not call the segment drained (and
-be dropped by its reader) until a new subscription has redelivered it and said the end
-again. The connection here is scripted so the order of events is exact."""
+"""How a segment consumer settles its acknowledgements and when it counts a segment as
+drained. A broker that dies after telling the consumer REACHED_END_OF_TOPIC, with an
+acknowledgement still unanswered, leaves that message unacknowledged in the cursor: the
+consumer must not call the segment drained (and be dropped by its reader) until a new
+subscription has redelivered it and said the end again. An acknowledgement the old owner
+refused is not retried through the new owner's subscription. The connections here are
+scripted so the order of events is exact."""
 
 from __future__ import annotations
 
@@ -10,10 +12,11 @@ import asyncio
 from collections.abc import Callable
 
 from harness.scalable_client.segment_consumer import Message, SegmentConsumer
-from wire.errors import ConnectionClosed
+from wire.errors import BrokerError, ConnectionClosed
 from wire.frames import Frame, encode_entry
 from wire.pulsar_api_pb2 import (
     BaseCommand,
+    CommandCloseConsumer,
     CommandMessage,
     CommandReachedEndOfTopic,
     CommandSubscribe,
@@ -69,6 +72,12 @@ class ScriptedConnection:
         assert self.handler is not None
         self.handler(Frame(BaseCommand(type=BaseCommand.REACHED_END_OF_TOPIC,
                                        reachedEndOfTopic=CommandReachedEndOfTopic(consumer_id=1))))
+
+    def close_consumer(self) -> None:
+        """The broker closed the consumer (its segment moved); the connection stays up."""
+        assert self.handler is not None
+        self.handler(Frame(BaseCommand(type=BaseCommand.CLOSE_CONSUMER,
+                                       close_consumer=CommandCloseConsumer(consumer_id=1))))
 
     def die(self) -> None:
         """The broker went away: pending acks fail, the consumer hears of it."""
@@ -131,6 +140,44 @@ def test_an_end_heard_before_the_broker_died_does_not_drain_the_segment() -> Non
         await _settle()
         assert consumer.drained.is_set()
         assert [m.redelivery for m in received] == [0, 1]
+        await consumer.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_ack_refused_by_the_old_owner_is_not_confirmed_by_the_new_one() -> None:
+    """The old owner refuses the ACK (its metadata store is away) and then closes the
+    consumer; the new owner redelivers the message at once. The first delivery's ACK must
+    settle unconfirmed rather than be retried, and confirmed, on the new subscription
+    while the redelivered copy waits in the client's queue."""
+    async def scenario() -> None:
+        settled: list[tuple[int, bool]] = []
+        handled: list[Message] = []
+
+        async def on_message(message: Message) -> Callable[[bool], None]:
+            handled.append(message)
+            nth = len(handled)
+            return lambda confirmed: settled.append((nth, confirmed))
+
+        pool = ScriptedPool()
+        first, second = ScriptedConnection(), ScriptedConnection()
+        pool.ready.extend([first, second])
+        consumer = SegmentConsumer(pool, TOPIC, "stream", CommandSubscribe.Failover, "c1",
+                                   on_message, timeout=30)
+        consumer.start()
+        await _settle()
+        first.deliver(0)
+        await _settle()
+        first.close_consumer()
+        first.acks[0].set_exception(BrokerError(0, "metadata store unavailable"))
+        await asyncio.sleep(0.3)  # the ACK's retry back-off, and the resubscription
+        second.deliver(0)
+        await _settle()
+        assert settled == [(1, False)], "the first delivery's ACK settled otherwise"
+        assert len(second.acks) == 1, "the old ACK went to the new subscription"
+        second.acks[0].set_result(None)
+        await _settle()
+        assert settled == [(1, False), (2, True)]
         await consumer.close()
 
     asyncio.run(scenario())
