@@ -67,6 +67,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "the subscription's other consumers",
            "messages that were out at a consumer that closed or crashed are never delivered "
            "again: the subscription's backlog never drains"),
+    Mutant("nack-not-redelivered", "subscription",
+           "Pulsar's PersistentDispatcherMultipleConsumers.redeliverUnacknowledgedMessages: "
+           "the positions a consumer asks for again (its negative acknowledgements) are "
+           "added to the messages to replay",
+           "a negatively acknowledged message of a Shared or Key_Shared subscription is "
+           "forgotten, never delivered again: the subscription's backlog never drains"),
     Mutant("schema-compatibility-unchecked", "schema registry",
            "Pulsar's schema registry: a schema that differs from a topic's is registered "
            "only if the namespace's compatibility strategy (FULL by default) accepts it",

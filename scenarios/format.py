@@ -19,7 +19,12 @@ from typing import Any
 from harness.targets.reference_mutants import reference_mutants
 from harness.topology import AUTH_MODES, Topology
 from harness.workloads import cluster_count_problem, knob_problem
-from harness.workloads.settings import SUBSCRIPTION_MODES, WORKLOADS, WorkloadSettings
+from harness.workloads.settings import (
+    NACK_MODES,
+    SUBSCRIPTION_MODES,
+    WORKLOADS,
+    WorkloadSettings,
+)
 from history.checker_names import CHECKER_NAMES
 from history.errors import BadInput
 from history.toml_input import read_toml
@@ -91,9 +96,15 @@ def load_scenario(path: Path) -> Scenario:
     if problem:
         raise ScenarioError(f"{path}: topology.clusters: {problem}, got "
                             f"{list(scenario.topology.clusters)}")
-    if scenario.workload.edge_key_share > 1:
-        raise reader.fail("workload.edge_key_share", "a share from 0 to 1",
-                          scenario.workload.edge_key_share)
+    for share in ("edge_key_share", "nack_share"):
+        if getattr(scenario.workload, share) > 1:
+            raise reader.fail(f"workload.{share}", "a share from 0 to 1",
+                              getattr(scenario.workload, share))
+    if scenario.workload.nack_share and scenario.workload.subscription_mode not in NACK_MODES:
+        raise ScenarioError(
+            f"{path}: workload.nack_share: only with subscription_mode "
+            f"{' or '.join(NACK_MODES)} (in the others a negative acknowledgement asks for "
+            f"every unacknowledged message again), got {scenario.workload.subscription_mode}")
     if scenario.workload.send_timeout_s < MIN_SEND_TIMEOUT_S:
         raise reader.fail("workload.send_timeout_s", f"at least {MIN_SEND_TIMEOUT_S} (seconds)",
                           scenario.workload.send_timeout_s)

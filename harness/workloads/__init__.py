@@ -34,7 +34,9 @@ KNOB_READERS: dict[str, tuple[str, ...]] = {
     "processes": ("topic", "geo", "migration"),
     "edge_key_share": ("scalable",),
     "layout_lag_ms": ("scalable",),
-    "process_ms": ("scalable",),
+    "process_ms": ("scalable", "topic"),
+    "receiver_queue": ("topic",),
+    "nack_share": ("topic",),
     "groups": ("contract",),
 }
 """`[workload]` knobs that only some workloads read -> those workloads. Elsewhere a value

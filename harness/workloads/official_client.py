@@ -236,11 +236,19 @@ def record_delivery(process: ClientProcess, message: pulsar.Message, fields: dic
 def record_and_acknowledge(process: ClientProcess, consumer: pulsar.Consumer,
                            message: pulsar.Message, fields: dict[str, Any],
                            cursors: CursorObserver, *, position: bool = True) -> None:
-    """The `recv` of a delivered message, then its `ack`, left pending for the
-    subscription's cursor to confirm (`harness.workloads.cursors`). `fields`: the topic,
-    subscription, consumer and cluster every event carries. The cursor is compared with
-    the delivered position even when the history leaves positions out (`position=False`)."""
+    """The `recv` of a delivered message, then its `ack` (`acknowledge_recorded`).
+    `fields`: the topic, subscription, consumer and cluster every event carries."""
     value = record_delivery(process, message, fields, position=position)
+    acknowledge_recorded(consumer, message, value, fields, cursors, position=position)
+
+
+def acknowledge_recorded(consumer: pulsar.Consumer, message: pulsar.Message, value: str,
+                         fields: dict[str, Any], cursors: CursorObserver, *,
+                         position: bool = True) -> None:
+    """The `ack` of a message already recorded as received, left pending for the
+    subscription's cursor to confirm (`harness.workloads.cursors`). The cursor is compared
+    with the delivered position even when the history leaves positions out
+    (`position=False`)."""
     delivered = position_of(message.message_id())
     ack = cursors.invoke_ack(value, delivered if position else None, fields,
                              confirm_at=delivered)

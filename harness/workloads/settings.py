@@ -6,6 +6,12 @@ from dataclasses import dataclass
 
 WORKLOADS = ("topic", "scalable", "geo", "migration", "contract", "auth")
 SUBSCRIPTION_MODES = ("exclusive", "failover", "shared", "key_shared")
+NACK_MODES = ("shared", "key_shared")
+"""The subscription modes `nack_share` is taken in. In the others the client asks for
+every unacknowledged message again, not the one negatively acknowledged, and that races
+with its own acknowledgements on their way: a message the broker sends again just before
+its acknowledgement arrives is delivered after an acknowledgement the cursor confirms,
+which a history cannot tell from a redelivery of an acknowledged message."""
 
 
 @dataclass(frozen=True)
@@ -44,9 +50,18 @@ class WorkloadSettings:
     writes to the children while another still writes to the parents, which a correct
     controller has terminated by then."""
     process_ms: float = 0.0
-    """How long a consumer works on each message before it acknowledges it (`scalable`
-    workload): above the time between a segment's messages, the consumers fall behind and
-    every split or merge finds a backlog on its parents, where ordering bugs live."""
+    """How long a consumer works on each message before it acknowledges it (`scalable` and
+    `topic` workloads): above the time between messages, the consumers fall behind; a
+    scalable topic's splits and merges then find a backlog on their parents, where ordering
+    bugs live, and a topic's backlog outgrows what the consumers' receiver queues hold."""
+    receiver_queue: int = 100
+    """How many messages a consumer of the `topic` workload lets the broker push ahead of
+    what it has read: with lagging consumers the rest of the backlog waits at the broker,
+    to be read from storage, and a crash takes back up to this many messages at once."""
+    nack_share: float = 0.0
+    """The share of deliveries a consumer of the `topic` workload negatively acknowledges
+    instead of acknowledging (seeded per consumer); the client asks the broker for them
+    again after `NACK_DELAY_MS`. Recorded as a `recv` with no `ack`."""
     crash_interval_s: float = 0.0
     """Mean time between consumer crashes while the load runs (`topic` workload; 0: none).
     A crashing consumer takes a few messages without acknowledging them and closes; a new

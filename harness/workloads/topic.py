@@ -26,6 +26,18 @@ few messages, recorded as `recv`s, without acknowledging them, and is closed; a 
 consumer (`c0.1` for `c0`, under a new process id, its `subscribe` naming the one it
 `replaces` in `detail`) takes its place. The broker owes those messages to the
 subscription again: they must come to some consumer, or the backlog never drains.
+
+Three more knobs shape the consumers. With `process_ms` a consumer works that long on
+each message between its `recv` and its `ack`, so above the time between messages the
+consumers lag; `receiver_queue` is how many messages the broker may push to a consumer
+ahead of what it has read, so a lagging subscription's backlog beyond it waits at the
+broker and is read from storage later. With `nack_share` a consumer negatively
+acknowledges that share of its deliveries (drawn from a seeded stream of its own): the
+`recv` has no `ack`, and the client asks the broker for the message again after
+`NACK_DELAY_MS`, which must deliver it again to some consumer of the subscription (only
+in the `NACK_MODES` of harness/workloads/settings.py, which say why). The three apply
+to the live subscription's consumers; the late one reads as fast as it can and
+acknowledges everything.
 """
 
 from __future__ import annotations
@@ -51,12 +63,12 @@ from harness.workloads.official_client import (
     LIVE,
     OPEN_TIMEOUT,
     RECEIVE_POLL_MS,
+    acknowledge_recorded,
     close_client,
     close_quietly,
     next_message,
     produce,
     producer_options,
-    record_and_acknowledge,
     record_delivery,
     retry_until,
     subscribe_recorded,
@@ -69,9 +81,9 @@ CRASH_TAKES = 5
 """At most this many messages a crashing consumer takes without acknowledging them..."""
 CRASH_POLLS = 10
 """...in at most this many receive polls."""
-READER_JOIN_S = RECEIVE_POLL_MS / 1000 * 5 + 1
-"""How long a consumer's thread may take to stop once told to: its receive poll, and the
-acknowledgement of what it just received."""
+NACK_DELAY_MS = 500
+"""How long the client waits before asking again for a negatively acknowledged message
+(the client's own default, a minute, would leave it out of most runs)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +116,9 @@ class TopicWorkload:
         self._crashes: threading.Thread | None = None
         self._crashes_end = 0.0
         """When the crash thread is over at the latest (a `time.monotonic()`)."""
+        self._reader_join_s = RECEIVE_POLL_MS / 1000 * 5 + context.settings.process_ms / 1000 + 1
+        """How long a consumer's thread may take to stop once told to: its receive poll, the
+        work on what it just received, and that message's acknowledgement."""
         self._deliveries = DeliveryClock()
         self._cursors = CursorObserver(context.history, self._ids)
         self._cursors.watch(context.cluster, context.admin_urls, context.topic)
@@ -139,7 +154,10 @@ class TopicWorkload:
         consumer = subscribe_recorded(process, self._connected(), c.topic, subscription, mode,
                                       deadline, replicated=False,
                                       fields={"consumer": name, "cluster": c.cluster,
-                                              **successor})
+                                              **successor},
+                                      options={
+                                          "receiver_queue_size": c.settings.receiver_queue,
+                                          "negative_ack_redelivery_delay_ms": NACK_DELAY_MS})
         return _Consumer(process, name, subscription, consumer)
 
     def _new_producer(self) -> pulsar.Producer:
@@ -157,7 +175,7 @@ class TopicWorkload:
         workers = len(self._producers)
         grace_s = self.context.settings.send_timeout_s + 5
         if c.settings.crash_interval_s:
-            self._crashes_end = (deadline + grace_s + READER_JOIN_S
+            self._crashes_end = (deadline + grace_s + self._reader_join_s
                                  + CRASH_POLLS * RECEIVE_POLL_MS / 1000)
             self._crashes = threading.Thread(target=self._crash_consumers,
                                              args=(deadline, stop, grace_s),
@@ -191,7 +209,7 @@ class TopicWorkload:
         """`victim` stops reading, receives up to `takes` messages without acknowledging
         them, and is closed with them still out at it."""
         victim.stopped.set()
-        self._consumer_threads[victim.name].join(READER_JOIN_S)
+        self._consumer_threads[victim.name].join(self._reader_join_s)
         fields = self._delivery_fields(victim)
         taken = 0
         for _ in range(CRASH_POLLS):
@@ -232,15 +250,27 @@ class TopicWorkload:
             self._consumer_threads[consumer.name] = thread
 
     def _consume(self, reader: _Consumer) -> None:
-        """Receive, record, acknowledge, until `close()` or its crash."""
+        """Receive, record, and acknowledge, until `close()` or its crash. A live consumer
+        works on each message for `process_ms` first, and negatively acknowledges a seeded
+        `nack_share` of them instead; the late consumer only proves what is stored."""
+        settings = self.context.settings
+        live = reader.subscription == LIVE
+        hold_s = settings.process_ms / 1000 if live else 0.0
+        nack_share = settings.nack_share if live else 0.0
         fields = self._delivery_fields(reader)
+        nacks = random.Random(f"{self.context.seed}:nack:{reader.name}")
         while not (self._consuming.is_set() or reader.stopped.is_set()):
             message = next_message(reader.consumer, self._consuming)
             if message is None:
                 continue
             self._deliveries.tick()
-            record_and_acknowledge(reader.process, reader.consumer, message, fields,
-                                   self._cursors)
+            value = record_delivery(reader.process, message, fields)
+            if hold_s:
+                self._consuming.wait(hold_s)
+            if nack_share and nacks.random() < nack_share:
+                reader.consumer.negative_acknowledge(message)
+            else:
+                acknowledge_recorded(reader.consumer, message, value, fields, self._cursors)
 
     def _delivery_fields(self, reader: _Consumer) -> dict[str, str]:
         """The fields of `reader`'s `recv`s and `ack`s."""
@@ -278,6 +308,6 @@ class TopicWorkload:
             self._consuming.set()
             threads = list(self._consumer_threads.values())
         for thread in threads:
-            thread.join(READER_JOIN_S)
+            thread.join(self._reader_join_s)
         client, self._client = self._client, None
         close_client(client)

@@ -158,8 +158,13 @@ class Subscription:
             self._take_back([consumer])
         else:
             wanted = {position_of(m) for m in messages}
-            self._return([p for p in wanted
-                          if p in self._unacked and self._unacked[p].consumer is consumer])
+            owed = [p for p in wanted
+                    if p in self._unacked and self._unacked[p].consumer is consumer]
+            if self._mutants.on("nack-not-redelivered"):
+                for position in owed:  # out at nobody, queued for nobody: never again
+                    self._forget(position)
+            else:
+                self._return(owed)
         self._wakeup.set()
 
     async def reset(self, read_from: Position) -> None:

@@ -1,6 +1,7 @@
 """`starquake run` end to end on local processes: a run under broker kills is valid and
 leaves every file of its run directory; consumers crashing with messages out catch
-`closed-consumer-keeps-unacked`; Ctrl-C tears everything down and keeps the history; after
+`closed-consumer-keeps-unacked`, and consumers negatively acknowledging some catch
+`nack-not-redelivered`; Ctrl-C tears everything down and keeps the history; after
 SIGKILL no node runs on and the nodes' logs are in the run directory. (Other mutant runs
 are caught in test_suite.py, through `starquake suite`.)"""
 
@@ -84,6 +85,29 @@ def test_a_crashed_consumers_messages_never_come_again_under_the_mutant(
     assert stalled["count"] >= 1
     example = stalled["examples"][0]
     assert example["subscription"] == "live" and example["backlog"] >= len(withheld)
+
+
+def test_negatively_acknowledged_messages_never_come_again_under_the_mutant(
+        tmp_path: Path) -> None:
+    """Lagging shared consumers negatively acknowledge one delivery in ten; under
+    `nack-not-redelivered` the broker forgets those messages, and after the load the idle
+    consumers face a backlog that does not move."""
+    runs = tmp_path / "runs"
+    name = "topic-nack-not-redelivered"
+    done = _starquake_run(REPO / f"scenarios/mutants/{name}.toml", runs, 1)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (run_dir,) = (runs / name).iterdir()
+    events = _events(run_dir)
+    live = [e for e in events if e.get("subscription") == "live"]
+    received = Counter(e["value"] for e in live if e["f"] == "recv")
+    nacked = set(received) - {e["value"] for e in live if e["f"] == "ack"}
+    assert len(nacked) >= 10, nacked
+    assert {received[value] for value in nacked} == {1}, "delivered again"
+    results = json.loads((run_dir / "results.json").read_text())
+    assert [name for name, result in results["checkers"].items()
+            if result["valid"] is False] == ["stalled-subscription"]
+    example = results["checkers"]["stalled-subscription"]["examples"][0]
+    assert example["subscription"] == "live" and example["backlog"] == len(nacked)
 
 
 def test_a_run_under_broker_kills_is_valid_and_complete(tmp_path: Path) -> None:

@@ -108,8 +108,18 @@ duration_s = 5
      "workload.groups: only the contract workload takes it, not the topic workload"),
     ("[workload]\nkind = \"topic\"\ncrash_interval_s = -1\n",
      "workload.crash_interval_s: expected a number of at least 0, got -1.0"),
-    ("[workload]\nkind = \"topic\"\nprocess_ms = 50\n",
-     "workload.process_ms: only the scalable workload takes it, not the topic workload"),
+    ("[workload]\nkind = \"geo\"\nprocess_ms = 50\n[topology]\nclusters = [\"a\", \"b\"]\n",
+     "workload.process_ms: only the scalable and topic workloads take it, not the geo "
+     "workload"),
+    ("[workload]\nkind = \"topic\"\nsubscription_mode = \"shared\"\nnack_share = 2\n",
+     "workload.nack_share: expected a share from 0 to 1, got 2.0"),
+    ("[workload]\nkind = \"topic\"\nnack_share = 0.1\n",
+     "workload.nack_share: only with subscription_mode shared or key_shared (in the others "
+     "a negative acknowledgement asks for every unacknowledged message again), got failover"),
+    ("[workload]\nkind = \"topic\"\nreceiver_queue = 0\n",
+     "workload.receiver_queue: expected a number of at least 1, got 0"),
+    ("[workload]\nkind = \"scalable\"\nreceiver_queue = 10\n",
+     "workload.receiver_queue: only the topic workload takes it, not the scalable workload"),
     ("[workload]\nkind = \"scalable\"\nsubscription_mode = \"shared\"\n",
      "workload.subscription_mode: only the topic, geo and migration workloads take it, not "
      "the scalable workload"),
