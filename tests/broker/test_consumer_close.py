@@ -11,6 +11,7 @@ import pulsar
 
 from impl.mutants import NONE, Mutants
 from tests.broker.conftest import MemoryBroker, official_client, serving
+from tests.fixtures.receiving import until_quiet
 
 TOPIC = "persistent://public/default/closing"
 SHARED = pulsar.ConsumerType.Shared
@@ -42,13 +43,8 @@ def _close_with_messages_out(mutants: Mutants = NONE) -> _Closed:
             out_before = {c["consumerName"]: c["unackedMessages"]
                           for c in _subscription(broker)["consumers"]}
             leaves.close()
-            redelivered = []
-            while True:
-                try:
-                    message = stays.receive(timeout_millis=1000)
-                except pulsar.Timeout:
-                    break
-                redelivered.append((message.data().decode(), message.redelivery_count()))
+            redelivered = [(message.data().decode(), message.redelivery_count())
+                           for message in until_quiet(stays, 1000)]
             return _Closed(out_before, _subscription(broker), redelivered)
         finally:
             client.close()

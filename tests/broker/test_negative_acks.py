@@ -11,6 +11,7 @@ import pulsar
 
 from impl.mutants import NONE, Mutants
 from tests.broker.conftest import official_client, serving
+from tests.fixtures.receiving import until_quiet
 
 TOPIC = "persistent://public/default/nacks"
 
@@ -35,11 +36,7 @@ def _nack_the_middle_one(mutants: Mutants = NONE) -> _Nacked:
             for n in range(3):
                 producer.send(f"m{n}".encode())
             received = []
-            while True:
-                try:
-                    message = consumer.receive(timeout_millis=1000)
-                except pulsar.Timeout:
-                    break
+            for message in until_quiet(consumer, 1000):
                 value = message.data().decode()
                 received.append((value, message.redelivery_count()))
                 if value == "m1" and message.redelivery_count() == 0:

@@ -7,6 +7,7 @@ import pulsar
 from impl.ownership.topic_name import TopicName
 from tests.broker.conftest import MemoryBroker
 from tests.cluster.raw_producer import RawConsumer
+from tests.fixtures.receiving import until_quiet
 from wire.pulsar_api_pb2 import BaseCommand
 
 TOPIC = "persistent://public/default/unit"
@@ -28,14 +29,11 @@ def produce(client: pulsar.Client, count: int, *, batching: bool = True,
 
 def drain(consumer: pulsar.Consumer, ack: bool = True, timeout_ms: int = 1500) -> list[bytes]:
     got = []
-    while True:
-        try:
-            message = consumer.receive(timeout_millis=timeout_ms)
-        except pulsar.Timeout:
-            return got
+    for message in until_quiet(consumer, timeout_ms):
         got.append(message.data())
         if ack:
             consumer.acknowledge(message)
+    return got
 
 
 def test_batched_messages_arrive_in_order_and_acks_empty_the_backlog(
@@ -94,11 +92,7 @@ def test_key_shared_keeps_each_key_on_one_consumer_in_order(client: pulsar.Clien
     keys_of: dict[str, set[int]] = {}
     for index, consumer in enumerate(consumers):
         order: dict[str, list[int]] = {}
-        while True:
-            try:
-                message = consumer.receive(timeout_millis=800)
-            except pulsar.Timeout:
-                break
+        for message in until_quiet(consumer, 800):
             order.setdefault(message.partition_key(), []).append(int(message.data()))
             keys_of.setdefault(message.partition_key(), set()).add(index)
             consumer.acknowledge(message)
@@ -195,11 +189,7 @@ def test_a_shared_consumers_unacknowledged_messages_go_to_the_others_when_it_lea
                                consumer_name="staying")
     leaving.close()
     again = []
-    while True:
-        try:
-            message = staying.receive(timeout_millis=1500)
-        except pulsar.Timeout:
-            break
+    for message in until_quiet(staying, 1500):
         again.append((message.data(), message.redelivery_count()))
         staying.acknowledge(message)
     assert sorted(again) == sorted((data, 1) for data in sent)
@@ -209,13 +199,11 @@ def test_key_shared_holds_a_moved_key_until_its_earlier_messages_are_acknowledge
         client: pulsar.Client) -> None:
     def keyed(consumer: pulsar.Consumer, ack: bool) -> list[pulsar.Message]:
         got = []
-        while True:
-            try:
-                got.append(consumer.receive(timeout_millis=700))
-            except pulsar.Timeout:
-                return got
+        for message in until_quiet(consumer, 700):
+            got.append(message)
             if ack:
-                consumer.acknowledge(got[-1])
+                consumer.acknowledge(message)
+        return got
 
     first = client.subscribe(TOPIC, "moving-keys", consumer_type=pulsar.ConsumerType.KeyShared,
                              consumer_name="first")

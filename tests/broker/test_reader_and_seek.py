@@ -13,6 +13,7 @@ import pytest
 from impl.mutants import Mutants
 from tests.broker.conftest import MemoryBroker, official_client, serving
 from tests.cluster.raw_producer import RawConnection
+from tests.fixtures.receiving import until_quiet
 
 TOPIC = "persistent://public/default/readers"
 
@@ -39,14 +40,11 @@ def read_all(reader: pulsar.Reader) -> list[str]:
 
 def receive_all(consumer: pulsar.Consumer, ack: bool = True) -> list[pulsar.Message]:
     got = []
-    while True:
-        try:
-            message = consumer.receive(timeout_millis=1000)
-        except pulsar.Timeout:
-            return got
+    for message in until_quiet(consumer, 1000):
         got.append(message)
         if ack:
             consumer.acknowledge(message)
+    return got
 
 
 def names(messages: list[pulsar.Message]) -> list[str]:

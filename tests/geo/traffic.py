@@ -10,6 +10,8 @@ import uuid
 
 import pulsar
 
+from tests.fixtures.receiving import until_quiet
+
 
 class SteadyProducer:
     """Publishes `m-0`, `m-1`, ... one every `interval` seconds until stopped (at most two
@@ -71,11 +73,7 @@ def read_all(client: pulsar.Client, topic: str) -> list[str]:
     consumer = client.subscribe(topic, f"reader-{uuid.uuid4().hex[:6]}",
                                 initial_position=pulsar.InitialPosition.Earliest)
     received = []
-    while True:
-        try:
-            message = consumer.receive(timeout_millis=3000)
-        except pulsar.Timeout:
-            break
+    for message in until_quiet(consumer, 3000):
         received.append(message.data().decode())
         consumer.acknowledge(message)
     consumer.close()
