@@ -41,6 +41,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "topic (a second one is refused with ProducerBusy)",
            "two producers write under one name: their sequence ids interleave, and "
            "deduplication by producer name and sequence id would drop one's messages"),
+    Mutant("receipt-names-latest-write", "broker front end",
+           "Pulsar's MessagePublishContext.completed: each SEND_RECEIPT carries the ledger "
+           "and entry id of that SEND's own entry",
+           "a receipt names the entry of the producer's newest SEND: with one send in "
+           "flight the same, with several another message's position, so two values are "
+           "acknowledged at one position (forked-position)"),
     Mutant("exclusive-producer-not-enforced", "broker front end",
            "PIP-68: an Exclusive producer is the topic's single writer; others are "
            "refused (ProducerFenced, ProducerBusy)",

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from impl.broker import commands
 from impl.broker.deduplication import SequenceInFlight
 from impl.broker.peer import Peer
+from impl.mutants import NONE, Mutants
 from impl.storage.api import OwnershipLost, Position, TopicTerminated
 from wire.frames import BadEntry
 from wire.pulsar_api_pb2 import CommandSend, ProducerAccessMode, ServerError
@@ -33,7 +34,7 @@ class Producer:
                  append: Callable[[CommandSend, bytes], Awaitable[Position]],
                  on_fenced: Callable[[], None],
                  access_mode: ProducerAccessMode = ProducerAccessMode.Shared,
-                 topic_epoch: int | None = None) -> None:
+                 topic_epoch: int | None = None, mutants: Mutants = NONE) -> None:
         self.peer = peer
         self.producer_id = producer_id
         self.name = name
@@ -46,6 +47,9 @@ class Producer:
         self._append = append
         self._on_fenced = on_fenced
         self._last: asyncio.Future[None] | None = None
+        self._newest_append: asyncio.Future[Position] | None = None
+        """The append of the newest SEND (mutant `receipt-names-latest-write`)."""
+        self._latest_write = mutants.on("receipt-names-latest-write")
         self.closed = False
         self.messages_in = 0
 
@@ -64,6 +68,7 @@ class Producer:
             appended.set_exception(entry)
         else:
             appended = asyncio.ensure_future(self._append(send, entry))
+        self._newest_append = appended
         self._last = asyncio.ensure_future(self._settle(send, appended, self._last))
         return self._last
 
@@ -71,6 +76,10 @@ class Producer:
                       previous: asyncio.Future[None] | None) -> None:
         try:
             position: Position | BaseException = await appended
+            if self._latest_write and self._newest_append is not None:
+                # The producer's newest SEND, not this one, names the receipt's entry: the
+                # same with one SEND in flight, another message's with several.
+                position = await self._newest_append
         except Exception as exc:
             position = exc
         if previous is not None:

@@ -89,7 +89,8 @@ class Topic:
                             lambda: self._on_fenced(self.name),
                             access_mode=request.producer_access_mode,
                             topic_epoch=(request.topic_epoch if request.HasField("topic_epoch")
-                                         else None))
+                                         else None),
+                            mutants=self._mutants)
         if self._mutants.on("exclusive-producer-not-enforced"):
             # PIP-68's single writer: every producer is let in as if it were Shared.
             producer.access_mode = ProducerAccessMode.Shared
