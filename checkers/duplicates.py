@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers.anomaly import CheckSettings, anomalies, no_anomalies
-from checkers.frames import HistoryFrames, SmallFact
+from checkers.frames import HistoryFrames, SmallFact, closing_op
 from history.faults import heal_of
 from history.schema import DEFAULT_DUPLICATE_WINDOW_BOUND_MS
 
@@ -35,9 +35,9 @@ def wan_outages(frames: HistoryFrames) -> dict[str, list[tuple[int, int]]]:
     for n, op in enumerate(frames.nemesis):
         if op.f != WAN_CUT:
             continue
-        healed = next((later.done_time or later.time for later in frames.nemesis[n + 1:]
-                       if later.run == op.run and later.f in heals), None)
-        until = healed + WAN_RECOVERY_MS * _MS if healed is not None else 2 ** 63 - 1
+        healed = closing_op(frames.nemesis, n, heals)
+        until = ((healed.done_time or healed.time) + WAN_RECOVERY_MS * _MS
+                 if healed is not None else 2 ** 63 - 1)
         outages.setdefault(op.run, []).append((op.time, until))
     return outages
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -77,6 +78,15 @@ class SmallFact:
     done_time: int | None
     done_index: int | None
     segment: int | None
+
+
+def closing_op(nemesis: list[SmallFact], n: int,
+               closers: Collection[str | None]) -> SmallFact | None:
+    """The first nemesis operation after `nemesis[n]` in the same run whose `f` is one of
+    `closers`: what ended that fault; None when nothing did before the history ends."""
+    opened = nemesis[n]
+    return next((later for later in nemesis[n + 1:]
+                 if later.run == opened.run and later.f in closers), None)
 
 
 @dataclass(frozen=True)

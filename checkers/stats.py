@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from checkers.aggregates import NOT_CLIENTS, QUANTILES, SECOND, aggregates
 from checkers.anomaly import CheckSettings
 from checkers.duplicates import failover_duplicates
-from checkers.frames import HistoryFrames
+from checkers.frames import HistoryFrames, closing_op
 from history.faults import HEAL_OPS, heal_of
 
 _MS = 1_000_000
@@ -113,9 +113,8 @@ def _fault_intervals(frames: HistoryFrames, history_end: dict[str, int]) -> list
         if heal is None:  # instantaneous: expire-session, kill-leader, ...
             end = start
         else:
-            end = next((later.time for later in nemesis[i + 1:]
-                        if later.run == op.run and later.f == heal),
-                       history_end[op.run])
+            healed = closing_op(nemesis, i, (heal,))
+            end = healed.time if healed is not None else history_end[op.run]
         intervals.append(FaultInterval(op.run, op.f, start, end, op.index, detail))
     return intervals
 
