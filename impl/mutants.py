@@ -146,6 +146,11 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "messages go out",
            "every message travels back and forth between the clusters for ever, stored "
            "at a new position on each arrival: one value at many positions"),
+    Mutant("replicator-acks-before-receipt", "geo-replication",
+           "002 (PersistentReplicator): the replicator acknowledges an entry on its cursor "
+           "only once the remote cluster's receipt for it came back",
+           "entries sent to a remote broker that dies before storing them are never sent "
+           "again: the remote cluster lacks them for good (lost in its subscriptions)"),
     Mutant("markers-dispatched", "replicated subscriptions",
            "PIP-33 (004): snapshot markers are written into the topic for the brokers; the "
            "dispatcher acknowledges them itself and never hands them to consumers",

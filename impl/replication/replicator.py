@@ -97,6 +97,7 @@ class Replicator:
                  config: GeoReplicationConfig, mutants: Mutants = NONE) -> None:
         self.topic = topic
         self._sends_on_replicated = mutants.on("replicated-from-ignored")
+        self._acks_before_receipts = mutants.on("replicator-acks-before-receipt")
         self.cursor = cursor
         self.local_cluster = local_cluster
         self.remote_cluster = remote_cluster
@@ -201,6 +202,11 @@ class Replicator:
             if outgoing is not None:
                 receipts.append(producer.send(outgoing))
             settled.append(entry.position)
+        if self._acks_before_receipts and settled:
+            # The batch counts as replicated once it is sent: a remote that goes away
+            # before storing it leaves it behind for good, as no rewind reaches it.
+            await self.cursor.delete(settled)
+            settled = []
         try:
             await asyncio.gather(*receipts)
         finally:
