@@ -268,7 +268,10 @@ class TopicWorkload:
             if hold_s:
                 self._consuming.wait(hold_s)
             if nack_share and nacks.random() < nack_share:
-                reader.consumer.negative_acknowledge(message)
+                try:
+                    reader.consumer.negative_acknowledge(message)
+                except pulsar.PulsarException:
+                    pass  # closed under it: the subscription owes the message all the same
             else:
                 acknowledge_recorded(reader.consumer, message, value, fields, self._cursors)
 
