@@ -1,7 +1,7 @@
 """`starquake run` end to end on local processes: a run under broker kills is valid and
 leaves every file of its run directory; consumers crashing with messages out catch
 `closed-consumer-keeps-unacked`, and consumers negatively acknowledging some catch
-`nack-not-redelivered`; Ctrl-C tears everything down and keeps the history; after
+`nack-not-redelivered`, both in one run; Ctrl-C tears everything down and keeps the history; after
 SIGKILL no node runs on and the nodes' logs are in the run directory. (Other mutant runs
 are caught in test_suite.py, through `starquake suite`.)"""
 
@@ -63,51 +63,32 @@ def _left_by_crashes(events: list[dict]) -> dict[str, set[str]]:
     return left
 
 
-def test_a_crashed_consumers_messages_never_come_again_under_the_mutant(
-        tmp_path: Path) -> None:
-    """Shared consumers crash every ~3 s, each with messages it took and never
-    acknowledged; under `closed-consumer-keeps-unacked` no consumer gets those again, and
-    after the load the idle consumers face a backlog that does not move."""
+def test_messages_owed_again_never_come_under_the_consumer_mutants(tmp_path: Path) -> None:
+    """Shared consumers lag, negatively acknowledge one delivery in ten and crash every
+    ~3 s with messages they never acknowledged. Under `nack-not-redelivered` no consumer
+    gets the negatively acknowledged ones again, under `closed-consumer-keeps-unacked` no
+    consumer gets the crashed ones' again, and after the load the idle consumers face a
+    backlog of both that does not move."""
     runs = tmp_path / "runs"
-    name = "topic-closed-consumer-keeps-unacked"
-    done = _starquake_run(REPO / f"scenarios/mutants/{name}.toml", runs, 1)
-    assert done.returncode == 1, done.stdout + done.stderr
-    (run_dir,) = (runs / name).iterdir()
-    events = _events(run_dir)
-    left = _left_by_crashes(events)
-    withheld = set().union(*left.values())
-    assert len(left) >= 2 and withheld, left
-    received = Counter(e["value"] for e in events
-                       if e["f"] == "recv" and e["subscription"] == "live")
-    assert {received[value] for value in withheld} == {1}, "delivered again"
-    stalled = json.loads((run_dir / "results.json").read_text())["checkers"][
-        "stalled-subscription"]
-    assert stalled["count"] >= 1
-    example = stalled["examples"][0]
-    assert example["subscription"] == "live" and example["backlog"] >= len(withheld)
-
-
-def test_negatively_acknowledged_messages_never_come_again_under_the_mutant(
-        tmp_path: Path) -> None:
-    """Lagging shared consumers negatively acknowledge one delivery in ten; under
-    `nack-not-redelivered` the broker forgets those messages, and after the load the idle
-    consumers face a backlog that does not move."""
-    runs = tmp_path / "runs"
-    name = "topic-nack-not-redelivered"
-    done = _starquake_run(REPO / f"scenarios/mutants/{name}.toml", runs, 1)
+    name = "topic-consumers-mutants"
+    done = _starquake_run(HERE / f"scenarios/{name}.toml", runs, 1)
     assert done.returncode == 1, done.stdout + done.stderr
     (run_dir,) = (runs / name).iterdir()
     events = _events(run_dir)
     live = [e for e in events if e.get("subscription") == "live"]
     received = Counter(e["value"] for e in live if e["f"] == "recv")
-    nacked = set(received) - {e["value"] for e in live if e["f"] == "ack"}
+    owed = set(received) - {e["value"] for e in live if e["f"] == "ack"}
+    left = _left_by_crashes(events)
+    withheld = set().union(*left.values())
+    nacked = owed - withheld
+    assert len(left) >= 2 and withheld, left
     assert len(nacked) >= 10, nacked
-    assert {received[value] for value in nacked} == {1}, "delivered again"
+    assert {received[value] for value in owed} == {1}, "delivered again"
     results = json.loads((run_dir / "results.json").read_text())
     assert [name for name, result in results["checkers"].items()
             if result["valid"] is False] == ["stalled-subscription"]
     example = results["checkers"]["stalled-subscription"]["examples"][0]
-    assert example["subscription"] == "live" and example["backlog"] == len(nacked)
+    assert example["subscription"] == "live" and example["backlog"] == len(owed)
 
 
 def test_a_run_under_broker_kills_is_valid_and_complete(tmp_path: Path) -> None:
