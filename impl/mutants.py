@@ -36,6 +36,15 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
     Mutant("ack-before-durable", "bookie",
            "ledger store contract: an entry id is returned only once the entry is fsynced",
            "acknowledged messages lost when a bookie is killed"),
+    Mutant("cursor-write-throttled-unflushed", "managed cursor",
+           "Pulsar's ManagedCursorImpl and BrokerService: a mark-delete held back by the "
+           "rate limit (managedLedgerDefaultMarkDeleteRateLimit) leaves the cursor dirty, "
+           "and the broker's periodic flush (managedLedgerCursorPositionFlushSeconds) "
+           "stores it",
+           "acknowledgements within a second of the cursor's last write are answered and "
+           "applied in memory but stored only if a later one writes the cursor: the last "
+           "second's before a subscription goes quiet never reach the stored cursor, and "
+           "a new owner would deliver them again"),
     Mutant("producer-name-not-exclusive", "broker front end",
            "Pulsar's AbstractTopic.internalAddProducer: a producer name is unique on a "
            "topic (a second one is refused with ProducerBusy)",

@@ -15,6 +15,7 @@ first unacknowledged entry (redelivery, as in Pulsar).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,10 @@ from impl.storage.positions import AckRanges
 
 if TYPE_CHECKING:
     from impl.storage.managed_ledger import ManagedLedgerImpl
+
+THROTTLED_WRITE_S = 1.0
+"""Under the mutant `cursor-write-throttled-unflushed`, how long after a write the next
+one is held back (Pulsar's default mark-delete rate limit is one per second)."""
 
 
 class ManagedCursorImpl:
@@ -43,6 +48,9 @@ class ManagedCursorImpl:
         self._changes = 0
         self._persisted_changes = 0
         self._persisting = asyncio.Lock()
+        self._written_at = 0.0
+        """When the cursor was last stored (a `time.monotonic()`; mutant
+        `cursor-write-throttled-unflushed`)."""
 
     @property
     def mark_delete_position(self) -> Position:
@@ -179,6 +187,9 @@ class ManagedCursorImpl:
 
     async def _persist(self) -> None:
         wanted = self._changes
+        if (time.monotonic() - self._written_at < THROTTLED_WRITE_S
+                and self._ledger.context.mutants.on("cursor-write-throttled-unflushed")):
+            return  # held back by the rate limit, and no flush ever stores it
         async with self._persisting:
             if self._persisted_changes >= wanted:
                 return  # a write that started after our change already carried it
@@ -192,6 +203,7 @@ class ManagedCursorImpl:
                                     "by another owner") from None
             self._persisted_changes = changes
             self._persisted = info
+            self._written_at = time.monotonic()
 
 
 class NonDurableCursorImpl(ManagedCursorImpl):

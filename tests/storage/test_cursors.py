@@ -176,3 +176,35 @@ def test_reads_cross_ledgers_as_they_roll_over(start_bookie: StartBookie,
             assert cursor.backlog() == 0 and not cursor.has_more()
 
     run(scenario())
+
+
+def _persisted_after_a_burst(start_bookie: StartBookie, make_factory: Factories,
+                             mutants: str = "") -> tuple[Position, Position]:
+    """Three acknowledgements in a row, each answered: (the mark-delete in memory, the
+    one a new owner finds)."""
+    start_bookie()
+
+    async def scenario() -> tuple[Position, Position]:
+        async with owner(make_factory, NAME, mutants=mutants) as ledger:
+            cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
+            p = [await ledger.add_entry(b"m%d" % i) for i in range(3)]
+            for position in p:
+                await cursor.mark_delete(position)
+            in_memory = cursor.mark_delete_position
+        async with owner(make_factory, NAME) as reopened:
+            return in_memory, reopened.cursors()["sub"].mark_delete_position
+
+    return run(scenario())
+
+
+def test_every_answered_acknowledgement_is_stored(start_bookie: StartBookie,
+                                                  make_factory: Factories) -> None:
+    in_memory, stored = _persisted_after_a_burst(start_bookie, make_factory)
+    assert stored == in_memory
+
+
+def test_mutant_cursor_write_throttled_unflushed_stores_only_the_first(
+        start_bookie: StartBookie, make_factory: Factories) -> None:
+    in_memory, stored = _persisted_after_a_burst(start_bookie, make_factory,
+                                                 "cursor-write-throttled-unflushed")
+    assert stored < in_memory
