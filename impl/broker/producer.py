@@ -68,7 +68,8 @@ class Producer:
             appended.set_exception(entry)
         else:
             appended = asyncio.ensure_future(self._append(send, entry))
-        self._newest_append = appended
+        if self._latest_write:
+            self._newest_append = appended
         self._last = asyncio.ensure_future(self._settle(send, appended, self._last))
         return self._last
 

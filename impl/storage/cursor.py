@@ -48,9 +48,9 @@ class ManagedCursorImpl:
         self._changes = 0
         self._persisted_changes = 0
         self._persisting = asyncio.Lock()
+        self._throttled = ledger.context.mutants.on("cursor-write-throttled-unflushed")
         self._written_at = 0.0
-        """When the cursor was last stored (a `time.monotonic()`; mutant
-        `cursor-write-throttled-unflushed`)."""
+        """When the cursor was last stored (a `time.monotonic()`), for the mutant."""
 
     @property
     def mark_delete_position(self) -> Position:
@@ -187,8 +187,7 @@ class ManagedCursorImpl:
 
     async def _persist(self) -> None:
         wanted = self._changes
-        if (time.monotonic() - self._written_at < THROTTLED_WRITE_S
-                and self._ledger.context.mutants.on("cursor-write-throttled-unflushed")):
+        if self._throttled and time.monotonic() - self._written_at < THROTTLED_WRITE_S:
             return  # held back by the rate limit, and no flush ever stores it
         async with self._persisting:
             if self._persisted_changes >= wanted:
@@ -203,7 +202,8 @@ class ManagedCursorImpl:
                                     "by another owner") from None
             self._persisted_changes = changes
             self._persisted = info
-            self._written_at = time.monotonic()
+            if self._throttled:
+                self._written_at = time.monotonic()
 
 
 class NonDurableCursorImpl(ManagedCursorImpl):
