@@ -48,7 +48,8 @@ class Producer:
         self._on_fenced = on_fenced
         self._last: asyncio.Future[None] | None = None
         self._newest_append: asyncio.Future[Position] | None = None
-        """The append of the newest SEND (mutant `receipt-names-latest-write`)."""
+        """The append of the newest SEND, kept only under the mutant
+        `receipt-names-latest-write`."""
         self._latest_write = mutants.on("receipt-names-latest-write")
         self.closed = False
         self.messages_in = 0
@@ -77,7 +78,7 @@ class Producer:
                       previous: asyncio.Future[None] | None) -> None:
         try:
             position: Position | BaseException = await appended
-            if self._latest_write and self._newest_append is not None:
+            if self._newest_append is not None:
                 # The producer's newest SEND, not this one, names the receipt's entry: the
                 # same with one SEND in flight, another message's with several.
                 position = await self._newest_append

@@ -88,7 +88,8 @@ def test_messages_owed_again_never_come_under_the_consumer_mutants(tmp_path: Pat
     assert [name for name, result in results["checkers"].items()
             if result["valid"] is False] == ["stalled-subscription"]
     example = results["checkers"]["stalled-subscription"]["examples"][0]
-    assert example["subscription"] == "live" and example["backlog"] == len(owed)
+    # The backlog also holds what a crashed consumer had been sent but never took.
+    assert example["subscription"] == "live" and example["backlog"] >= len(owed)
 
 
 def test_a_run_under_broker_kills_is_valid_and_complete(tmp_path: Path) -> None:
