@@ -11,12 +11,20 @@ Scenarios that expect `valid` (the smoke suite) are the false-alarm check: each 
 per seed against the reference implementation as it is, and the table gives in how many
 seeds it was valid and which anomalies the others reported. The two tables are sections
 of one file, each between markers of its own, so regenerating one keeps the other.
+
+A table over ten seeds takes hours. With `--resume`, a run that already finished in the
+runs directory (judged: it has `results.json`) for the same scenario, seed and mutants is
+counted instead of run again, so an interrupted detect goes on where it stopped. Every
+row must come from one version of the code: the runs directory records the source it was
+started from (`detect.json`), and resuming from other source is refused.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import statistics
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +34,13 @@ from rich.console import Console
 
 from checkers.spark_settings import SparkSettings, spark_options
 from history.errors import ENVIRONMENT, INVALID, VALID, BadInput
-from reports.run_dir import load_run
+from reports.run_dir import RunDirectoryError, load_run, missing_anomalies
 from scenarios.format import Scenario
 from starquake.run.pipeline import RunOptions, resolve
-from starquake.run.suite import SuiteResult, run_suite, scenario_files
+from starquake.run.suite import VERDICT_CODES, SuiteResult, run_suite, scenario_files
+
+MANIFEST = "detect.json"
+"""In a detect's runs directory: the source its runs came from."""
 
 
 @dataclass(frozen=True)
@@ -108,11 +119,63 @@ def earliest_observation_s(examples: list[list[int]], at: dict[int, int]) -> flo
     return (min(seen) - min(at.values())) / 1e9 if seen else None
 
 
+def source_version() -> str:
+    """Which code the runs come from: the git commit of the checkout starquake runs from
+    (`-dirty` when it has uncommitted changes), else the installed package's version."""
+    import importlib.metadata
+
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / ".git").exists():
+        described = subprocess.run(
+            ["git", "-C", str(checkout), "describe", "--always", "--dirty", "--abbrev=12"],
+            capture_output=True, text=True, check=False)
+        if described.returncode == 0:
+            return f"commit {described.stdout.strip()}"
+    return f"starquake {importlib.metadata.version('starquake')}"
+
+
+def claim_runs_dir(top: Path, source: str, resume: bool) -> None:
+    """Record the source in a new runs directory; on `--resume`, refuse one whose runs
+    came from other source (their rows would mix two versions of the code)."""
+    manifest = top / MANIFEST
+    if resume and manifest.is_file():
+        try:
+            recorded = json.loads(manifest.read_text()).get("source")
+        except (ValueError, AttributeError):
+            raise BadInput(f"{manifest}: not the JSON object detect writes") from None
+        if recorded != source:
+            raise BadInput(f"{manifest}: its runs came from {recorded}, this is {source}; "
+                           f"resume with the same code, or start a new --runs-dir")
+        return
+    top.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps({"source": source}) + "\n")
+
+
+def finished_run(top: Path, file: Path, scenario: Scenario, seed: int,
+                 twin: bool) -> SuiteResult | None:
+    """An earlier judged run of this scenario, seed and mutants in `top`, as the suite
+    would have reported it; None when there is none (an interrupted run, which has no
+    `results.json`, does not count)."""
+    mutants = [] if twin else list(scenario.mutants)
+    expected = "valid" if twin else scenario.expected
+    anomalies = [] if twin else list(scenario.expected_anomalies)
+    for path in sorted((top / scenario.name).glob("*")):
+        try:
+            run = load_run(path)
+        except RunDirectoryError:
+            continue
+        if run.seed == seed and run.mutants == mutants:
+            return SuiteResult(file, expected, VERDICT_CODES[run.verdict], path,
+                               tuple(missing_anomalies(run.results, anomalies)))
+    return None
+
+
 def detections(mutant_files: list[Path], clean_files: list[Path], seeds: int,
-               options: RunOptions, console: Console
+               options: RunOptions, console: Console, resume: bool = False
                ) -> tuple[list[Detection], list[Clean], bool]:
     """Every mutant scenario's row, every clean scenario's row, and whether every run
-    could finish."""
+    could finish; with `resume`, runs that finished earlier in the runs directory count
+    and are not run again."""
     def scenario(f: Path) -> Scenario:
         return resolve(dataclasses.replace(options, scenario=f))[0]
 
@@ -123,10 +186,17 @@ def detections(mutant_files: list[Path], clean_files: list[Path], seeds: int,
     for seed in range(1, seeds + 1):
         runs = [(mutant_files, False), (mutant_files, True), (clean_files, False)]
         for files, twin in runs:
-            if not files:
-                continue
-            results: list[SuiteResult] = run_suite(
-                files, dataclasses.replace(options, seed=seed, without_mutants=twin), console)
+            earlier = {f: finished_run(options.runs_dir, f, scenario(f), seed, twin)
+                       for f in files} if resume else {}
+            results = [r for r in earlier.values() if r is not None]
+            if results:
+                console.print(f"detect: seed {seed}{', twins' if twin else ''}: {len(results)} "
+                              f"of {len(files)} finished earlier, counted, not run again",
+                              markup=False)
+            left = [f for f in files if earlier.get(f) is None]
+            if left:
+                results += run_suite(left, dataclasses.replace(
+                    options, seed=seed, without_mutants=twin), console)
             for result in results:
                 finished &= result.run_dir is not None
                 if result.scenario in cleans:
@@ -151,12 +221,17 @@ MUTANTS_SECTION = "mutants"
 CLEAN_SECTION = "clean"
 
 
-def table(rows: list[Detection], command: str) -> str:
+def generated(command: str, source: str) -> str:
+    return (f"Generated by `{command}` on {time.strftime('%Y-%m-%d')}, from {source}; "
+            f"regenerate it rather than edit it.")
+
+
+def table(rows: list[Detection], command: str, source: str) -> str:
     return "\n".join([
         "# Detection: each mutant scenario, caught in how many seeds",
         "",
-        f"Generated by `{command}` on {time.strftime('%Y-%m-%d')}; regenerate it rather than",
-        "edit it. *Caught*: the run ended `invalid` with every anomaly its scenario names.",
+        generated(command, source),
+        "*Caught*: the run ended `invalid` with every anomaly its scenario names.",
         "*First anomaly*: the median, over the caught seeds, of the seconds from the run's",
         "first event to the first event that completed one of those anomalies (for `lost`,",
         "the acknowledged send of a message never delivered; for `order`, the delivery of an",
@@ -168,15 +243,15 @@ def table(rows: list[Detection], command: str) -> str:
         *(row.row() for row in rows), ""])
 
 
-def clean_table(rows: list[Clean], command: str) -> str:
+def clean_table(rows: list[Clean], command: str, source: str) -> str:
     runs = sum(len(r.valid) for r in rows)
     alarms = runs - sum(sum(r.valid) for r in rows)
     return "\n".join([
         "## False alarms: scenarios that expect `valid`, run after run",
         "",
-        f"Generated by `{command}` on {time.strftime('%Y-%m-%d')}; regenerate it rather than",
-        "edit it. Each scenario ran once per seed against the reference implementation with",
-        "no mutant on. *Valid*: in how many seeds the verdict was `valid`; *reported*: what",
+        generated(command, source),
+        "Each scenario ran once per seed against the reference implementation with no mutant",
+        "on. *Valid*: in how many seeds the verdict was `valid`; *reported*: what",
         "the other runs reported instead (a checker's anomaly; a checker that could not",
         "decide, `unknown`; or the exit code of a run that could not finish). In all:",
         f"{alarms} of {runs} runs not valid.",
@@ -208,16 +283,19 @@ def with_section(document: str, section: str, text: str) -> str:
               help="Where the runs go [runs/detect-<timestamp>].")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the table here (e.g. docs/detection.md) [print it].")
+@click.option("--resume", is_flag=True,
+              help="Count the runs that already finished in --runs-dir instead of running "
+                   "them again (same code only).")
 @spark_options
 def detect(paths: tuple[Path, ...], seeds: int, backend: str | None, runs_dir: Path | None,
-           out: Path | None, spark: SparkSettings) -> int:
+           out: Path | None, resume: bool, spark: SparkSettings) -> int:
     """Run every mutant scenario in PATHS (expecting invalid) and its clean twin with
     seeds 1..SEEDS, and every scenario that expects valid with the same seeds, and write
     the detection table and the false-alarm table.
 
     Exits 0 when every mutant was caught and every twin and clean scenario valid in
-    every seed, 1 when not,
-    3 on a bad scenario (before anything runs), 4 when a run could not finish.
+    every seed, 1 when not, 3 on a bad scenario or a --resume of runs from other code
+    (before anything runs), 4 when a run could not finish.
     """
     console = Console()
     candidates = scenario_files(list(paths))
@@ -230,14 +308,19 @@ def detect(paths: tuple[Path, ...], seeds: int, backend: str | None, runs_dir: P
     if not mutant_files and not clean_files:
         raise BadInput(f"{', '.join(map(str, paths))}: no scenario that expects invalid "
                        f"or valid")
+    if resume and runs_dir is None:
+        raise BadInput("detect: --resume needs the --runs-dir of the runs to go on with")
     top = runs_dir or Path("runs") / f"detect-{time.strftime('%Y%m%d-%H%M%S')}"
+    source = source_version()
+    claim_runs_dir(top, source, resume)
     rows, cleans, finished = detections(
         mutant_files, clean_files, seeds,
-        RunOptions((mutant_files or clean_files)[0], None, backend, top, spark=spark), console)
+        RunOptions((mutant_files or clean_files)[0], None, backend, top, spark=spark), console,
+        resume)
     command = " ".join(["starquake detect", *map(str, paths), "--seeds", str(seeds),
                         *(["--backend", backend] if backend else [])])
-    sections = ([(MUTANTS_SECTION, table(rows, command))] if rows else []) + \
-        ([(CLEAN_SECTION, clean_table(cleans, command))] if cleans else [])
+    sections = ([(MUTANTS_SECTION, table(rows, command, source))] if rows else []) + \
+        ([(CLEAN_SECTION, clean_table(cleans, command, source))] if cleans else [])
     if out is None:
         for _, text in sections:
             console.print(text, markup=False)
