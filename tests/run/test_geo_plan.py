@@ -12,12 +12,19 @@ from tests.run.conftest import WriteScenario
 
 
 def test_failovers_cycle_through_the_clusters_evenly_spaced() -> None:
-    assert failover_plan(["a", "b", "c"], 24.0) == [
+    assert failover_plan(["a", "b", "c"], 24.0, 6.0) == [
         (4.8, "a", "b"), (9.6, "b", "c"), (14.4, "c", "a"), (19.2, "a", "b")]
+    assert failover_plan(["a", "b"], 21.0, 10.0) == [(7.0, "a", "b"), (14.0, "b", "a")]
 
 
 def test_a_short_run_still_fails_over_once() -> None:
-    assert failover_plan(["a", "b"], 2.0) == [(1.0, "a", "b")]
+    assert failover_plan(["a", "b"], 2.0, 6.0) == [(1.0, "a", "b")]
+
+
+def test_the_failover_interval_must_be_positive(write_scenario: WriteScenario) -> None:
+    with pytest.raises(ScenarioError, match=r"workload.failover_every_s"):
+        write_scenario('[topology]\nclusters = ["a", "b"]\n'
+                       '[workload]\nkind = "geo"\nfailover_every_s = 0\n')
 
 
 @pytest.mark.parametrize("kind", ["geo", "migration"])

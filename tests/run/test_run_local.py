@@ -1,15 +1,14 @@
-"""`starquake run` end to end on local processes: a run under broker kills is valid and
-leaves every file of its run directory; consumers crashing with messages out catch
+"""`starquake run` end to end on local processes: consumers crashing with messages out catch
 `closed-consumer-keeps-unacked`, and consumers negatively acknowledging some catch
 `nack-not-redelivered`, both in one run; Ctrl-C tears everything down and keeps the history; after
 SIGKILL no node runs on and the nodes' logs are in the run directory. (Other mutant runs
-are caught in test_suite.py, through `starquake suite`.)"""
+are caught in test_suite.py, through `starquake suite`; a valid run under broker kills, its
+files and its replay are in test_smoke_suite.py.)"""
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -90,51 +89,6 @@ def test_messages_owed_again_never_come_under_the_consumer_mutants(tmp_path: Pat
     example = results["checkers"]["stalled-subscription"]["examples"][0]
     # The backlog also holds what a crashed consumer had been sent but never took.
     assert example["subscription"] == "live" and example["backlog"] >= len(owed)
-
-
-def test_a_run_under_broker_kills_is_valid_and_complete(tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
-    done = _starquake_run(REPO / "scenarios/smoke/topic-kill.toml", runs, 7)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "verdict: valid" in done.stdout
-    (run_dir,) = (runs / "topic-kill").iterdir()
-    assert run_dir.name.endswith("-7")
-    assert (runs / "latest").resolve() == run_dir.resolve()
-    for name in ("scenario.toml", "command.txt", "history.jsonl", "history.parquet",
-                 "results.json", "report.html"):
-        assert (run_dir / name).is_file(), name
-    logs = {p.name for p in (run_dir / "logs").iterdir()}
-    assert logs >= {"a-zk1.log", "a-bookie1.log", "a-broker1.log", "a-broker2.log",
-                    "a-broker3.log", "client.log"}
-    assert shlex.split((run_dir / "command.txt").read_text()) == [
-        "starquake", "reproduce", str(run_dir)]
-
-    results = json.loads((run_dir / "results.json").read_text())
-    assert results["valid"] is True and results["seed"] == 7
-    assert results["stats"]["sends_ok"] > 200
-    events = _events(run_dir)
-    assert events[0]["f"] == "meta" and json.loads(events[0]["detail"])["seed"] == 7
-    first_send = next(e["index"] for e in events if e["f"] == "send")
-    subscribed = {e["subscription"] for e in events[:first_send]
-                  if e["f"] == "subscribe" and e["type"] == "ok"}
-    assert subscribed == {"live", "late"}
-    nemesis = [(e["type"], e["f"]) for e in events if e["process"] == "nemesis"]
-    assert ("ok", "kill") in nemesis and ("ok", "start") in nemesis
-    assert [e["type"] for e in events if e["f"] == "drain"] == ["invoke", "ok"]
-    # The official client gives no ack receipt: the subscription's cursor confirms them,
-    # so `duplicate` judges the run.
-    confirmed = [e for e in events if e["f"] == "ack" and e["type"] == "ok"]
-    assert confirmed and all(json.loads(e["detail"]) == {"confirmed_by": "cursor"}
-                             for e in confirmed)
-    assert {e["subscription"] for e in events if e["f"] == "cursor"} == {"live", "late"}
-    assert results["checkers"]["duplicate"]["acks_judged"] == len(confirmed)
-
-    again = subprocess.run([*STARQUAKE, "reproduce", str(runs / "latest")], cwd=REPO,
-                           capture_output=True, text=True, timeout=400, check=False)
-    assert again.returncode == 0, again.stdout + again.stderr
-    (replay,) = set((runs / "topic-kill").iterdir()) - {run_dir}
-    assert (runs / "latest").resolve() == replay.resolve()
-    assert_replayed(events, _events(replay))
 
 
 def assert_replayed(first: list[dict], second: list[dict]) -> None:
