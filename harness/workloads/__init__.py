@@ -37,6 +37,8 @@ KNOB_READERS: dict[str, tuple[str, ...]] = {
     "process_ms": ("scalable", "topic"),
     "receiver_queue": ("topic",),
     "nack_share": ("topic",),
+    "consumer_lag_s": ("geo",),
+    "failover_every_s": ("geo",),
     "groups": ("contract",),
 }
 """`[workload]` knobs that only some workloads read -> those workloads. Elsewhere a value

@@ -15,9 +15,10 @@ a `failover` by a client process of its own, `invoke` then `ok` with `detail`
 `{"from": a, "to": b}`. Every `recv` records the cluster it came from, so the `lost`
 checker looks for a message in every cluster the subscription was read in.
 
-Consumers handle each message `CONSUMER_LAG_S` after it was published, as a consumer with
-work to do would: at a failover the subscription then has messages delivered to the
-client but not yet handled nor acknowledged, which the new cluster must deliver again.
+Consumers handle each message `consumer_lag_s` (1.5 s by default) after it was published,
+as a consumer with work to do would: at a failover the subscription then has messages
+delivered to the client but not yet handled nor acknowledged, which the new cluster must
+deliver again.
 A cluster whose copy of the subscription was moved past them (the
 `update-past-mark-delete` mutant) never delivers them: `lost`.
 
@@ -71,9 +72,6 @@ from history.writer import ClientProcess, SequentialIds
 log = logging.getLogger(__name__)
 
 NAMESPACE = "starquake/geo"
-CONSUMER_LAG_S = 1.5
-FAILOVER_EVERY_S = 6.0
-"""About how often the consumers move; at least one failover per run."""
 FAILOVER_TIMEOUT_S = 60.0
 
 
@@ -82,10 +80,11 @@ def geo_topic(context: WorkloadContext) -> str:
     return f"persistent://{NAMESPACE}/{context.topic.rsplit('/', 1)[-1]}"
 
 
-def failover_plan(clusters: Sequence[str], span_s: float) -> list[tuple[float, str, str]]:
+def failover_plan(clusters: Sequence[str], span_s: float,
+                  every_s: float) -> list[tuple[float, str, str]]:
     """(offset from the start of the load, from, to) of each failover: about one every
-    `FAILOVER_EVERY_S`, at least one, evenly spaced, cycling through the clusters."""
-    count = max(1, round(span_s / FAILOVER_EVERY_S))
+    `every_s`, at least one, evenly spaced, cycling through the clusters."""
+    count = max(1, round(span_s / every_s))
     return [(span_s * (k + 1) / (count + 1), clusters[k % len(clusters)],
              clusters[(k + 1) % len(clusters)]) for k in range(count)]
 
@@ -156,7 +155,7 @@ class GeoWorkload:
         consumer = subscribe_recorded(process, self._clients[cluster], self.topic, subscription,
                                       mode, deadline, replicated=replicated,
                                       fields={"consumer": name, "cluster": cluster})
-        lag = CONSUMER_LAG_S if replicated else 0.0
+        lag = self.context.settings.consumer_lag_s if replicated else 0.0
         return _Reader(process, name, subscription, cluster, consumer, lag)
 
     def _producer_cluster(self, worker: int) -> str:
@@ -170,7 +169,8 @@ class GeoWorkload:
 
     def run(self, deadline: float, stop: threading.Event) -> None:
         producers = len(self._producers)
-        plan = failover_plan(list(self._clusters), deadline - time.monotonic())
+        plan = failover_plan(list(self._clusters), deadline - time.monotonic(),
+                             self.context.settings.failover_every_s)
         started = time.monotonic()
 
         def work(n: int) -> None:
@@ -244,7 +244,7 @@ class GeoWorkload:
             reader.stop.set()
         for reader in readers:
             if reader.thread is not None:
-                reader.thread.join(RECEIVE_POLL_MS / 1000 * 5 + CONSUMER_LAG_S + 1)
+                reader.thread.join(RECEIVE_POLL_MS / 1000 * 5 + reader.lag_s + 1)
             close_quietly(reader.consumer)
             self._readers.remove(reader)
 

@@ -67,6 +67,15 @@ class WorkloadSettings:
     A crashing consumer takes a few messages without acknowledging them and closes; a new
     consumer takes its place. The broker owes those messages to the subscription again,
     which no other loop exercises: every other consumer acknowledges all it receives."""
+    consumer_lag_s: float = 1.5
+    """How long after its publication the replicated subscription's consumers handle a
+    message (`geo` workload): at a failover the messages of the last this-many seconds were
+    delivered but not acknowledged, and the cluster taken over must deliver them again; the
+    longer it is, the further a cluster's copy of the subscription trails the newest
+    messages."""
+    failover_every_s: float = 6.0
+    """About how often the replicated subscription's consumers move to the next cluster
+    (`geo` workload), evenly spaced over the load, at least once."""
     groups: tuple[str, ...] = ()
     """The probe groups to run, by name (`contract` workload; all when empty): a scenario
     about one promise runs only the probes of that promise."""
