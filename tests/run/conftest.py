@@ -1,4 +1,5 @@
-"""Scenario files written into a test's temporary directory."""
+"""Scenario files written into a test's temporary directory, and the short mutants suite
+that the run tests of several modules read."""
 
 from __future__ import annotations
 
@@ -8,6 +9,20 @@ from pathlib import Path
 import pytest
 
 from scenarios.format import Scenario, load_scenario
+from tests.run.suite_runs import REPO, SuiteRuns
+
+MUTANTS_SUITE = (
+    *(f"scenarios/mutants/{name}.toml" for name in (
+        "topic-ack-before-durable", "contract-deliver-at-ignored", "geo-markers-dispatched",
+        "scalable-skip-terminate", "scalable-child-cursor-at-latest",
+        "scalable-children-before-parent-drained", "scalable-admin-range-start-exclusive")),
+    *(f"tests/run/scenarios/{name}.toml" for name in (
+        "geo-update-past-mark-delete", "topic-consumers-mutants", "scalable-kill")),
+)
+"""CI's short mutants suite, on local processes: mutants of storage, the client contract,
+replication, the scalable controller and coordinator, the admin API and the subscription,
+each caught by its named anomaly, and one valid run (`scalable-kill`, the lagging
+consumers and late producer the scalable mutants need, without a mutant)."""
 
 WriteScenario = Callable[[str], Scenario]
 
@@ -22,3 +37,10 @@ def write_scenario(tmp_path: Path) -> WriteScenario:
         return load_scenario(path)
 
     return write
+
+
+@pytest.fixture(scope="session")
+def mutants_suite(tmp_path_factory: pytest.TempPathFactory) -> SuiteRuns:
+    """The short mutants suite, run once for every test that reads one of its runs."""
+    return SuiteRuns(tmp_path_factory.mktemp("mutants") / "runs",
+                     *(str(REPO / path) for path in MUTANTS_SUITE), timeout_s=1500)

@@ -26,6 +26,7 @@ from starquake.run.detect import (
     with_section,
 )
 from starquake.run.suite import SuiteResult
+from tests.run.suite_runs import SuiteRuns
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -139,33 +140,27 @@ def test_an_anomaly_counts_from_the_event_that_completes_it() -> None:
 @pytest.mark.cluster
 @pytest.mark.spark
 @pytest.mark.slow
-def test_detect_runs_the_mutant_and_its_clean_twin(tmp_path: Path) -> None:
-    """One seed of one mutant scenario: caught through `contract`, its twin valid, and the
-    table written where asked."""
+def test_detect_counts_the_suites_mutant_run_and_runs_its_clean_twin(
+        mutants_suite: SuiteRuns, tmp_path: Path) -> None:
+    """One seed of one mutant scenario, resumed in the short mutants suite's runs
+    directory: its judged mutant run there counts as it ended (caught through `contract`),
+    only the clean twin runs, and the table is written where asked."""
+    scenario = "contract-deliver-at-ignored"
+    suite_run = mutants_suite.run(scenario)
     out = tmp_path / "detection.md"
     done = subprocess.run(
         [sys.executable, "-m", "starquake", "detect",
-         str(REPO / "scenarios/mutants/contract-producer-name-not-exclusive.toml"),
-         "--seeds", "1", "--backend", "local", "--runs-dir", str(tmp_path / "runs"),
-         "--out", str(out)],
+         str(REPO / f"scenarios/mutants/{scenario}.toml"), "--seeds", "1",
+         "--backend", "local", "--runs-dir", str(mutants_suite.top), "--out", str(out),
+         "--resume"],
         cwd=REPO, capture_output=True, text=True, timeout=400, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "detect: seed 1: 1 of 1 finished earlier, counted, not run again" in done.stdout
     row = next(line for line in out.read_text().splitlines()
-               if line.startswith("| `contract-producer-name-not-exclusive`"))
+               if line.startswith(f"| `{scenario}`"))
     cells = [cell.strip() for cell in row.strip("|").split("|")]
-    assert cells[1:4] == ["`producer-name-not-exclusive`", "contract", "1/1"]
+    assert cells[1:4] == ["`deliver-at-ignored`", "contract", "1/1"]
     assert float(cells[4]) > 0 and cells[5] == "1/1"
-    runs = sorted((tmp_path / "runs").glob("contract-producer-name-not-exclusive/*"))
-    assert len(runs) == 2  # the mutant's run and its twin's
-    again = subprocess.run(
-        [sys.executable, "-m", "starquake", "detect",
-         str(REPO / "scenarios/mutants/contract-producer-name-not-exclusive.toml"),
-         "--seeds", "1", "--backend", "local", "--runs-dir", str(tmp_path / "runs"),
-         "--out", str(out), "--resume"],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
-    assert again.returncode == 0, again.stdout + again.stderr
-    for group in ("seed 1", "seed 1, twins"):
-        assert f"detect: {group}: 1 of 1 finished earlier, counted, not run again" in \
-            again.stdout
-    assert sorted((tmp_path / "runs").glob("contract-producer-name-not-exclusive/*")) == runs
-    assert row in out.read_text().splitlines()
+    runs = sorted((mutants_suite.top / scenario).iterdir())
+    assert runs[0] == suite_run and len(runs) == 2  # the suite's mutant run, and the twin
+    assert json.loads((runs[1] / "results.json").read_text())["valid"] is True

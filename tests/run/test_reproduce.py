@@ -1,5 +1,5 @@
 """What `starquake reproduce` takes from a run directory: the faults as they struck, pinned
-onto the schedule the seed plans (the end-to-end replay is in test_run_local.py)."""
+onto the schedule the seed plans (the end-to-end replay is in test_smoke_suite.py)."""
 
 from __future__ import annotations
 

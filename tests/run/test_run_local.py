@@ -1,9 +1,9 @@
-"""`starquake run` end to end on local processes: consumers crashing with messages out catch
-`closed-consumer-keeps-unacked`, and consumers negatively acknowledging some catch
-`nack-not-redelivered`, both in one run; Ctrl-C tears everything down and keeps the history; after
-SIGKILL no node runs on and the nodes' logs are in the run directory. (Other mutant runs
-are caught in test_suite.py, through `starquake suite`; a valid run under broker kills, its
-files and its replay are in test_smoke_suite.py.)"""
+"""`starquake run` end to end on local processes: Ctrl-C tears everything down and keeps
+the history; after SIGKILL no node runs on and the nodes' logs are in the run directory.
+From the short mutants suite (tests/run/conftest.py): consumers crashing with messages
+out catch `closed-consumer-keeps-unacked`, and consumers negatively acknowledging some
+catch `nack-not-redelivered`, both in one run. (A valid run under broker kills, its files
+and its replay are in test_smoke_suite.py.)"""
 
 from __future__ import annotations
 
@@ -20,18 +20,12 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.run.suite_runs import SuiteRuns
+
 REPO = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 STARQUAKE = [sys.executable, "-m", "starquake"]
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
-
-
-def _starquake_run(scenario: Path, runs: Path, seed: int,
-                   *options: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*STARQUAKE, "run", str(scenario), "--seed", str(seed),
-                           "--backend", "local", "--runs-dir", str(runs), *options],
-                          cwd=REPO, capture_output=True, text=True, timeout=400, check=False)
 
 
 def _events(run_dir: Path) -> list[dict]:
@@ -62,17 +56,14 @@ def _left_by_crashes(events: list[dict]) -> dict[str, set[str]]:
     return left
 
 
-def test_messages_owed_again_never_come_under_the_consumer_mutants(tmp_path: Path) -> None:
+def test_messages_owed_again_never_come_under_the_consumer_mutants(
+        mutants_suite: SuiteRuns) -> None:
     """Shared consumers lag, negatively acknowledge one delivery in ten and crash every
     ~3 s with messages they never acknowledged. Under `nack-not-redelivered` no consumer
     gets the negatively acknowledged ones again, under `closed-consumer-keeps-unacked` no
     consumer gets the crashed ones' again, and after the load the idle consumers face a
     backlog of both that does not move."""
-    runs = tmp_path / "runs"
-    name = "topic-consumers-mutants"
-    done = _starquake_run(HERE / f"scenarios/{name}.toml", runs, 1)
-    assert done.returncode == 1, done.stdout + done.stderr
-    (run_dir,) = (runs / name).iterdir()
+    run_dir = mutants_suite.run("topic-consumers-mutants")
     events = _events(run_dir)
     live = [e for e in events if e.get("subscription") == "live"]
     received = Counter(e["value"] for e in live if e["f"] == "recv")

@@ -1,4 +1,5 @@
-"""`starquake run` with the `scalable` workload on local processes: splits and merges under a
+"""Runs of the `scalable` workload on local processes, from the short mutants suite
+(tests/run/conftest.py): splits and merges under a
 broker kill end valid, with every operation the history contract asks of a scalable topic;
 the controller mutants that leave parents writable (`skip-terminate`, seen once a producer
 learns of layouts late) or children without cursors (`child-cursor-at-latest`) do not,
@@ -9,14 +10,12 @@ segments' first hashes (`admin-range-start-exclusive`), which only the edge keys
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from history.schema import key_hash
-from tests.run.test_run_local import REPO, _events, _never_received, _starquake_run
-
-HERE = Path(__file__).resolve().parent
+from tests.run.suite_runs import SuiteRuns
+from tests.run.test_run_local import _events, _never_received
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
@@ -33,11 +32,8 @@ def _stored_in(events: list[dict]) -> dict[str, int]:
     return {e["value"]: e["segment"] for e in events if e["f"] == "send" and e["type"] == "ok"}
 
 
-def test_splits_and_merges_under_a_broker_kill_are_valid(tmp_path: Path) -> None:
-    done = _starquake_run(HERE / "scenarios/scalable-kill.toml", tmp_path, 1)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "verdict: valid" in done.stdout
-    (run_dir,) = (tmp_path / "scalable-kill").iterdir()
+def test_splits_and_merges_under_a_broker_kill_are_valid(mutants_suite: SuiteRuns) -> None:
+    run_dir = mutants_suite.run("scalable-kill")
     assert (run_dir / "logs" / "client.log").is_file()
     events = _events(run_dir)
     topic = "topic://public/default/scalable-kill"
@@ -74,7 +70,7 @@ def test_splits_and_merges_under_a_broker_kill_are_valid(tmp_path: Path) -> None
 
 
 def test_a_producer_late_to_learn_of_a_split_writes_to_parents_left_writable(
-        tmp_path: Path) -> None:
+        mutants_suite: SuiteRuns) -> None:
     """`skip-terminate`: a split or merge never terminates its parents. The second producer
     acts on each new layout a second after the first (`layout_lag_ms`), and its writes to
     the parents, which a terminated parent would refuse, are accepted after the first
@@ -84,9 +80,7 @@ def test_a_producer_late_to_learn_of_a_split_writes_to_parents_left_writable(
     drain gives up with the backlog in the stream subscription on later segments, and
     nothing can be judged lost. Without the lag the same mutant's run is only `unknown`
     (docs/detection.md); with the lag and no mutant, valid (`scalable-kill` here)."""
-    done = _starquake_run(REPO / "scenarios/mutants/scalable-skip-terminate.toml", tmp_path, 1)
-    assert done.returncode == 1, done.stdout + done.stderr
-    (run_dir,) = (tmp_path / "scalable-skip-terminate").iterdir()
+    run_dir = mutants_suite.run("scalable-skip-terminate")
     results = json.loads((run_dir / "results.json").read_text())
     assert results["checkers"]["lost"]["valid"] == "unknown"
     assert results["checkers"]["misrouted"]["valid"] is True
@@ -114,7 +108,7 @@ def test_a_producer_late_to_learn_of_a_split_writes_to_parents_left_writable(
 
 
 def test_children_without_cursors_lose_what_they_took_before_the_consumers_came(
-        tmp_path: Path) -> None:
+        mutants_suite: SuiteRuns) -> None:
     """`child-cursor-at-latest`: a child's cursors are made by the consumers when they
     attach, at Latest, after the producers already wrote to it; what it took in between is
     never delivered. The drain completes (nothing is left unacknowledged), so the loss is
@@ -122,10 +116,7 @@ def test_children_without_cursors_lose_what_they_took_before_the_consumers_came(
     subscriptions lose (a queue consumer, too, attaches to a child only after it learns the
     new layout); the stream one must be among them, and `lost` counts exactly the values
     each subscription never received."""
-    done = _starquake_run(REPO / "scenarios/mutants/scalable-child-cursor-at-latest.toml",
-                          tmp_path, 1)
-    assert done.returncode == 1, done.stdout + done.stderr
-    (run_dir,) = (tmp_path / "scalable-child-cursor-at-latest").iterdir()
+    run_dir = mutants_suite.run("scalable-child-cursor-at-latest")
     checkers = json.loads((run_dir / "results.json").read_text())["checkers"]
     assert all(checkers[name]["valid"] is True for name in ("dual-write", "misrouted", "order"))
     events = _events(run_dir)
@@ -139,16 +130,13 @@ def test_children_without_cursors_lose_what_they_took_before_the_consumers_came(
 
 
 def test_lagging_consumers_show_children_handed_out_before_their_parents_drain(
-        tmp_path: Path) -> None:
+        mutants_suite: SuiteRuns) -> None:
     """`children-before-parent-drained`, with consumers slower than the producers
     (`process_ms`): a split or merge finds its parents with unread messages, and a stream
     consumer given the children at once reads a key's newer messages before its older
     ones: `order`, nothing lost. That the lag alone reorders nothing is the valid
     `scalable-kill` run's (its consumers lag the same way)."""
-    scenario = REPO / "scenarios/mutants/scalable-children-before-parent-drained.toml"
-    caught = _starquake_run(scenario, tmp_path / "mutant", 1)
-    assert caught.returncode == 1, caught.stdout + caught.stderr
-    (run_dir,) = (tmp_path / "mutant" / scenario.stem).iterdir()
+    run_dir = mutants_suite.run("scalable-children-before-parent-drained")
     checkers = json.loads((run_dir / "results.json").read_text())["checkers"]
     assert checkers["order"]["count"] > 0
     assert all(checkers[name]["valid"] is True for name in ("lost", "dual-write", "misrouted"))
@@ -162,16 +150,13 @@ def test_lagging_consumers_show_children_handed_out_before_their_parents_drain(
 
 
 def test_edge_keys_find_an_admin_api_whose_ranges_start_one_past_the_dag(
-        tmp_path: Path) -> None:
+        mutants_suite: SuiteRuns) -> None:
     """`admin-range-start-exclusive`: the admin API gives each segment's range starting one
     past its first hash, the DAG the client routes by does not. Only a key hashing onto a
     segment's first hash is stored outside the range the admin API gives; the edge keys
     hit every boundary, so `misrouted` counts exactly those sends and nothing else is
     wrong. With the edge keys off, the same mutant passes unseen (docs/detection.md)."""
-    scenario = REPO / "scenarios/mutants/scalable-admin-range-start-exclusive.toml"
-    done = _starquake_run(scenario, tmp_path, 1)
-    assert done.returncode == 1, done.stdout + done.stderr
-    (run_dir,) = (tmp_path / scenario.stem).iterdir()
+    run_dir = mutants_suite.run("scalable-admin-range-start-exclusive")
     checkers = json.loads((run_dir / "results.json").read_text())["checkers"]
     assert [name for name, result in checkers.items() if not result["valid"]] == ["misrouted"]
     events = _events(run_dir)

@@ -13,64 +13,41 @@ import json
 import re
 import shlex
 import subprocess
-import sys
-import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
 from scenarios.catalogue import resolve_suite
+from tests.run.suite_runs import REPO, STARQUAKE, SuiteRuns
 from tests.run.test_run_local import _events, assert_replayed
 
-REPO = Path(__file__).resolve().parents[2]
-STARQUAKE = [sys.executable, "-m", "starquake"]
 SMOKE = {path.stem for path in resolve_suite("smoke")}
 
 pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
 
-class SmokeRuns:
-    """One `starquake suite smoke --seed 1`: its output, and each scenario's run."""
-
-    def __init__(self, top: Path) -> None:
-        self.top = top
-        self.done = subprocess.run(
-            [*STARQUAKE, "suite", "smoke", "--seed", "1", "--runs-dir", str(top)],
-            cwd=REPO, capture_output=True, text=True, timeout=1200, check=False)
-        self.runs = {name: next((top / name).iterdir()) for name in SMOKE
-                     if (top / name).is_dir()}
-
-    def run(self, name: str) -> Path:
-        assert self.done.returncode == 0, self.done.stdout[-8000:] + self.done.stderr
-        return self.runs[name]
-
-
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory: pytest.TempPathFactory) -> SmokeRuns:
-    return SmokeRuns(tmp_path_factory.mktemp("smoke") / "runs")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> SuiteRuns:
+    return SuiteRuns(tmp_path_factory.mktemp("smoke") / "runs", "smoke", timeout_s=1500)
 
 
 def test_every_smoke_scenario_passes_and_junit_has_a_passing_case_for_each(
-        smoke: SmokeRuns) -> None:
+        smoke: SuiteRuns) -> None:
     assert smoke.done.returncode == 0, smoke.done.stdout[-8000:] + smoke.done.stderr
-    assert smoke.runs.keys() == SMOKE
-    junit = ET.parse(smoke.top / "junit.xml").getroot()
+    assert smoke.passed == dict.fromkeys(SMOKE, True)
+    junit = smoke.junit()
     assert (junit.get("tests"), junit.get("failures"), junit.get("errors")) == (
         str(len(SMOKE)), "0", "0")
     cases = {case.get("classname"): case for case in junit.iter("testcase")}
     assert set(cases) == {f"starquake.{name}" for name in SMOKE}
     assert all(case.find("failure") is None for case in cases.values())
-    for name, run_dir in smoke.runs.items():
-        results = json.loads((run_dir / "results.json").read_text())
+    for name in SMOKE:
+        results = json.loads((smoke.run(name) / "results.json").read_text())
         assert results["valid"] is True and results["seed"] == 1, name
-    said = [line.split() for line in smoke.done.stdout.splitlines()
-            if line.startswith(("  pass  ", "  FAIL  "))]
-    assert sorted(Path(words[1]).stem for words in said if words[0] == "pass") == sorted(SMOKE)
     index = (smoke.top / "index.html").read_text()
     assert all(name in index for name in SMOKE)
 
 
-def test_a_run_under_broker_kills_is_valid_complete_and_replayed(smoke: SmokeRuns) -> None:
+def test_a_run_under_broker_kills_is_valid_complete_and_replayed(smoke: SuiteRuns) -> None:
     run_dir = smoke.run("topic-kill")
     assert run_dir.name.endswith("-1")
     for name in ("scenario.toml", "command.txt", "history.jsonl", "history.parquet",
@@ -109,7 +86,7 @@ def test_a_run_under_broker_kills_is_valid_complete_and_replayed(smoke: SmokeRun
 
 
 def test_partitions_and_a_session_expiry_in_containers_leave_nothing_behind(
-        smoke: SmokeRuns) -> None:
+        smoke: SuiteRuns) -> None:
     """Seed 1 of topic-faults isolates the topic's owner and expires a broker's session."""
     run_dir = smoke.run("topic-faults")
     nemesis = {(e["f"], e["type"]): e for e in _events(run_dir) if e["process"] == "nemesis"}
@@ -131,7 +108,7 @@ def test_partitions_and_a_session_expiry_in_containers_leave_nothing_behind(
 
 
 def test_a_replicated_subscription_fails_over_back_and_forth_and_every_message_replicates(
-        smoke: SmokeRuns) -> None:
+        smoke: SuiteRuns) -> None:
     run_dir = smoke.run("geo-failover")
     events = _events(run_dir)
     failovers = [json.loads(e["detail"]) for e in events
@@ -156,7 +133,7 @@ def test_a_replicated_subscription_fails_over_back_and_forth_and_every_message_r
         p.name for p in (run_dir / "logs").iterdir()}
 
 
-def test_a_tenant_migrates_in_five_steps_while_its_clients_go_on(smoke: SmokeRuns) -> None:
+def test_a_tenant_migrates_in_five_steps_while_its_clients_go_on(smoke: SuiteRuns) -> None:
     run_dir = smoke.run("tenant-migration")
     events = _events(run_dir)
     steps = [(e["value"], e["type"]) for e in events if e["f"] == "migrate"]

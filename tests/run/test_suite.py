@@ -6,15 +6,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
+from tests.run.conftest import MUTANTS_SUITE
+from tests.run.suite_runs import SuiteRuns
 from tests.run.test_run_local import _events, _never_received
 
 REPO = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 STARQUAKE = [sys.executable, "-m", "starquake"]
 
 
@@ -42,18 +42,19 @@ def test_a_directory_without_scenarios_is_bad_input(tmp_path: Path) -> None:
 @pytest.mark.cluster
 @pytest.mark.spark
 @pytest.mark.slow
-def test_a_caught_mutant_passes_the_suite_and_junit_says_so(tmp_path: Path) -> None:
-    """A short mutants suite: a storage mutant (the bookie drops acknowledged writes before
-    they are durable) and a client-contract one (delayed delivery ignored). Each scenario
-    expects `invalid` with its named anomaly, so catching both is a pass: exit 0, and a
-    JUnit file with two testcases and no failure, each naming its anomalies."""
-    runs = tmp_path / "runs"
-    mutants = REPO / "scenarios/mutants"
-    done = _suite(str(mutants / "topic-ack-before-durable.toml"),
-                  str(mutants / "contract-deliver-at-ignored.toml"), "--seed", "1",
-                  "--backend", "local", "--runs-dir", str(runs))
-    assert done.returncode == 0, done.stdout + done.stderr
-    (run_dir,) = (runs / "topic-ack-before-durable").iterdir()
+def test_the_short_mutants_suite_passes_and_junit_says_so(mutants_suite: SuiteRuns) -> None:
+    """CI's short mutants suite (tests/run/conftest.py): each mutant scenario expects
+    `invalid` with its named anomaly and the one clean scenario `valid`, so catching every
+    mutant is a pass: exit 0, and a JUnit file with a testcase per scenario, no failure,
+    each mutant's naming its anomalies. A storage mutant's catch in detail: the bookie
+    drops acknowledged writes before they are durable, and `lost` counts exactly what the
+    subscriptions never received."""
+    done = mutants_suite.done
+    assert done.returncode == 0, done.stdout[-8000:] + done.stderr
+    names = [Path(path).stem for path in MUTANTS_SUITE]
+    assert mutants_suite.passed == dict.fromkeys(names, True)
+
+    run_dir = mutants_suite.run("topic-ack-before-durable")
     results = json.loads((run_dir / "results.json").read_text())
     lost = results["checkers"]["lost"]
     # The late subscription, read from storage after the kill, misses what was acknowledged
@@ -63,13 +64,12 @@ def test_a_caught_mutant_passes_the_suite_and_junit_says_so(tmp_path: Path) -> N
     assert results["valid"] is False and missed["late"]
     assert lost["count"] == sum(len(values) for values in missed.values())
 
-    junit = ET.parse(runs / "junit.xml").getroot()
-    assert (junit.get("tests"), junit.get("failures")) == ("2", "0")
+    junit = mutants_suite.junit()
+    assert (junit.get("tests"), junit.get("failures")) == (str(len(names)), "0")
     out = {case.get("classname"): case.findtext("system-out") or ""
            for case in junit.iter("testcase")}
-    assert set(out) == {"starquake.topic-ack-before-durable",
-                        "starquake.contract-deliver-at-ignored"}
+    assert set(out) == {f"starquake.{name}" for name in names}
     assert "lost=" in out["starquake.topic-ack-before-durable"]
     assert "contract=" in out["starquake.contract-deliver-at-ignored"]
-    index = (runs / "index.html").read_text()
-    assert "topic-ack-before-durable" in index and "contract-deliver-at-ignored" in index
+    index = (mutants_suite.top / "index.html").read_text()
+    assert all(name in index for name in names)
