@@ -1,27 +1,59 @@
 """Free loopback ports for the processes the harness starts.
 
-Tests and local clusters never use fixed ports, so that runs can share a machine. All the
-ports a caller needs are taken in one go, holding every socket until all are chosen, so the
-kernel cannot hand out the same port twice within a request.
+Tests and local clusters never use fixed ports, so that runs can share a machine. A port is
+chosen by the harness and bound by the node it starts a moment later; in between, anything
+else that binds a port could take it. Outgoing connections are the many such binds (every
+client socket takes an ephemeral port), so the ports are drawn at random from below the
+kernel's ephemeral range (`net.ipv4.ip_local_port_range`), where no connection is ever
+given one: only another server could take a port there first. All the ports a caller needs
+are checked in one go, holding every socket until all are chosen, so one request never
+gets the same port twice.
 """
 
 from __future__ import annotations
 
+import random
 import socket
 from contextlib import ExitStack
+from pathlib import Path
+
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST = 10_000
+"""Below this, ports are the well-known and registered ones of other services."""
+ATTEMPTS = 1000
+_DRAW = random.SystemRandom()
+"""Not the module's generator: a run seeds that one, and two runs of one seed must not
+draw the same ports."""
+
+
+def listening_range() -> range | None:
+    """The ports below the ephemeral range and above `LOWEST`; None when the kernel does
+    not say where that range starts, or leaves no such ports."""
+    try:
+        start = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return range(LOWEST, start) if start - LOWEST >= 1000 else None
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """`count` distinct ports that were free on `host` a moment ago.
-
-    The port is released before the caller's process binds it, so another process could
-    take it in between; the kernel hands out ephemeral ports in rotation, which makes that
-    rare on a test machine.
-    """
+    """`count` distinct ports that were free on `host` a moment ago, below the ephemeral
+    range when there is room (module docstring), else ephemeral ones the kernel picks."""
+    candidates = listening_range()
     with ExitStack() as stack:
-        ports = []
-        for _ in range(count):
+        ports: list[int] = []
+        for _ in range(ATTEMPTS):
+            if len(ports) == count:
+                return ports
+            port = _DRAW.choice(candidates) if candidates else 0
             sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind((host, 0))
-            ports.append(sock.getsockname()[1])
-        return ports
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue  # taken: another draw
+            chosen = sock.getsockname()[1]
+            if chosen not in ports:
+                ports.append(chosen)
+        if len(ports) == count:
+            return ports
+    raise OSError(f"no {count} free ports on {host} after {ATTEMPTS} attempts")
