@@ -27,10 +27,10 @@ from pathlib import Path
 
 import click
 import orjson
-from rich.console import Console
 
 from scenarios.catalogue import resolve_scenario
 from scenarios.format import load_scenario, scenario_toml
+from starquake.output import command_console
 
 TARGET_OPERATIONS_PER_SECOND = 1_000
 BENCH_SCENARIO = "full/topic-workload-bench"
@@ -156,7 +156,7 @@ def bench_workload(seed: int, rate: int | None, processes: int | None,
         path = Path(tmp) / "topic-workload-bench.toml"
         path.write_text(scenario_toml(dataclasses.replace(scenario, workload=workload)))
         outcome = run(RunOptions(path, seed, runs_dir=runs_dir or Path(tmp) / "runs"),
-                      Console())
+                      command_console())
         figures = measure(outcome.run_dir, workload.rate,
                           workload.producers * workload.processes)
     click.echo(f"verdict={outcome.results.get('valid')} seconds={figures.seconds:.1f} "

@@ -46,12 +46,11 @@ def conform(target_file: Path, features: tuple[str, ...], seed: int | None,
     that ran passed, 1 when one failed, 2 when a verdict is unknown, 3 for a bad target
     file, 4 when the target cannot be reached.
     """
-    from rich.console import Console
-
     from starquake.conform.pipeline import ConformOptions
     from starquake.conform.pipeline import conform as run_conformance
+    from starquake.output import command_console
 
-    console = Console()
+    console = command_console()
     outcome = run_conformance(ConformOptions(target_file, features, seed, runs_dir, spark), console)
     console.print(f"conformance: {outcome.directory / 'conformance.html'}", markup=False)
     return outcome.exit_code

@@ -33,15 +33,14 @@ def run(scenario: Path, seed: int | None, backend: str | None, runs_dir: Path,
     Exits 0 valid, 1 invalid, 2 unknown, 3 bad input, 4 environment (no Docker engine, a
     node that will not start), 130 interrupted.
     """
-    from rich.console import Console
-
     from scenarios.catalogue import resolve_scenario
+    from starquake.output import command_console
     from starquake.run.pipeline import RunOptions
     from starquake.run.pipeline import run as run_scenario
     from starquake.run.summary import print_summary
 
     scenario = resolve_scenario(str(scenario))
-    console = Console()
+    console = command_console()
     outcome = run_scenario(RunOptions(scenario, seed, backend, runs_dir, spark=spark,
                                       without_mutants=without_mutants), console)
     print_summary(console, outcome)
@@ -59,13 +58,12 @@ def reproduce(run_dir: Path, runs_dir: Path | None, spark: SparkSettings) -> int
 
     Exits as `run` does.
     """
-    from rich.console import Console
-
+    from starquake.output import command_console
     from starquake.run.pipeline import run as run_scenario
     from starquake.run.reproduce import replay_options
     from starquake.run.summary import print_summary
 
-    console = Console()
+    console = command_console()
     outcome = run_scenario(dataclasses.replace(replay_options(run_dir, runs_dir), spark=spark),
                            console)
     print_summary(console, outcome)

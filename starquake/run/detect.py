@@ -36,6 +36,7 @@ from checkers.spark_settings import SparkSettings, spark_options
 from history.errors import ENVIRONMENT, INVALID, VALID, BadInput
 from reports.run_dir import RunDirectoryError, load_run, missing_anomalies
 from scenarios.format import Scenario
+from starquake.output import command_console
 from starquake.run.pipeline import RunOptions, resolve
 from starquake.run.suite import VERDICT_CODES, SuiteResult, run_suite, scenario_files
 
@@ -297,7 +298,7 @@ def detect(paths: tuple[Path, ...], seeds: int, backend: str | None, runs_dir: P
     every seed, 1 when not, 3 on a bad scenario or a --resume of runs from other code
     (before anything runs), 4 when a run could not finish.
     """
-    console = Console()
+    console = command_console()
     candidates = scenario_files(list(paths))
     expected = {f: resolve(RunOptions(f))[0].expected for f in candidates}
     mutant_files = [f for f in candidates if expected[f] == "invalid"]

@@ -21,6 +21,7 @@ from checkers.spark_settings import SparkSettings, spark_options
 from history.errors import ENVIRONMENT, INVALID, VALID, StarquakeError
 from reports.run_dir import missing_anomalies
 from scenarios.catalogue import resolve_suite
+from starquake.output import command_console
 from starquake.run.pipeline import RunOptions, resolve
 from starquake.run.pipeline import run as run_scenario
 from starquake.run.summary import print_summary
@@ -96,7 +97,7 @@ def suite(paths: tuple[Path, ...], seed: int | None, backend: str | None,
     """
     from reports.suite import write_suite_index
 
-    console = Console()
+    console = command_console()
     files = scenario_files(list(paths))
     top = runs_dir or Path("runs") / f"suite-{time.strftime('%Y%m%d-%H%M%S')}"
     results = run_suite(files, RunOptions(files[0], seed, backend, top, spark=spark,
