@@ -1,7 +1,7 @@
-"""One `starquake suite` invocation that several tests read: each scenario's run is judged
-once, and every test asserts what it is about on that run's directory. A suite checks all
-its runs in one process with one Spark session, so a run costs its cluster and its load,
-not a JVM's start as well, which is what keeps CI within its budget."""
+"""One `starquake suite` invocation that several tests read: each scenario runs and is
+judged once, and every test asserts what it is about on that run's directory. A run costs
+a cluster, a load and a `starquake check` process (about 12 s, most of it Spark starting),
+so tests that share runs are what keeps CI within its budget."""
 
 from __future__ import annotations
 

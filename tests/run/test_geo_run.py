@@ -1,8 +1,6 @@
 """Runs of the `geo` workload on two clusters of local processes, from the short mutants
-suite (tests/run/conftest.py): under the
-`update-past-mark-delete` mutant a replicated subscription that fails over loses messages
-in the live subscription, and the verdict says so; with `markers-dispatched` the consumers
-receive the snapshot markers as messages nobody sent. (Valid geo and migration runs, in
+suite (tests/run/conftest.py): with `markers-dispatched` the consumers receive the
+snapshot markers as messages nobody sent. (Valid geo and migration runs, in
 containers, are in test_smoke_suite.py.)"""
 
 from __future__ import annotations
@@ -15,14 +13,6 @@ from tests.run.suite_runs import SuiteRuns
 from tests.run.test_run_local import _events
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
-
-
-def test_a_subscription_moved_past_its_acknowledgements_loses_messages(
-        mutants_suite: SuiteRuns) -> None:
-    run_dir = mutants_suite.run("geo-update-past-mark-delete")
-    lost = json.loads((run_dir / "results.json").read_text())["checkers"]["lost"]
-    assert lost["valid"] is False and lost["count"] > 0
-    assert {example["subscription"] for example in lost["examples"]} == {"live"}
 
 
 def test_snapshot_markers_handed_to_consumers_are_messages_nobody_sent(

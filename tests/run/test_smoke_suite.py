@@ -3,8 +3,9 @@
 with seed 1, the suite exits 0, and its JUnit file has one passing case per scenario.
 The same runs then answer for each backend and workload what one run of it must show:
 kills on local processes, partitions and a session expiry in containers with nothing left
-on the engine, failovers between two clusters, a tenant migration's five steps, and a
-replay of a run from its directory."""
+on the engine, failovers between two clusters, a tenant migration's five steps, a
+scalable topic's history contract under splits, merges and faults, and a replay of a run
+from its directory."""
 
 from __future__ import annotations
 
@@ -147,3 +148,42 @@ def test_a_tenant_migrates_in_five_steps_while_its_clients_go_on(smoke: SuiteRun
     assert any(e["f"] == "send" and e["type"] == "ok" for e in events[switched:])
     assert any(e["f"] == "recv" for e in events[switched:])
     assert (run_dir / "logs" / "lookup.log").is_file()
+
+
+def test_splits_and_merges_under_faults_keep_the_scalable_topics_history_contract(
+        smoke: SuiteRuns) -> None:
+    """Seed 1 of scalable-split-partition pauses the owner twice and kills a broker."""
+    run_dir = smoke.run("scalable-split-partition")
+    assert (run_dir / "logs" / "client.log").is_file()
+    events = _events(run_dir)
+    topic = "topic://public/default/scalable-split-partition"
+
+    first_send = next(e["index"] for e in events if e["f"] == "send")
+    modes = {e["subscription"]: json.loads(e["detail"])["mode"] for e in events[:first_send]
+             if e["f"] == "subscribe" and e["type"] == "ok"}
+    assert modes == {"stream": "stream", "queue": "queue"}
+
+    # A change sent while its broker dies ends `info` (it may have happened): under the
+    # kill not every split or merge completes `ok`, but some must, and each with its epoch.
+    changes = [e for e in events if e["process"] == "admin" and e["type"] == "ok"]
+    assert changes and {e["f"] for e in changes} <= {"split", "merge"}
+    for change in changes:
+        detail = json.loads(change["detail"])
+        assert len(detail["children"]) == 2 if change["f"] == "split" else "merged" in detail
+    layouts = {e["epoch"]: json.loads(e["detail"]) for e in events if e["f"] == "layout"}
+    assert {e["epoch"] for e in changes} <= set(layouts)
+    assert all(e["topic"] == topic for e in events if e["f"] == "layout")
+
+    sends = [e for e in events if e["f"] == "send" and e["type"] == "ok"]
+    assert len(sends) > 300
+    final = layouts[max(layouts)]["segments"]
+    written = {e["segment"] for e in sends}
+    assert len(written) >= 3 and written <= {int(s) for s in final}
+    assert all(e["position"] and e["epoch"] is not None for e in sends)
+    recvs = {(e["subscription"], e["value"]) for e in events if e["f"] == "recv"}
+    assert {v for s, v in recvs if s == "stream"} == {v for s, v in recvs if s == "queue"}
+    assert any(e["f"] == "ack" and e["type"] == "ok" for e in events)
+
+    nemesis = [(e["type"], e["f"]) for e in events if e["process"] == "nemesis"]
+    assert ("ok", "kill") in nemesis and ("ok", "start") in nemesis
+    assert [e["type"] for e in events if e["f"] == "drain"] == ["invoke", "ok"]
