@@ -136,10 +136,16 @@ def source_version() -> str:
 
 
 def claim_runs_dir(top: Path, source: str, resume: bool) -> None:
-    """Record the source in a new runs directory; on `--resume`, refuse one whose runs
-    came from other source (their rows would mix two versions of the code)."""
+    """Record the source in the runs directory. Without `--resume`, refuse one a detect
+    already recorded (its runs would be counted by a later resume as this code's); with it,
+    refuse one whose runs came from other source (their rows would mix two versions of
+    the code). A directory with runs but no record, a suite's say, is taken as this
+    code's."""
     manifest = top / MANIFEST
-    if resume and manifest.is_file():
+    if manifest.is_file():
+        if not resume:
+            raise BadInput(f"{manifest}: {top} already holds a detect's runs; go on with "
+                           f"--resume, or start a new --runs-dir")
         try:
             recorded = json.loads(manifest.read_text()).get("source")
         except (ValueError, AttributeError):

@@ -107,13 +107,17 @@ def test_resume_counts_a_judged_run_of_the_same_seed_and_mutants_and_nothing_els
 
 def test_resume_refuses_runs_that_came_from_other_code(tmp_path: Path) -> None:
     claim_runs_dir(tmp_path, "commit aaaaaaaaaaaa", resume=False)
+    assert json.loads((tmp_path / "detect.json").read_text()) == {
+        "source": "commit aaaaaaaaaaaa"}
     claim_runs_dir(tmp_path, "commit aaaaaaaaaaaa", resume=True)
     with pytest.raises(BadInput, match=r"detect.json: its runs came from commit a+, "
                                        r"this is commit b+"):
         claim_runs_dir(tmp_path, "commit bbbbbbbbbbbb", resume=True)
-    claim_runs_dir(tmp_path, "commit bbbbbbbbbbbb", resume=False)  # a new start takes it
+    # Nor may a fresh start take the directory over: a later resume would count its runs.
+    with pytest.raises(BadInput, match=r"already holds a detect's runs; go on with --resume"):
+        claim_runs_dir(tmp_path, "commit bbbbbbbbbbbb", resume=False)
     assert json.loads((tmp_path / "detect.json").read_text()) == {
-        "source": "commit bbbbbbbbbbbb"}
+        "source": "commit aaaaaaaaaaaa"}
 
 
 def test_a_section_is_replaced_and_the_others_kept() -> None:
