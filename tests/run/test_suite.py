@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.run.conftest import MUTANTS_SUITE
-from tests.run.suite_runs import SuiteRuns
+from tests.run.suite_runs import REPO, STARQUAKE, SuiteRuns
 from tests.run.test_run_local import _events, _never_received
-
-REPO = Path(__file__).resolve().parents[2]
-STARQUAKE = [sys.executable, "-m", "starquake"]
 
 
 def _suite(*args: str) -> subprocess.CompletedProcess[str]:
