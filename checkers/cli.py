@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from checkers.anomaly import CheckSettings
-from checkers.load import prepare
+from checkers.load import PreparedHistory, prepare
 from checkers.spark_settings import SparkSettings, spark_options
-from history.errors import INVALID, UNKNOWN, VALID
+from history.errors import INVALID, UNKNOWN, VALID, StarquakeError
 from history.reader import discover_runs
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +39,62 @@ def check(path: Path, out: Path | None, spark: SparkSettings,
 
     Exits 0 valid, 1 invalid, 2 unknown, 3 bad input.
     """
-    from checkers.check import check_runs, combine, write_results
     from checkers.session import spark_session
+
+    histories = _prepared(path)
+    return _judge(spark_session(spark), histories, path, out, spark,
+                  CheckSettings(duplicate_window_bound_ms=duplicate_window_bound_ms))
+
+
+WORKER_DONE = "starquake check-worker: exit "
+"""The line that ends the worker's output for one run, followed by that run's exit code."""
+
+
+@click.command("check-worker", hidden=True)
+@spark_options
+def check_worker(spark: SparkSettings) -> int:
+    """Judge the run directories named on standard input, one per line, in one Spark
+    session, ending each run's output with WORKER_DONE and its exit code.
+
+    `run`, `suite`, `detect` and `conform` judge their runs through this worker, so the
+    runs of a suite share one JVM: a cold session costs about 15 s before its first
+    verdict, a warm one judges a run's history in 2 to 3 s. A run it cannot judge for bad
+    input is answered with 3 and the worker goes on; any other failure ends the worker,
+    which is started again for the next run.
+    """
+    session: SparkSession | None = None
+    for line in sys.stdin:
+        run_dir = Path(line.rstrip("\n"))
+        try:
+            histories = _prepared(run_dir)
+            if session is None:
+                from checkers.session import spark_session
+                session = spark_session(spark)
+            code = _judge(session, histories, run_dir, None, spark, CheckSettings())
+        except StarquakeError as exc:
+            click.echo(f"starquake: {exc}")
+            code = exc.exit_code
+        click.echo(f"{WORKER_DONE}{code}")
+        sys.stdout.flush()
+    return VALID
+
+
+def _prepared(path: Path) -> dict[str, PreparedHistory]:
+    """Every run under `path`, validated and paired before Spark starts, so bad input
+    costs no JVM."""
+    return {run: prepare(history) for run, history in discover_runs(path).items()}
+
+
+def _judge(session: SparkSession, histories: dict[str, PreparedHistory], path: Path,
+           out: Path | None, spark: SparkSettings, settings: CheckSettings) -> int:
+    """Judge the runs in `session`, write results.json (and summary.json for several
+    runs), print them, and return the exit code."""
+    from checkers.check import check_runs, combine, write_results
     from checkers.staging import staged
 
-    runs = discover_runs(path)
-    histories = {run: prepare(history) for run, history in runs.items()}
-    session = spark_session(spark)
     with staged(histories, spark.shared_dir) as readable:
-        results = check_runs(session, readable,
-                             CheckSettings(duplicate_window_bound_ms=duplicate_window_bound_ms))
-    if len(results) == 1 and (path.is_file() or runs[results[0].run].parent == path):
+        results = check_runs(session, readable, settings)
+    if len(results) == 1 and (path.is_file() or histories[results[0].run].source.parent == path):
         written = write_results(results[0], out)
         _print_run(results[0].results, written)
         return exit_code(results[0].valid)

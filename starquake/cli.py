@@ -28,7 +28,7 @@ def bench() -> None:
 def _register() -> None:
     # Commands import their heavy dependencies (pyspark, docker) inside their bodies so
     # that `starquake --help` stays fast.
-    from checkers.cli import check, synth
+    from checkers.cli import check, check_worker, synth
     from reports.cli import report, suite_index
     from scenarios.cli import scenario
     from starquake.bench.broker import bench_broker
@@ -47,6 +47,7 @@ def _register() -> None:
     from starquake.zk_cli import zk
 
     starquake.add_command(check)
+    starquake.add_command(check_worker)
     starquake.add_command(synth)
     starquake.add_command(zk)
     starquake.add_command(cluster)

@@ -32,6 +32,7 @@ from harness.targets.external.target import ExternalTarget
 from history.errors import ENVIRONMENT, INVALID, UNKNOWN, VALID, StarquakeError
 from scenarios.format import scenario_toml
 from starquake.conform.features import FEATURES, PlannedFeature, plan_feature
+from starquake.run.check_worker import CheckWorker
 from starquake.run.pipeline import INTERRUPTED, SEED_LIMIT, RunInterrupted, RunOptions
 from starquake.run.pipeline import run as run_scenario
 
@@ -97,18 +98,19 @@ def conform(options: ConformOptions, console: Console) -> ConformOutcome:
     plans = [plan_feature(feature, target, support, seed) for feature in selected]
     rows = [Row(p.feature.name, p.feature.checks,
                 "pending" if p.status == "run" else p.status, p.reason) for p in plans]
-    for plan, row in zip(plans, rows, strict=True):
-        if plan.status != "run":
-            continue
-        row.status = "running"
-        console.print(_table(rows))
-        try:
-            _run_feature(plan, row, target, directory, options, seed, console)
-        except RunInterrupted:
-            # What finished is kept and tabled; the interrupted run keeps its history.
-            row.status, row.reason = "error", "interrupted"
-            _write_outputs(directory, options, spec.name, seed, rows, INTERRUPTED)
-            raise
+    with CheckWorker(options.spark) as checks:
+        for plan, row in zip(plans, rows, strict=True):
+            if plan.status != "run":
+                continue
+            row.status = "running"
+            console.print(_table(rows))
+            try:
+                _run_feature(plan, row, target, directory, options, seed, console, checks)
+            except RunInterrupted:
+                # What finished is kept and tabled; the interrupted run keeps its history.
+                row.status, row.reason = "error", "interrupted"
+                _write_outputs(directory, options, spec.name, seed, rows, INTERRUPTED)
+                raise
     code = exit_code(rows)
     _write_outputs(directory, options, spec.name, seed, rows, code)
     console.print(_table(rows))
@@ -133,7 +135,8 @@ def _directory(runs_dir: Path, name: str, seed: int) -> Path:
 
 
 def _run_feature(plan: PlannedFeature, row: Row, target: Target, directory: Path,
-                 options: ConformOptions, seed: int, console: Console) -> None:
+                 options: ConformOptions, seed: int, console: Console,
+                 checks: CheckWorker) -> None:
     """One feature's scenario, fitted to the target, as an ordinary run."""
     assert plan.scenario is not None
     scenario_file = directory / "scenarios" / f"{plan.feature.name}.toml"
@@ -142,7 +145,7 @@ def _run_feature(plan: PlannedFeature, row: Row, target: Target, directory: Path
     try:
         outcome = run_scenario(RunOptions(scenario_file, seed, None, directory,
                                           target=target, command=command,
-                                          spark=options.spark), console)
+                                          spark=options.spark), console, checks)
     except StarquakeError as exc:
         if exc.exit_code != ENVIRONMENT:
             raise

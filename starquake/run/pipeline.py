@@ -12,8 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import secrets
-import subprocess
-import sys
 import threading
 import time
 import traceback
@@ -37,6 +35,7 @@ from nemesis.runner import FaultStatus, NemesisRunner
 from nemesis.schedule import Schedule
 from scenarios.format import Scenario, load_scenario
 from scenarios.plan import schedule_for
+from starquake.run.check_worker import CheckWorker
 from starquake.run.progress import CountingHistory, Progress
 from starquake.run.run_dir import create_run_dir, reproducing_command, update_latest, write_inputs
 
@@ -111,7 +110,10 @@ def resolve(options: RunOptions) -> tuple[Scenario, Schedule]:
     return scenario, schedule_for(scenario, seed, nodes=nodes).pinned(options.fault_targets)
 
 
-def run(options: RunOptions, console: Console) -> RunOutcome:
+def run(options: RunOptions, console: Console, checks: CheckWorker | None = None
+        ) -> RunOutcome:
+    """Execute and judge one run; `checks` is the check worker of a command that runs
+    several (a suite's), else the run starts one of its own."""
     scenario, schedule = resolve(options)
     assert scenario.seed is not None
     seed, backend_name = scenario.seed, scenario.topology.backend
@@ -146,7 +148,10 @@ def run(options: RunOptions, console: Console) -> RunOutcome:
     finally:
         history.close()
     try:
-        return _judge(run_dir, console, options.spark)
+        if checks is not None:
+            return _judge(run_dir, console, checks)
+        with CheckWorker(options.spark) as own:
+            return _judge(run_dir, console, own)
     except KeyboardInterrupt:
         raise RunInterrupted(f"run interrupted while judging; {ended}, the whole history in "
                              f"{run_dir}: judge it with `starquake check {run_dir}`") from None
@@ -231,22 +236,18 @@ def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Target,
         load.join(timeout=60)
 
 
-def _judge(run_dir: Path, console: Console, spark: SparkSettings) -> RunOutcome:
-    """Parquet, `starquake check` (its exit code is the run's, its Spark settings the
-    run's), the report."""
+def _judge(run_dir: Path, console: Console, checks: CheckWorker) -> RunOutcome:
+    """Parquet, the check (its exit code is the run's), the report."""
     prepare(run_dir / "history.jsonl")
     console.print("[bold]checking[/bold]")
-    with (run_dir / "check.log").open("w") as check_log:
-        check = subprocess.run([sys.executable, "-m", "starquake", "check", str(run_dir),
-                                *spark.check_args()],
-                               stdout=check_log, stderr=subprocess.STDOUT, check=False)
+    code = checks.judge(run_dir)
     results_path = run_dir / "results.json"
-    if check.returncode not in (0, 1, 2) or not results_path.is_file():
-        raise CheckFailed(f"starquake check {run_dir} exited {check.returncode}; "
+    if code not in (0, 1, 2) or not results_path.is_file():
+        raise CheckFailed(f"starquake check {run_dir} exited {code}; "
                           f"see {run_dir / 'check.log'}")
     results = json.loads(results_path.read_text())
     report = _report(run_dir, console)
-    return RunOutcome(run_dir, results, check.returncode, report)
+    return RunOutcome(run_dir, results, code, report)
 
 
 def _report(run_dir: Path, console: Console) -> Path | None:

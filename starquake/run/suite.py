@@ -22,6 +22,7 @@ from history.errors import ENVIRONMENT, INVALID, VALID, StarquakeError
 from reports.run_dir import missing_anomalies
 from scenarios.catalogue import resolve_suite
 from starquake.output import command_console
+from starquake.run.check_worker import CheckWorker
 from starquake.run.pipeline import RunOptions, resolve
 from starquake.run.pipeline import run as run_scenario
 from starquake.run.summary import print_summary
@@ -52,24 +53,27 @@ def scenario_files(paths: list[Path]) -> list[Path]:
 
 
 def run_suite(files: list[Path], options: RunOptions, console: Console) -> list[SuiteResult]:
+    """Every scenario's run, judged by one check worker (its Spark session starts once)."""
     scenarios = {f: resolve(dataclasses.replace(options, scenario=f))[0] for f in files}
     results = []
-    for number, scenario in enumerate(files, start=1):
-        console.print(f"suite: {number}/{len(files)} {scenario}", markup=False)
-        try:
-            outcome = run_scenario(dataclasses.replace(options, scenario=scenario), console)
-        except StarquakeError as exc:
-            if exc.exit_code != ENVIRONMENT:
-                raise
-            console.print(f"suite: {scenario} could not run: {exc}", markup=False)
-            results.append(SuiteResult(scenario, scenarios[scenario].expected, exc.exit_code,
-                                       None))
-            continue
-        print_summary(console, outcome)
-        wanted = scenarios[scenario]
-        results.append(SuiteResult(
-            scenario, wanted.expected, outcome.exit_code, outcome.run_dir,
-            tuple(missing_anomalies(outcome.results, list(wanted.expected_anomalies)))))
+    with CheckWorker(options.spark) as checks:
+        for number, scenario in enumerate(files, start=1):
+            console.print(f"suite: {number}/{len(files)} {scenario}", markup=False)
+            try:
+                outcome = run_scenario(dataclasses.replace(options, scenario=scenario), console,
+                                       checks)
+            except StarquakeError as exc:
+                if exc.exit_code != ENVIRONMENT:
+                    raise
+                console.print(f"suite: {scenario} could not run: {exc}", markup=False)
+                results.append(SuiteResult(scenario, scenarios[scenario].expected,
+                                           exc.exit_code, None))
+                continue
+            print_summary(console, outcome)
+            wanted = scenarios[scenario]
+            results.append(SuiteResult(
+                scenario, wanted.expected, outcome.exit_code, outcome.run_dir,
+                tuple(missing_anomalies(outcome.results, list(wanted.expected_anomalies)))))
     return results
 
 

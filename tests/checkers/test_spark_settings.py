@@ -1,20 +1,15 @@
 """The Spark settings every checking command takes: options, their environment variables,
-and the hand-over from `starquake run` to the `starquake check` it spawns."""
+and the hand-over from `starquake run` to the check worker it spawns."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import click
-import pytest
 from click.testing import CliRunner
-from rich.console import Console
 
 from checkers.spark_settings import SparkSettings, spark_options
-from starquake.run import pipeline
-from starquake.run.pipeline import CheckFailed
+from starquake.run.check_worker import CheckWorker
 
 
 @click.command()
@@ -41,22 +36,9 @@ def test_options_and_environment_give_the_settings(tmp_path: Path) -> None:
     assert _parsed([], {}) == repr(SparkSettings())
 
 
-def test_run_hands_its_spark_settings_to_the_check(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from checkers.synthetic import SyntheticSpec, write_jsonl
-
-    write_jsonl(SyntheticSpec(messages=200), tmp_path / "history.jsonl")
-    spawned: list[list[str]] = []
-
-    def spawn(argv: list[str], **_options: Any) -> subprocess.CompletedProcess[bytes]:
-        spawned.append(argv)
-        return subprocess.CompletedProcess(argv, 3)
-
-    monkeypatch.setattr(pipeline.subprocess, "run", spawn)
+def test_run_hands_its_spark_settings_to_the_check_worker(tmp_path: Path) -> None:
     settings = SparkSettings("spark://10.0.0.2:7077", shared_dir=tmp_path)
-    with pytest.raises(CheckFailed):
-        pipeline._judge(tmp_path, Console(quiet=True), settings)
-    (argv,) = spawned
-    assert argv[argv.index("check"):] == ["check", str(tmp_path), "--spark-master",
-                                          "spark://10.0.0.2:7077", "--spark-shared-dir",
-                                          str(tmp_path)]
+    argv = CheckWorker(settings).argv()
+    assert argv[argv.index("check-worker"):] == ["check-worker", "--spark-master",
+                                                 "spark://10.0.0.2:7077", "--spark-shared-dir",
+                                                 str(tmp_path)]
