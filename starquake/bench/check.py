@@ -1,9 +1,6 @@
 """`starquake bench check`: the full checker set over a synthetic history with anomalies of
-known counts, timed, counts verified; and DuckDB doing the lost and duplicate checks on
-the same file in the same run, as the single-machine yardstick.
-
-The DuckDB queries cover only what the synthetic history exercises (individual acks, one
-cluster, no failovers): they are a yardstick for speed, not a second implementation.
+known counts, timed, counts verified; and DuckDB doing the same checks on the same file in
+the same run (`starquake.bench.duckdb_checks`), as the single-machine yardstick.
 """
 
 from __future__ import annotations
@@ -24,6 +21,7 @@ import pyarrow.parquet as pq
 
 from checkers.spark_settings import SparkSettings, spark_options
 from checkers.synthetic import INJECTABLE, SyntheticSpec, write_parquet
+from starquake.bench.duckdb_checks import duckdb_counts
 
 if TYPE_CHECKING:  # pyspark is imported by the command's body, so --help stays fast
     from pyspark.sql import SparkSession
@@ -32,52 +30,6 @@ if TYPE_CHECKING:  # pyspark is imported by the command's body, so --help stays 
 
 _EVENTS_PER_MESSAGE = 5
 INJECTED_EACH = 10
-
-_DUCKDB_OPS = """
-CREATE TEMP VIEW ev AS SELECT * FROM read_parquet('{path}');
-CREATE TEMP VIEW ops AS
-  SELECT *, lead(type) OVER w AS done_type, lead("index") OVER w AS done_index
-  FROM ev WHERE NOT (f IN ('recv', 'layout', 'meta', 'cursor') AND type = 'ok')
-  WINDOW w AS (PARTITION BY process ORDER BY "index");
-"""
-_DUCKDB_LOST = """
-WITH sends AS (SELECT topic, value, "index" AS inv_index FROM ops
-               WHERE f = 'send' AND type = 'invoke' AND done_type = 'ok'),
-     subs AS (SELECT topic, coalesce(subscription, value) AS sub, min(done_index) AS since
-              FROM ops WHERE f = 'subscribe' AND type = 'invoke' AND done_type = 'ok'
-              GROUP BY ALL),
-     recvs AS (SELECT DISTINCT topic, subscription, value FROM ev
-               WHERE f = 'recv' AND type = 'ok')
-SELECT count(*) FROM sends JOIN subs USING (topic)
-WHERE since < inv_index AND NOT EXISTS (
-  SELECT 1 FROM recvs r WHERE r.topic = sends.topic AND r.subscription = subs.sub
-                          AND r.value = sends.value)
-"""
-_DUCKDB_DUPLICATE = """
-WITH acks AS (SELECT topic, subscription, cluster, value, position,
-                     min(done_index) AS ack_index
-              FROM ops WHERE f = 'ack' AND type = 'invoke' AND done_type = 'ok' GROUP BY ALL)
-SELECT count(DISTINCT r."index") FROM ev r JOIN acks a USING (topic, subscription, cluster, value)
-WHERE r.f = 'recv' AND r.type = 'ok' AND r."index" > a.ack_index
-  AND (a.position IS NULL OR r.position IS NULL OR a.position = r.position)
-"""
-
-
-def duckdb_lost_and_duplicate(path: Path) -> tuple[int, int, float]:
-    import duckdb
-
-    start = time.perf_counter()
-    with duckdb.connect() as db:
-        db.execute(_DUCKDB_OPS.format(path=path))
-        lost, duplicate = (_one_number(db.execute(query).fetchone())
-                           for query in (_DUCKDB_LOST, _DUCKDB_DUPLICATE))
-    return lost, duplicate, time.perf_counter() - start
-
-
-def _one_number(row: tuple[Any, ...] | None) -> int:
-    assert row is not None, "an aggregate query answers one row"
-    return int(row[0])
-
 
 def _process_handle(spark: SparkSession) -> Any:
     """The driver JVM's `java.lang.ProcessHandle`, through py4j."""
@@ -213,7 +165,7 @@ def bench_check(events: int, spark: SparkSettings, keep: Path | None,
 
         counts = {k: c["count"] for k, c in timed.result.results["checkers"].items()}
         expected = {k: inject.get(k, 0) for k in counts}
-        lost, duplicate, duck_s = duckdb_lost_and_duplicate(path)
+        duck = duckdb_counts(path)
 
     check_s = timed.check_s
     click.echo(f"spark ({timed.master}): session start {timed.session_s:.1f} s, all checkers "
@@ -222,9 +174,12 @@ def bench_check(events: int, spark: SparkSettings, keep: Path | None,
                f"JVM peak {timed.jvm_mib or float('nan'):.0f} MiB, driver Python peak "
                f"{python_mib:.0f} MiB, local Python workers' peaks summed "
                f"{timed.workers_mib:.0f} MiB")
-    click.echo(f"duckdb: lost and duplicate only {duck_s:.1f} s "
-               f"(lost={lost}, duplicate={duplicate}); spark/duckdb = {check_s / duck_s:.1f}")
-    click.echo("counts " + ("verified" if counts == expected else f"WRONG: {counts} "
-                            f"expected {expected}"))
-    if counts != expected or (lost, duplicate) != (inject["lost"], inject["duplicate"]):
+    click.echo(f"duckdb: {len(duck.counts)} of the {len(counts)} checks "
+               f"({', '.join(duck.counts)}) {duck.seconds:.1f} s; "
+               f"spark/duckdb = {check_s / duck.seconds:.1f}")
+    duck_expected = {k: expected[k] for k in duck.counts}
+    click.echo("counts " + ("verified" if counts == expected and duck.counts == duck_expected
+                            else f"WRONG: spark {counts}, duckdb {duck.counts}, "
+                                 f"expected {expected}"))
+    if counts != expected or duck.counts != duck_expected:
         raise click.ClickException("counts differ from what was injected")

@@ -1,0 +1,224 @@
+"""The checkers' rules as DuckDB queries: the single-machine yardstick of `bench check`.
+
+Each query follows the definition of its anomaly in docs/history.md over the same Parquet
+history the checkers read, so the ratio the bench reports compares the same work. Two
+places count differently from the checkers, and neither matters on the bench's histories,
+whose injected anomalies are single units:
+
+- `order` counts the later messages of inverted pairs, where the checker counts pairs
+  (one swap of two messages of a key is one of each);
+- `duplicate-window`, `stalled-subscription`, `ack-unapplied` and `contract` are not
+  queried: they read the few cursor readings and failovers, which the checkers decide on
+  the driver in well under a second.
+
+The queries are a yardstick, not a second checker: tests hold them to the counts the
+synthetic histories inject, nothing more.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from history.schema import ORDERED_MODES, key_hash
+
+QUERIED = ("lost", "unexpected", "failed-delivered", "duplicate", "forked-position",
+           "multi-position", "order", "misrouted", "dual-write")
+
+_SETUP = """
+CREATE TEMP TABLE ev AS SELECT * FROM read_parquet('{path}');
+CREATE TEMP TABLE recvs AS
+  SELECT "index", topic, subscription, cluster, value, segment, position,
+         CAST(string_split(position, ':') AS BIGINT[]) AS pos
+  FROM ev WHERE f = 'recv' AND type = 'ok';
+-- Every operation's invoke beside its completion: a client process has one outstanding.
+CREATE TEMP TABLE ops AS
+  SELECT * FROM (
+    SELECT "index", time, process, type, f, topic, subscription, cluster, key, value,
+           detail, position,
+           lead(type) OVER w AS done_type, lead("index") OVER w AS done_index,
+           lead(time) OVER w AS done_time, lead(position) OVER w AS done_position,
+           lead(segment) OVER w AS done_segment, lead(detail) OVER w AS done_detail
+    FROM ev WHERE type = 'invoke' OR f NOT IN ('recv', 'layout', 'meta', 'cursor')
+    WINDOW w AS (PARTITION BY process ORDER BY "index"))
+  WHERE type = 'invoke';
+CREATE TEMP TABLE dedup AS
+  SELECT coalesce(bool_or(json_extract_string(detail, '$.deduplication') = 'true'), false)
+         AS enabled FROM ev WHERE f = 'meta';
+"""
+
+_QUERIES = {
+    "lost": """
+WITH sends AS (SELECT topic, value, "index" AS inv FROM ops
+               WHERE f = 'send' AND done_type = 'ok'),
+     subs AS (SELECT topic, coalesce(subscription, value) AS sub, min(done_index) AS since
+              FROM ops WHERE f = 'subscribe' AND done_type = 'ok' GROUP BY ALL),
+     got AS (SELECT DISTINCT topic, subscription, value FROM recvs)
+SELECT count(*) FROM sends JOIN subs USING (topic)
+WHERE since < inv AND NOT EXISTS (
+  SELECT 1 FROM got WHERE got.topic = sends.topic AND got.subscription = subs.sub
+                      AND got.value = sends.value)
+""",
+    "unexpected": """
+SELECT count(*) FROM (SELECT DISTINCT topic, subscription, value FROM recvs
+                      WHERE value NOT IN (SELECT value FROM ops WHERE f = 'send'))
+""",
+    "failed-delivered": """
+SELECT count(DISTINCT value) FROM recvs
+WHERE value IN (SELECT value FROM ops WHERE f = 'send' AND done_type = 'fail')
+""",
+    "duplicate": """
+WITH acks AS (
+  SELECT topic, subscription, cluster, value, coalesce(position, done_position) AS position,
+         done_index, coalesce(json_extract_string(detail, '$.cumulative'),
+                              json_extract_string(done_detail, '$.cumulative')) = 'true' AS cum
+  FROM ops WHERE f = 'ack' AND done_type = 'ok'),
+individual AS (
+  SELECT topic, subscription, cluster, value, position, min(done_index) AS acked
+  FROM acks WHERE NOT coalesce(cum, false) GROUP BY ALL),
+-- A cumulative ack covers, from its completion, every position at or below the highest
+-- position cumulatively acknowledged so far in its segment (or topic).
+delivered AS (SELECT DISTINCT topic, subscription, cluster, value, segment, pos FROM recvs),
+marks AS (
+  SELECT d.topic, d.subscription, d.cluster, d.segment,
+         max(d.pos) OVER (PARTITION BY d.topic, d.subscription, d.cluster, d.segment
+                          ORDER BY a.done_index) AS mark, a.done_index AS acked,
+         NULL::VARCHAR AS value, 0 AS kind
+  FROM acks a JOIN delivered d USING (topic, subscription, cluster, value) WHERE a.cum),
+walk AS (
+  SELECT *, min(acked) OVER (PARTITION BY topic, subscription, cluster, segment
+                             ORDER BY mark DESC, kind) AS covering
+  FROM (SELECT * FROM marks UNION ALL
+        SELECT topic, subscription, cluster, segment, pos, NULL, value, 1 FROM delivered
+        WHERE (topic, subscription, cluster, segment) IN
+              (SELECT (topic, subscription, cluster, segment) FROM marks))),
+moments AS (
+  SELECT * FROM individual UNION ALL
+  SELECT topic, subscription, cluster, value, NULL, min(covering) FROM walk
+  WHERE kind = 1 AND covering IS NOT NULL GROUP BY ALL),
+dups AS (
+  SELECT r."index", r.topic, r.subscription, r.cluster, min(m.acked) AS acked
+  FROM recvs r JOIN moments m USING (topic, subscription, cluster, value)
+  WHERE m.acked < r."index"
+    AND (r.position IS NULL OR m.position IS NULL OR (SELECT enabled FROM dedup)
+         OR r.position = m.position)
+  GROUP BY ALL),
+failovers AS (
+  SELECT topic, coalesce(subscription, value) AS subscription,
+         json_extract_string(done_detail, '$.to') AS dest, "index" AS moved
+  FROM ops WHERE f = 'failover' AND done_type = 'ok')
+SELECT count(*) FROM dups d WHERE NOT EXISTS (
+  SELECT 1 FROM failovers f
+  WHERE f.subscription = d.subscription AND (f.topic IS NULL OR f.topic = d.topic)
+    AND f.dest = d.cluster AND f.moved BETWEEN d.acked AND d."index")
+""",
+    "forked-position": """
+WITH placed AS (
+  SELECT topic, cluster, done_segment AS segment,
+         CAST(string_split(done_position, ':') AS BIGINT[]) AS pos, value
+  FROM ops WHERE f = 'send' AND done_type = 'ok' AND done_position IS NOT NULL
+  UNION ALL SELECT topic, cluster, segment, pos, value FROM recvs WHERE pos IS NOT NULL)
+SELECT count(*) FROM (SELECT 1 FROM placed GROUP BY topic, cluster, segment, pos
+                      HAVING count(DISTINCT value) > 1)
+""",
+    "multi-position": """
+WITH placed AS (
+  SELECT topic, cluster, value, done_position AS position FROM ops
+  WHERE f = 'send' AND done_type = 'ok' AND done_position IS NOT NULL
+  UNION ALL SELECT topic, cluster, value, position FROM recvs WHERE position IS NOT NULL),
+spread AS (SELECT count(DISTINCT position) AS n FROM placed GROUP BY topic, cluster, value)
+SELECT count(*) FROM spread WHERE n >= 3 OR (n = 2 AND (SELECT enabled FROM dedup))
+""",
+    "order": """
+WITH ordered AS (
+  SELECT topic, coalesce(subscription, value) AS sub FROM ops
+  WHERE f = 'subscribe' AND done_type = 'ok'
+    AND coalesce(json_extract_string(detail, '$.mode'),
+                 json_extract_string(done_detail, '$.mode')) IN {modes}
+  GROUP BY ALL),
+firsts AS (
+  SELECT r.topic, r.subscription, r.value, min(r."index") AS first
+  FROM recvs r JOIN ordered o ON r.topic = o.topic AND r.subscription = o.sub GROUP BY ALL),
+keyed AS (
+  SELECT s.topic, f.subscription, s.key, s.value, s."index" AS inv,
+         CASE WHEN s.done_type = 'ok' THEN s.done_index END AS ok, f.first
+  FROM ops s JOIN firsts f USING (topic, value)
+  WHERE s.f = 'send' AND s.key IS NOT NULL),
+-- In index order per key: each acknowledged send marks its first delivery; an invoke
+-- first delivered before the highest mark so far is the later message of an inversion.
+steps AS (
+  SELECT topic, subscription, key, ok AS step, first, 0 AS kind FROM keyed WHERE ok IS NOT NULL
+  UNION ALL SELECT topic, subscription, key, inv, first, 1 FROM keyed),
+walked AS (
+  SELECT kind, first, max(CASE WHEN kind = 0 THEN first END) OVER (
+           PARTITION BY topic, subscription, key ORDER BY step, kind
+           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS highest
+  FROM steps)
+SELECT count(*) FROM walked WHERE kind = 1 AND highest > first
+""",
+    "misrouted": """
+WITH segments AS (
+  SELECT DISTINCT CAST(id AS BIGINT) AS segment,
+         CAST(json_extract(detail, '$.segments."' || id || '".hashRange.start') AS BIGINT) AS lo,
+         CAST(json_extract(detail, '$.segments."' || id || '".hashRange.end') AS BIGINT) AS hi
+  FROM (SELECT detail, unnest(json_keys(detail, '$.segments')) AS id
+        FROM ev WHERE f = 'layout' AND type = 'ok'))
+SELECT count(*) FROM ops s JOIN key_hashes h USING (key) JOIN segments g
+  ON g.segment = s.done_segment
+WHERE s.f = 'send' AND s.done_type = 'ok' AND (h.hash < g.lo OR h.hash > g.hi)
+""",
+    "dual-write": """
+WITH RECURSIVE parents AS (
+  SELECT DISTINCT topic, CAST(id AS BIGINT) AS child, CAST(parent AS BIGINT) AS parent
+  FROM (SELECT topic, id, unnest(CAST(json_extract(detail, '$.segments."' || id || '".parentIds')
+                                       AS BIGINT[])) AS parent
+        FROM (SELECT topic, detail, unnest(json_keys(detail, '$.segments')) AS id
+              FROM ev WHERE f = 'layout' AND type = 'ok'))),
+descends(topic, ancestor, descendant) AS (
+  SELECT topic, parent, child FROM parents
+  UNION SELECT d.topic, d.ancestor, p.child FROM descends d
+        JOIN parents p ON p.topic = d.topic AND p.parent = d.descendant),
+first_writes AS (
+  SELECT topic, done_segment AS segment, min(done_time) AS first FROM ops
+  WHERE f = 'send' AND done_type = 'ok' AND done_segment IS NOT NULL GROUP BY ALL),
+limits AS (
+  SELECT d.topic, d.ancestor AS segment, min(w.first) AS first FROM descends d
+  JOIN first_writes w ON w.topic = d.topic AND w.segment = d.descendant GROUP BY ALL)
+SELECT count(DISTINCT s.value) FROM ops s JOIN limits l
+  ON l.topic = s.topic AND l.segment = s.done_segment
+WHERE s.f = 'send' AND s.done_type = 'ok' AND s.time > l.first
+""",
+}
+
+
+@dataclass(frozen=True)
+class DuckdbCounts:
+    counts: dict[str, int]
+    seconds: float
+    """From opening the file to the last count, the key hashes included."""
+
+
+def duckdb_counts(path: Path) -> DuckdbCounts:
+    """Every queried checker's count over the history at `path`, and the time taken."""
+    import duckdb
+
+    modes = "(" + ", ".join(f"'{mode}'" for mode in ORDERED_MODES) + ")"
+    started = time.perf_counter()
+    with duckdb.connect() as db:
+        db.execute(_SETUP.format(path=path))
+        keys = [row[0] for row in db.execute(
+            "SELECT DISTINCT key FROM ops WHERE f = 'send' AND key IS NOT NULL").fetchall()]
+        key_hashes = pa.table({"key": pa.array(keys, pa.string()),
+                               "hash": pa.array(np.fromiter((key_hash(k) for k in keys),
+                                                            np.int64, len(keys)))})
+        db.register("key_hashes", key_hashes)
+        counts = {}
+        for name in QUERIED:
+            row = db.execute(_QUERIES[name].format(modes=modes)).fetchone()
+            assert row is not None, "an aggregate query answers one row"
+            counts[name] = int(row[0])
+    return DuckdbCounts(counts, time.perf_counter() - started)
