@@ -37,7 +37,7 @@ def route_address(master: str) -> str | None:
     return address
 
 
-def spark_session(settings: SparkSettings, *, driver_memory: str = "3g",
+def spark_session(settings: SparkSettings, *,
                   shuffle_partitions: int | None = None) -> SparkSession:
     """A session tuned for histories: Arrow on, few shuffle partitions on small machines
     (the default 200 costs more in task overhead than our joins do), quiet logs.
@@ -59,7 +59,7 @@ def spark_session(settings: SparkSettings, *, driver_memory: str = "3g",
     builder = (
         SparkSession.builder.master(settings.master)
         .appName("starquake-check")
-        .config("spark.driver.memory", driver_memory)
+        .config("spark.driver.memory", settings.driver_memory)
         # The throughput collector: a check is a batch job that pauses cost nothing; at 20M
         # events it took 5 to 17% less wall and CPU time than G1 (docs/performance.md).
         .config("spark.driver.extraJavaOptions",

@@ -8,6 +8,7 @@ settings into a SparkSession (docs/spark-cluster.md).
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,8 @@ from typing import Any, TypeVar
 import click
 
 DEFAULT_MASTER = "local[*]"
+DEFAULT_DRIVER_MEMORY = "3g"
+_MEMORY_SIZE = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
 _OPTIONS = (
     ("--spark-master", "STARQUAKE_SPARK_MASTER",
      f"Spark master URL, e.g. spark://HOST:7077 [{DEFAULT_MASTER}]."),
@@ -29,6 +32,9 @@ _OPTIONS = (
      "A directory at the same path on the driver and every worker: the prepared files "
      "are copied there for the check, and removed after it [none: they are read where "
      "they are]."),
+    ("--spark-driver-memory", "STARQUAKE_SPARK_DRIVER_MEMORY",
+     f"The driver JVM's heap, e.g. 1g or 512m (with a local master the executors share "
+     f"it); a history larger than it spills to disk [{DEFAULT_DRIVER_MEMORY}]."),
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -42,6 +48,7 @@ class SparkSettings:
     python: str | None = None
     """None: $PYSPARK_PYTHON, else the driver's own interpreter path."""
     shared_dir: Path | None = None
+    driver_memory: str = DEFAULT_DRIVER_MEMORY
 
     @property
     def local(self) -> bool:
@@ -50,9 +57,18 @@ class SparkSettings:
 
     def check_args(self) -> list[str]:
         """The same settings as options of `starquake check`."""
-        values = (self.master, self.driver_host, self.python, self.shared_dir)
+        values = (self.master, self.driver_host, self.python, self.shared_dir,
+                  self.driver_memory)
         return [text for (flag, _env, _help), value in zip(_OPTIONS, values, strict=True)
                 if value is not None for text in (flag, str(value))]
+
+
+def _memory_size(_context: click.Context, _option: click.Parameter,
+                 value: str | None) -> str | None:
+    """Refused here, with the option's name, rather than by a JVM that will not start."""
+    if value is not None and not _MEMORY_SIZE.fullmatch(value):
+        raise click.BadParameter(f"{value!r}: expected a size such as 512m, 2g or 1t")
+    return value
 
 
 def spark_options(command: F) -> F:
@@ -61,15 +77,17 @@ def spark_options(command: F) -> F:
     @functools.wraps(command)
     def with_settings(*args: Any, spark_master: str | None, spark_driver_host: str | None,
                       spark_python: str | None, spark_shared_dir: Path | None,
-                      **kwargs: Any) -> Any:
+                      spark_driver_memory: str | None, **kwargs: Any) -> Any:
         spark = SparkSettings(spark_master or DEFAULT_MASTER, spark_driver_host or None,
-                              spark_python or None, spark_shared_dir)
+                              spark_python or None, spark_shared_dir,
+                              spark_driver_memory or DEFAULT_DRIVER_MEMORY)
         return command(*args, spark=spark, **kwargs)
 
     decorated: Callable[..., Any] = with_settings
     for flag, env, text in reversed(_OPTIONS):
         kind = (click.Path(file_okay=False, exists=True, path_type=Path)
                 if flag == "--spark-shared-dir" else click.STRING)
+        check = _memory_size if flag == "--spark-driver-memory" else None
         decorated = click.option(flag, envvar=env, show_envvar=True, type=kind,
-                                 help=text)(decorated)
+                                 callback=check, help=text)(decorated)
     return decorated  # type: ignore[return-value]

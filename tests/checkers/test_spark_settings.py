@@ -25,20 +25,27 @@ def _parsed(args: list[str], env: dict[str, str] | None = None) -> str:
 
 
 def test_options_and_environment_give_the_settings(tmp_path: Path) -> None:
-    given = SparkSettings("spark://10.0.0.2:7077", "10.0.0.1", "/opt/py/bin/python", tmp_path)
+    given = SparkSettings("spark://10.0.0.2:7077", "10.0.0.1", "/opt/py/bin/python", tmp_path,
+                          "1g")
     assert _parsed(given.check_args()) == repr(given)
     env = {"STARQUAKE_SPARK_MASTER": given.master, "STARQUAKE_SPARK_DRIVER_HOST": "10.0.0.1",
            "STARQUAKE_SPARK_PYTHON": "/opt/py/bin/python",
-           "STARQUAKE_SPARK_SHARED_DIR": str(tmp_path)}
+           "STARQUAKE_SPARK_SHARED_DIR": str(tmp_path), "STARQUAKE_SPARK_DRIVER_MEMORY": "1g"}
     assert _parsed([], env) == repr(given)
     assert _parsed(["--spark-master", "local[2]"], env) == repr(
-        SparkSettings("local[2]", "10.0.0.1", "/opt/py/bin/python", tmp_path))
+        SparkSettings("local[2]", "10.0.0.1", "/opt/py/bin/python", tmp_path, "1g"))
     assert _parsed([], {}) == repr(SparkSettings())
 
 
 def test_run_hands_its_spark_settings_to_the_check_worker(tmp_path: Path) -> None:
     settings = SparkSettings("spark://10.0.0.2:7077", shared_dir=tmp_path)
     argv = CheckWorker(settings).argv()
-    assert argv[argv.index("check-worker"):] == ["check-worker", "--spark-master",
-                                                 "spark://10.0.0.2:7077", "--spark-shared-dir",
-                                                 str(tmp_path)]
+    assert argv[argv.index("check-worker"):] == [
+        "check-worker", "--spark-master", "spark://10.0.0.2:7077", "--spark-shared-dir",
+        str(tmp_path), "--spark-driver-memory", "3g"]
+
+
+def test_a_driver_memory_that_is_no_size_is_refused_by_name() -> None:
+    done = CliRunner().invoke(_echo_settings, ["--spark-driver-memory", "lots"])
+    assert done.exit_code == 2
+    assert "--spark-driver-memory" in done.output and "'lots'" in done.output
