@@ -6,11 +6,12 @@ the same run (`starquake.bench.duckdb_checks`), as the single-machine yardstick.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import multiprocessing
 import resource
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 import click
 import pyarrow.parquet as pq
 
+from checkers.mixes import MIXES, scaled
+from checkers.mixes import write_parquet as write_mix
 from checkers.spark_settings import SparkSettings, spark_options
 from checkers.synthetic import INJECTABLE, SyntheticSpec, write_parquet
 from starquake.bench.duckdb_checks import duckdb_counts
@@ -123,9 +126,29 @@ def _timed_check(spark: SparkSettings, path: Path) -> _TimedCheck:
     return timed
 
 
+SIMPLE = "simple"
+"""The first generator's history (`checkers.synthetic`): one consumer, each message's
+events together, no faults; kept so that figures measured on it can be compared."""
+
+
+def _writer(mix: str, events: int, inject: dict[str, int], path: Path) -> Callable[[], int]:
+    """What writes the mix's history of about `events` events to `path` (picklable, so a
+    child process can run it)."""
+    if mix == SIMPLE:
+        spec = SyntheticSpec(messages=max(events // _EVENTS_PER_MESSAGE, 2000), seed=7,
+                             inject=inject)
+        return functools.partial(write_parquet, spec, path)
+    return functools.partial(write_mix, scaled(MIXES[mix], events), inject, path)
+
+
 @click.command()
 @click.option("--events", default=2_000_000, show_default=True,
               help="About how many events the synthetic history has.")
+@click.option("--mix", type=click.Choice([*MIXES, SIMPLE]), default="default",
+              show_default=True,
+              help="What the history is like (checkers/mixes.py): a long faulted run, the "
+                   "same with many keys, or with heavy redelivery; or the first, simple "
+                   "generator's history.")
 @spark_options
 @click.option("--keep", type=click.Path(path_type=Path, file_okay=False),
               help="Keep the history in this directory, or reuse the one kept there.")
@@ -133,16 +156,15 @@ def _timed_check(spark: SparkSettings, path: Path) -> _TimedCheck:
               help="Check on a Spark cluster of containers started for the bench: a master "
                    "and this many one-core workers, the history's directory shared "
                    "(docs/spark-cluster.md); overrides the --spark-* options.")
-def bench_check(events: int, spark: SparkSettings, keep: Path | None,
+def bench_check(events: int, mix: str, spark: SparkSettings, keep: Path | None,
                 docker_spark_workers: int | None) -> None:
-    """Time every checker over EVENTS synthetic events and verify the counts found."""
+    """Time every checker over EVENTS synthetic events of a MIX and verify the counts
+    found, by the checkers and by DuckDB."""
     inject = dict.fromkeys(INJECTABLE, INJECTED_EACH)
-    spec = SyntheticSpec(messages=max(events // _EVENTS_PER_MESSAGE, 2000), seed=7,
-                         inject=inject)
     with tempfile.TemporaryDirectory() as tmp:
-        # Named by its size: the spec is otherwise fixed, so a kept file of that name is
-        # this very history, and paired runs of the check alone can reuse it.
-        path = (keep or Path(tmp)) / f"history-{spec.messages}-messages.parquet"
+        # Named by mix and size: the specs are otherwise fixed, so a kept file of that
+        # name is this very history, and paired runs of the check alone can reuse it.
+        path = (keep or Path(tmp)) / f"history-{mix}-{events}-events.parquet"
         if path.is_file():
             written = pq.ParquetFile(path).metadata.num_rows
             click.echo(f"reusing {written:,} events in {path} (and their pairing, "
@@ -153,7 +175,7 @@ def bench_check(events: int, spark: SparkSettings, keep: Path | None,
             # In a child process, so the driver's peak memory below is the check's alone.
             with multiprocessing.get_context("spawn").Pool(1) as pool:
                 try:
-                    written = pool.apply(write_parquet, (spec, path))
+                    written = pool.apply(_writer(mix, events, inject, path))
                 except ValueError as exc:  # the injections do not fit in so few messages
                     raise click.BadParameter(str(exc), param_hint="--events") from None
             click.echo(f"generated {written:,} events in {time.perf_counter() - started:.1f} s")
