@@ -146,7 +146,7 @@ def _writer(mix: str, events: int, inject: dict[str, int], path: Path) -> Callab
               help="About how many events the synthetic history has.")
 @click.option("--mix", type=click.Choice([*MIXES, SIMPLE]), default="default",
               show_default=True,
-              help="What the history is like (checkers/mixes.py): a long faulted run, the "
+              help="What the history is like (checkers/mixes/): a long faulted run, the "
                    "same with many keys, or with heavy redelivery; or the first, simple "
                    "generator's history.")
 @spark_options
