@@ -186,12 +186,13 @@ def _lost(schema: pa.Schema, sends: pa.Table, recvs: pa.Table,
 
 
 def _unexpected(schema: pa.Schema, sends: pa.Table, recvs: pa.Table) -> pa.Table:
-    """Deliveries of a value no send invoked: each subscription's first."""
+    """Deliveries of a value no send invoked: each subscription's first, in each cluster."""
     sent = sends.select(["run", "value"]).group_by(["run", "value"]).aggregate([])
     stray = recvs.join(sent, ["run", "value"], join_type="left anti")
-    firsts = stray.group_by(_PLACE).aggregate([("index", "min")])
+    firsts = stray.group_by([*_PLACE, "cluster"]).aggregate([("index", "min")])
     return _finding(schema, "unexpected", firsts, topic=firsts["topic"],
-                    subscription=firsts["subscription"], at=firsts["index_min"])
+                    subscription=firsts["subscription"], cluster=firsts["cluster"],
+                    at=firsts["index_min"])
 
 
 def _failed_delivered(schema: pa.Schema, sends: pa.Table, recvs: pa.Table) -> pa.Table:

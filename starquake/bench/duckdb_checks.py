@@ -64,7 +64,7 @@ WHERE since < inv AND NOT EXISTS (
                       AND got.value = sends.value)
 """,
     "unexpected": """
-SELECT count(*) FROM (SELECT DISTINCT topic, subscription, value FROM recvs
+SELECT count(*) FROM (SELECT DISTINCT topic, subscription, cluster, value FROM recvs
                       WHERE value NOT IN (SELECT value FROM ops WHERE f = 'send'))
 """,
     "failed-delivered": """

@@ -94,6 +94,16 @@ def _unexpected(h: History) -> None:
     h.drain()
 
 
+@case("unexpected-in-each-cluster", unexpected=2)
+def _unexpected_in_each_cluster(h: History) -> None:
+    """S is a subscription in one cluster: the same stray value in two is two pairs."""
+    h.subscribe("s", "exclusive")
+    h.recv("ghost", cluster="a")
+    h.failover("s", "a", "b")
+    h.recv("ghost", cluster="b", position="7:0")
+    h.drain()
+
+
 @case("failed-delivered", failed_delivered=1)
 def _failed_delivered(h: History) -> None:
     h.subscribe("s", "exclusive")
