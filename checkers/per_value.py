@@ -50,8 +50,9 @@ FINDINGS = pa.schema([
 """An anomaly, as both passes give them."""
 FIRSTS = ["inv_index", "ok_index", "first_recv"]
 """A keyed send (its `key`, `value`, `topic`), and its first delivery in `subscription`."""
-KEY = ["run", "topic", "subscription", "key"]
-"""Where `order` compares deliveries: the output is partitioned by these."""
+KEY = ["run", "topic", "subscription", "cluster", "key"]
+"""Where `order` compares deliveries (a subscription in one cluster, as the spec's S): the
+output is partitioned by these."""
 FINDING, FIRST = "finding", "first"
 """`kind` of an output row: an anomaly, or a first delivery."""
 
@@ -316,8 +317,9 @@ def _still_uncovered(found: pa.Table,
 
 def _first_deliveries(schema: pa.Schema, sends: pa.Table, recvs: pa.Table,
                       ordered: pa.Table) -> pa.Table:
-    """Each keyed send's first delivery in each ordered subscription of its topic."""
-    recvs = recvs.select(["run", "topic", "subscription", "value", "index"]).join(
+    """Each keyed send's first delivery in each ordered subscription of its topic, in
+    each cluster the subscription was consumed in."""
+    recvs = recvs.select(["run", "topic", "subscription", "cluster", "value", "index"]).join(
         ordered, ["run", "topic", "subscription"], join_type="left semi")
     keyed = sends.filter(pc.is_valid(sends["key"]))
     keyed = pa.table({

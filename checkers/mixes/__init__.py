@@ -13,7 +13,9 @@ models a long faulted run instead, at any size:
   at a time. Deliveries are redelivered, consumers crash and are replaced (the replacement
   gets what the crashed one left unacknowledged), and `live` fails over between the
   clusters, where the other cluster redelivers what was acknowledged in the last snapshot
-  interval (well within `duplicate-window`'s bound);
+  interval (well within `duplicate-window`'s bound). In each cluster a key's first
+  deliveries come in send order, as a broker dispatches from the cursor, also where a
+  consumer's start brings what waited, what its predecessor left and those redeliveries;
 - the `failover` subscription `audit` reads everything in cluster b, in order, and
   acknowledges some messages cumulatively;
 - acks run on a pool of client processes, as the harness's cursor observer runs them:

@@ -1,6 +1,7 @@
 """What each subscription delivers and acks: `live` round by round through redeliveries,
-crashes, failovers and refused acks, then what the failovers' snapshot lag delivers again;
-`audit`, everything in cluster b in order."""
+crashes, failovers and refused acks, then what the failovers' snapshot lag delivers again,
+each key's first deliveries in a cluster in send order; `audit`, everything in cluster b in
+order."""
 
 from __future__ import annotations
 
@@ -51,8 +52,12 @@ def _live_deliveries(spec: MixSpec, run: _Run, sends: _Sends, victims: _Victims,
                      rng: np.random.Generator) -> tuple[_Deliveries, _Acks]:
     """Each stored message's deliveries in `live`, round by round until an ack the broker
     takes: a delivery is redelivered by choice (`redelivery`), because its consumer went
-    away before acking it (a crash, a failover), or after a refused ack. Then what the
-    failovers' snapshot lag delivers again (`_snapshot_redeliveries`)."""
+    away before acking it (a crash, a failover), or after a refused ack. A redelivery due
+    after its consumer went away comes when the next incarnation subscribes (as the
+    unacknowledged messages of a gone consumer do), so that a message crossing a failover
+    is first delivered in the new cluster at its consumer's start. Then what the
+    failovers' snapshot lag delivers again (`_snapshot_redeliveries`), also at that start;
+    `_dispatch_order` lays out what lands at one instant."""
     consumers = run.consumers
     simple = np.zeros(len(sends.key), dtype=bool)
     simple[victims.kept_simple()] = True
@@ -80,7 +85,8 @@ def _live_deliveries(spec: MixSpec, run: _Run, sends: _Sends, victims: _Victims,
         answered = np.zeros(n, dtype=np.int64)
         answered[acking] = planned.done
         delay = _between(rng, 300 * MS, 2 * S, n)
-        time = np.select([again, gone], [time + delay, consumers.end[which]], answered + delay)
+        time = np.minimum(np.select([again, gone], [time + delay, consumers.end[which]],
+                                    answered + delay), consumers.end[which])
         more = again | gone | (acking & (outcome == _REFUSED))
         msg, time = msg[more], time[more]
         if not len(msg):
@@ -89,14 +95,29 @@ def _live_deliveries(spec: MixSpec, run: _Run, sends: _Sends, victims: _Victims,
         raise RuntimeError("live deliveries did not settle")
     delivered, acked = deliveries[0].join(*deliveries[1:]), acks[0].join(*acks[1:])
     lagged, lag_acks = _snapshot_redeliveries(spec, run, sends, acked, rng)
-    return delivered.join(lagged), acked.join(lag_acks)
+    return _dispatch_order(delivered.join(lagged)), acked.join(lag_acks)
+
+
+def _dispatch_order(deliveries: _Deliveries) -> _Deliveries:
+    """The deliveries in time order and, within an instant, in send order (a key's
+    messages are one producer's, numbered in send order), as a broker dispatches from the
+    subscription's cursor in storage order. It matters at a new incarnation's start, where
+    its slot's messages that waited for a consumer, those its predecessor left
+    unacknowledged and, after a failover, the snapshot lag's redeliveries all land: there,
+    in each cluster, a key's first deliveries must come in send order (`order` compares
+    them per cluster). Later first deliveries of a key are of later sends (their times are
+    handed out per key in send order, `_first_live_deliveries`), so they come after."""
+    return deliveries.take(np.lexsort((deliveries.msg, deliveries.time)))
 
 
 def _snapshot_redeliveries(spec: MixSpec, run: _Run, sends: _Sends, acks: _Acks,
                            rng: np.random.Generator) -> tuple[_Deliveries, _Acks]:
     """At a failover from A to B, B's copy of the subscription holds what A had
     acknowledged a snapshot earlier, so B delivers again, and acks, what A acknowledged
-    in the SNAPSHOT_LAG before (well within `duplicate-window`'s bound)."""
+    in the SNAPSHOT_LAG before (well within `duplicate-window`'s bound). B dispatches them
+    from its cursor as each slot's consumer subscribes, with what A's consumers left
+    unacknowledged and what waited for a consumer (`_dispatch_order`): not later, where a
+    later message of the key might already have come first."""
     deliveries = [_Deliveries.of(np.zeros(0, np.int64), np.zeros(0, np.int64), _LIVE, 0, 0)]
     planned = [_no_acks(spec, rng)]
     for n, failover in enumerate(run.failovers.tolist()):
@@ -104,9 +125,8 @@ def _snapshot_redeliveries(spec: MixSpec, run: _Run, sends: _Sends, acks: _Acks,
         recent = ((acks.cluster == source) & (acks.outcome != _REFUSED)
                   & (acks.invoked > failover - SNAPSHOT_LAG) & (acks.invoked < failover))
         msg = np.unique(acks.msg[recent])
-        which, time = run.consumers.active(
-            sends.slot(spec.consumers)[msg],
-            failover + _exponential(rng, 1 * MS, 25 * MS, 400 * MS, len(msg)))
+        which, time = run.consumers.active(sends.slot(spec.consumers)[msg],
+                                           np.full(len(msg), failover))
         deliveries.append(_Deliveries.of(msg, time, _LIVE, target, which))
         ack_at = time + _exponential(rng, 100_000, 1 * MS, 50 * MS, len(msg))
         acking = ack_at < run.consumers.end[which] - 1 * MS

@@ -141,21 +141,22 @@ WITH ordered AS (
                  json_extract_string(done_detail, '$.mode')) IN {modes}
   GROUP BY ALL),
 firsts AS (
-  SELECT r.topic, r.subscription, r.value, min(r."index") AS first
+  SELECT r.topic, r.subscription, r.cluster, r.value, min(r."index") AS first
   FROM recvs r JOIN ordered o ON r.topic = o.topic AND r.subscription = o.sub GROUP BY ALL),
 keyed AS (
-  SELECT s.topic, f.subscription, s.key, s.value, s."index" AS inv,
+  SELECT s.topic, f.subscription, f.cluster, s.key, s.value, s."index" AS inv,
          CASE WHEN s.done_type = 'ok' THEN s.done_index END AS ok, f.first
   FROM ops s JOIN firsts f USING (topic, value)
   WHERE s.f = 'send' AND s.key IS NOT NULL),
 -- In index order per key: each acknowledged send marks its first delivery; an invoke
 -- first delivered before the highest mark so far is the later message of an inversion.
 steps AS (
-  SELECT topic, subscription, key, ok AS step, first, 0 AS kind FROM keyed WHERE ok IS NOT NULL
-  UNION ALL SELECT topic, subscription, key, inv, first, 1 FROM keyed),
+  SELECT topic, subscription, cluster, key, ok AS step, first, 0 AS kind FROM keyed
+  WHERE ok IS NOT NULL
+  UNION ALL SELECT topic, subscription, cluster, key, inv, first, 1 FROM keyed),
 walked AS (
   SELECT kind, first, max(CASE WHEN kind = 0 THEN first END) OVER (
-           PARTITION BY topic, subscription, key ORDER BY step, kind
+           PARTITION BY topic, subscription, cluster, key ORDER BY step, kind
            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS highest
   FROM steps)
 SELECT count(*) FROM walked WHERE kind = 1 AND highest > first

@@ -287,6 +287,22 @@ def _order(h: History) -> None:
     _reordered(h, "exclusive")
 
 
+@case("order-in-the-failover-target", order=1)
+def _order_after_failover(h: History) -> None:
+    """First deliveries are compared per cluster: in b, after the failover, m2 came first
+    although m1 was acknowledged before m2 was sent, whatever a saw before."""
+    h.subscribe("s", "exclusive")
+    h.send("m1", position="1:0")
+    h.send("m2", position="1:1")
+    h.recv("m1", position="1:0")
+    h.recv("m2", position="1:1")
+    h.failover("s", "a", "b")
+    for v, p in (("m2", "7:1"), ("m1", "7:0")):
+        h.recv(v, cluster="b", position=p)
+        h.ack(v, cluster="b")
+    h.drain()
+
+
 @case("order-legal-queue-subscription")
 def _queue_reorders(h: History) -> None:
     _reordered(h, "queue")
