@@ -34,7 +34,7 @@ _OPTIONS = (
      "they are]."),
     ("--spark-driver-memory", "STARQUAKE_SPARK_DRIVER_MEMORY",
      f"The driver JVM's heap, e.g. 1g or 512m (with a local master the executors share "
-     f"it); a history larger than it spills to disk [{DEFAULT_DRIVER_MEMORY}]."),
+     f"it) [{DEFAULT_DRIVER_MEMORY}]."),
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
