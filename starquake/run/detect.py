@@ -12,17 +12,17 @@ per seed against the reference implementation as it is, and the table gives in h
 seeds it was valid and which anomalies the others reported. The two tables are sections
 of one file, each between markers of its own, so regenerating one keeps the other.
 
-A table over ten seeds takes hours. With `--resume`, a run that already finished in the
-runs directory (judged: it has `results.json`) for the same scenario, seed and mutants is
-counted instead of run again, so an interrupted detect goes on where it stopped. Every
-row must come from one version of the code: the runs directory records the source it was
-started from (`detect.json`), and resuming from other source is refused.
+A table over ten seeds takes hours. Each judged run goes into the detect's ledger
+(starquake/run/detect_ledger.py) at once; with `--resume`, a run the ledger holds for the
+same scenario, seed and mutants is counted instead of run again, so an interrupted detect
+goes on where it stopped, in the same sitting or a later one. Every row must come from
+one version of the code: the ledger names the source it was started from, and resuming
+from other source is refused.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import statistics
 import subprocess
 import time
@@ -34,14 +34,12 @@ from rich.console import Console
 
 from checkers.spark_settings import SparkSettings, spark_options
 from history.errors import ENVIRONMENT, INVALID, VALID, BadInput
-from reports.run_dir import RunDirectoryError, load_run, missing_anomalies
+from reports.run_dir import load_run
 from scenarios.format import Scenario
 from starquake.output import command_console
+from starquake.run.detect_ledger import LEDGER, Judged, Ledger
 from starquake.run.pipeline import RunOptions, resolve
-from starquake.run.suite import VERDICT_CODES, SuiteResult, run_suite, scenario_files
-
-MANIFEST = "detect.json"
-"""In a detect's runs directory: the source its runs came from."""
+from starquake.run.suite import SuiteResult, run_suite, scenario_files
 
 
 @dataclass(frozen=True)
@@ -135,92 +133,63 @@ def source_version() -> str:
     return f"starquake {importlib.metadata.version('starquake')}"
 
 
-def claim_runs_dir(top: Path, source: str, resume: bool) -> None:
-    """Record the source in the runs directory. Without `--resume`, refuse one a detect
-    already recorded (its runs would be counted by a later resume as this code's); with it,
-    refuse one whose runs came from other source (their rows would mix two versions of
-    the code). A directory with runs but no record, a suite's say, is taken as this
-    code's."""
-    manifest = top / MANIFEST
-    if manifest.is_file():
-        if not resume:
-            raise BadInput(f"{manifest}: {top} already holds a detect's runs; go on with "
-                           f"--resume, or start a new --runs-dir")
-        try:
-            recorded = json.loads(manifest.read_text()).get("source")
-        except (ValueError, AttributeError):
-            raise BadInput(f"{manifest}: not the JSON object detect writes") from None
-        if recorded != source:
-            raise BadInput(f"{manifest}: its runs came from {recorded}, this is {source}; "
-                           f"resume with the same code, or start a new --runs-dir")
-        return
-    top.mkdir(parents=True, exist_ok=True)
-    manifest.write_text(json.dumps({"source": source}) + "\n")
-
-
-def finished_run(top: Path, file: Path, scenario: Scenario, seed: int,
-                 twin: bool) -> SuiteResult | None:
-    """An earlier judged run of this scenario, seed and mutants in `top`, as the suite
-    would have reported it; None when there is none (an interrupted run, which has no
-    `results.json`, does not count)."""
-    mutants = [] if twin else list(scenario.mutants)
-    expected = "valid" if twin else scenario.expected
-    anomalies = [] if twin else list(scenario.expected_anomalies)
-    for path in sorted((top / scenario.name).glob("*")):
-        try:
-            run = load_run(path)
-        except RunDirectoryError:
-            continue
-        if run.seed == seed and run.mutants == mutants:
-            return SuiteResult(file, expected, VERDICT_CODES[run.verdict], path,
-                               tuple(missing_anomalies(run.results, anomalies)))
-    return None
+def judged(result: SuiteResult, scenario: Scenario, seed: int, twin: bool) -> Judged:
+    """What the tables count of a finished run: whether it passed, what it reported when
+    it did not, and for a caught mutant how soon its first named anomaly came."""
+    first = (first_anomaly_s(result.run_dir, scenario.expected_anomalies)
+             if result.passed and not twin and result.run_dir is not None else None)
+    return Judged(scenario.name, seed, () if twin else scenario.mutants, result.passed,
+                  () if result.passed else tuple(reported(result)), first,
+                  str(result.run_dir or ""))
 
 
 def detections(mutant_files: list[Path], clean_files: list[Path], seeds: int,
-               options: RunOptions, console: Console, resume: bool = False
+               options: RunOptions, console: Console, ledger: Ledger
                ) -> tuple[list[Detection], list[Clean], bool]:
     """Every mutant scenario's row, every clean scenario's row, and whether every run
-    could finish; with `resume`, runs that finished earlier in the runs directory count
-    and are not run again."""
-    def scenario(f: Path) -> Scenario:
-        return resolve(dataclasses.replace(options, scenario=f))[0]
-
+    could finish. A run the ledger already holds counts as it ended and is not run again;
+    every other run is added to the ledger as soon as it is judged (a run that could not
+    finish is not: a resume tries it again)."""
+    scenarios = {f: resolve(dataclasses.replace(options, scenario=f))[0]
+                 for f in mutant_files + clean_files}
     rows = {f: Detection(s.name, s.mutants, s.expected_anomalies, [], [], [])
-            for f in mutant_files for s in [scenario(f)]}
-    cleans = {f: Clean(scenario(f).name, [], []) for f in clean_files}
+            for f in mutant_files for s in [scenarios[f]]}
+    cleans = {f: Clean(scenarios[f].name, [], []) for f in clean_files}
+
+    def count(file: Path, twin: bool, run: Judged) -> None:
+        if file in cleans:
+            cleans[file].valid.append(run.passed)
+            cleans[file].alarms.extend(run.reported)
+        elif twin:
+            rows[file].twins_valid.append(run.passed)
+        else:
+            rows[file].caught.append(run.passed)
+            if run.first_anomaly_s is not None:
+                rows[file].first_anomaly_s.append(run.first_anomaly_s)
+
     finished = True
     for seed in range(1, seeds + 1):
-        runs = [(mutant_files, False), (mutant_files, True), (clean_files, False)]
-        for files, twin in runs:
-            earlier = {f: finished_run(options.runs_dir, f, scenario(f), seed, twin)
-                       for f in files} if resume else {}
-            results = [r for r in earlier.values() if r is not None]
-            if results:
-                console.print(f"detect: seed {seed}{', twins' if twin else ''}: {len(results)} "
-                              f"of {len(files)} finished earlier, counted, not run again",
-                              markup=False)
-            left = [f for f in files if earlier.get(f) is None]
-            if left:
-                results += run_suite(left, dataclasses.replace(
-                    options, seed=seed, without_mutants=twin), console)
-            for result in results:
-                finished &= result.run_dir is not None
-                if result.scenario in cleans:
-                    clean = cleans[result.scenario]
-                    clean.valid.append(result.passed)
-                    if not result.passed:
-                        clean.alarms.extend(reported(result))
-                    continue
-                row = rows[result.scenario]
-                if twin:
-                    row.twins_valid.append(result.passed)
-                    continue
-                row.caught.append(result.passed)
-                if result.passed and result.run_dir is not None:
-                    took = first_anomaly_s(result.run_dir, row.anomalies)
-                    if took is not None:
-                        row.first_anomaly_s.append(took)
+        for files, twin in [(mutant_files, False), (mutant_files, True), (clean_files, False)]:
+            left = []
+            for file in files:
+                scenario = scenarios[file]
+                earlier = ledger.get(scenario.name, seed, () if twin else scenario.mutants)
+                if earlier is None:
+                    left.append(file)
+                else:
+                    count(file, twin, earlier)
+            if len(left) < len(files):
+                console.print(f"detect: seed {seed}{', twins' if twin else ''}: "
+                              f"{len(files) - len(left)} of {len(files)} in the ledger, "
+                              f"counted, not run again", markup=False)
+            for result in run_suite(left, dataclasses.replace(
+                    options, seed=seed, without_mutants=twin), console):
+                run = judged(result, scenarios[result.scenario], seed, twin)
+                if result.run_dir is None:
+                    finished = False
+                else:
+                    ledger.add(run)
+                count(result.scenario, twin, run)
     return list(rows.values()), list(cleans.values()), finished
 
 
@@ -290,19 +259,22 @@ def with_section(document: str, section: str, text: str) -> str:
               help="Where the runs go [runs/detect-<timestamp>].")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the table here (e.g. docs/detection.md) [print it].")
+@click.option("--ledger", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help=f"The record of every judged run, one JSON line each, which --resume "
+                   f"reads [RUNS_DIR/{LEDGER}].")
 @click.option("--resume", is_flag=True,
-              help="Count the runs that already finished in --runs-dir instead of running "
-                   "them again (same code only).")
+              help="Count the runs the ledger already holds instead of running them again "
+                   "(same code only).")
 @spark_options
 def detect(paths: tuple[Path, ...], seeds: int, backend: str | None, runs_dir: Path | None,
-           out: Path | None, resume: bool, spark: SparkSettings) -> int:
+           out: Path | None, ledger: Path | None, resume: bool, spark: SparkSettings) -> int:
     """Run every mutant scenario in PATHS (expecting invalid) and its clean twin with
     seeds 1..SEEDS, and every scenario that expects valid with the same seeds, and write
     the detection table and the false-alarm table.
 
     Exits 0 when every mutant was caught and every twin and clean scenario valid in
-    every seed, 1 when not, 3 on a bad scenario or a --resume of runs from other code
-    (before anything runs), 4 when a run could not finish.
+    every seed, 1 when not, 3 on a bad scenario or ledger, or a --resume of runs from
+    other code (before anything runs), 4 when a run could not finish.
     """
     console = command_console()
     candidates = scenario_files(list(paths))
@@ -315,15 +287,16 @@ def detect(paths: tuple[Path, ...], seeds: int, backend: str | None, runs_dir: P
     if not mutant_files and not clean_files:
         raise BadInput(f"{', '.join(map(str, paths))}: no scenario that expects invalid "
                        f"or valid")
-    if resume and runs_dir is None:
-        raise BadInput("detect: --resume needs the --runs-dir of the runs to go on with")
+    if resume and runs_dir is None and ledger is None:
+        raise BadInput("detect: --resume needs the --ledger, or the --runs-dir holding it, "
+                       "of the runs to go on with")
     top = runs_dir or Path("runs") / f"detect-{time.strftime('%Y%m%d-%H%M%S')}"
     source = source_version()
-    claim_runs_dir(top, source, resume)
+    record = Ledger(ledger or top / LEDGER, source, resume)
     rows, cleans, finished = detections(
         mutant_files, clean_files, seeds,
         RunOptions((mutant_files or clean_files)[0], None, backend, top, spark=spark), console,
-        resume)
+        record)
     command = " ".join(["starquake detect", *map(str, paths), "--seeds", str(seeds),
                         *(["--backend", backend] if backend else [])])
     sections = ([(MUTANTS_SECTION, table(rows, command, source))] if rows else []) + \

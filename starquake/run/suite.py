@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,10 +53,13 @@ def scenario_files(paths: list[Path]) -> list[Path]:
     return [file for path in paths for file in resolve_suite(str(path))]
 
 
-def run_suite(files: list[Path], options: RunOptions, console: Console) -> list[SuiteResult]:
-    """Every scenario's run, judged by one check worker (its Spark session starts once)."""
+def run_suite(files: list[Path], options: RunOptions, console: Console
+              ) -> Iterator[SuiteResult]:
+    """Every scenario's run, judged by one check worker (its Spark session starts once),
+    each yielded as it ends so that a caller can keep it before the next one starts."""
+    if not files:
+        return
     scenarios = {f: resolve(dataclasses.replace(options, scenario=f))[0] for f in files}
-    results = []
     with CheckWorker(options.spark) as checks:
         for number, scenario in enumerate(files, start=1):
             console.print(f"suite: {number}/{len(files)} {scenario}", markup=False)
@@ -66,15 +70,13 @@ def run_suite(files: list[Path], options: RunOptions, console: Console) -> list[
                 if exc.exit_code != ENVIRONMENT:
                     raise
                 console.print(f"suite: {scenario} could not run: {exc}", markup=False)
-                results.append(SuiteResult(scenario, scenarios[scenario].expected,
-                                           exc.exit_code, None))
+                yield SuiteResult(scenario, scenarios[scenario].expected, exc.exit_code, None)
                 continue
             print_summary(console, outcome)
             wanted = scenarios[scenario]
-            results.append(SuiteResult(
+            yield SuiteResult(
                 scenario, wanted.expected, outcome.exit_code, outcome.run_dir,
-                tuple(missing_anomalies(outcome.results, list(wanted.expected_anomalies)))))
-    return results
+                tuple(missing_anomalies(outcome.results, list(wanted.expected_anomalies))))
 
 
 @click.command()
@@ -104,8 +106,8 @@ def suite(paths: tuple[Path, ...], seed: int | None, backend: str | None,
     console = command_console()
     files = scenario_files(list(paths))
     top = runs_dir or Path("runs") / f"suite-{time.strftime('%Y%m%d-%H%M%S')}"
-    results = run_suite(files, RunOptions(files[0], seed, backend, top, spark=spark,
-                                          without_mutants=without_mutants), console)
+    results = list(run_suite(files, RunOptions(files[0], seed, backend, top, spark=spark,
+                                               without_mutants=without_mutants), console))
     finished = [r.run_dir for r in results if r.run_dir is not None]
     if finished:
         index, junit = write_suite_index(finished, top)

@@ -13,19 +13,21 @@ import pytest
 
 from history.errors import BadInput
 from history.writer import HistoryWriter
-from scenarios.format import Scenario
+from reports.run_dir import load_run, missing_anomalies
+from scenarios.format import Scenario, load_scenario
 from starquake.run.detect import (
     Clean,
     Detection,
-    claim_runs_dir,
     clean_table,
     earliest_observation_s,
-    finished_run,
+    judged,
     reported,
+    source_version,
     table,
     with_section,
 )
-from starquake.run.suite import SuiteResult
+from starquake.run.detect_ledger import Judged, Ledger
+from starquake.run.suite import VERDICT_CODES, SuiteResult
 from tests.run.suite_runs import SuiteRuns
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,54 +72,64 @@ def test_a_run_that_should_have_been_valid_says_which_checkers_it_failed_or_left
     assert reported(SuiteResult(tmp_path / "s.toml", "valid", 4, None)) == ["exit 4"]
 
 
-def _finished(top: Path, name: str, seed: int, mutants: list[str], valid: object,
-              found: list[str]) -> Path:
-    """A judged run directory as a run leaves it: results, and the resolved scenario."""
-    run = top / name / f"20261126-1200{seed:02d}-{seed}{'-twin' if not mutants else ''}"
-    run.mkdir(parents=True)
-    with HistoryWriter(run / "history.jsonl") as writer:
-        writer.record("harness", "ok", "meta", detail={"scenario": name, "seed": seed,
-                                                       "mutants": mutants})
-    (run / "scenario.toml").write_text(f"name = {name!r}\nseed = {seed}\nmutants = {mutants!r}\n")
-    (run / "results.json").write_text(json.dumps({
-        "valid": valid, "scenario": name, "seed": seed,
-        "checkers": {kind: {"valid": False, "count": 1} for kind in found}}))
-    return run
-
-
-def test_resume_counts_a_judged_run_of_the_same_seed_and_mutants_and_nothing_else(
+def test_the_ledger_counts_a_run_of_the_same_scenario_seed_and_mutants_only(
         tmp_path: Path) -> None:
+    """What one sitting judged, the next reads back, record for record."""
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path, "commit aaaaaaaaaaaa", resume=False)
+    caught = Judged("topic-x", 1, ("x",), True, (), 4.1, "runs/topic-x/1")
+    twin = Judged("topic-x", 1, (), False, ("lost",), None, "runs/topic-x/1-twin")
+    ledger.add(caught)
+    ledger.add(twin)
+    again = Ledger(path, "commit aaaaaaaaaaaa", resume=True)
+    assert again.get("topic-x", 1, ("x",)) == caught
+    assert again.get("topic-x", 1, ()) == twin
+    assert again.get("topic-x", 2, ("x",)) is None
+    assert again.get("topic-x", 1, ("y",)) is None
+    assert again.get("topic-y", 1, ("x",)) is None
+
+
+def test_the_ledger_refuses_runs_of_other_code_and_a_fresh_start_over_them(
+        tmp_path: Path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    with pytest.raises(BadInput, match=r"ledger.jsonl: no detect ledger to resume"):
+        Ledger(path, "commit aaaaaaaaaaaa", resume=True)
+    Ledger(path, "commit aaaaaaaaaaaa", resume=False)
+    with pytest.raises(BadInput, match=r"ledger.jsonl: its runs came from commit a+, "
+                                       r"this is commit b+"):
+        Ledger(path, "commit bbbbbbbbbbbb", resume=True)
+    # Nor may a fresh start take the ledger over: a later resume would count its runs.
+    with pytest.raises(BadInput, match=r"already holds a detect's runs; go on with --resume"):
+        Ledger(path, "commit bbbbbbbbbbbb", resume=False)
+    assert json.loads(path.read_text()) == {"source": "commit aaaaaaaaaaaa"}
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("", "ledger.jsonl:1: not a detect ledger's header"),
+    ('{"source": "commit a"}\n{"scenario": "s", "seed": 1}\n',
+     "ledger.jsonl:2: not a run record of a detect ledger"),
+    ('{"source": "commit a"}\n\nnot json\n', "ledger.jsonl:3: not a run record"),
+])
+def test_a_damaged_ledger_is_refused_naming_the_line(tmp_path: Path, text: str,
+                                                     where: str) -> None:
+    path = tmp_path / "ledger.jsonl"
+    path.write_text(text)
+    with pytest.raises(BadInput, match=where):
+        Ledger(path, "commit a", resume=True)
+    assert path.read_text() == text
+
+
+def test_a_run_is_judged_as_the_tables_count_it(tmp_path: Path) -> None:
+    """A twin that failed keeps what it reported; a run that could not finish is not
+    passed and says its exit code; neither has a first anomaly."""
     file = tmp_path / "topic-x.toml"
     scenario = Scenario(name="topic-x", path=file, mutants=("x",), expected="invalid",
                         expected_anomalies=("lost",))
-    caught = _finished(tmp_path, "topic-x", 1, ["x"], False, ["lost"])
-    twin = _finished(tmp_path, "topic-x", 1, [], True, [])
-    wrong_anomaly = _finished(tmp_path, "topic-x", 2, ["x"], False, ["order"])
-    interrupted = tmp_path / "topic-x" / "20261126-130000-3"
-    interrupted.mkdir()  # killed before it was judged: no results.json
-    assert finished_run(tmp_path, file, scenario, 1, twin=False) == SuiteResult(
-        file, "invalid", 1, caught)
-    assert finished_run(tmp_path, file, scenario, 1, twin=True) == SuiteResult(
-        file, "valid", 0, twin)
-    assert finished_run(tmp_path, file, scenario, 2, twin=False) == SuiteResult(
-        file, "invalid", 1, wrong_anomaly, ("lost",))
-    assert finished_run(tmp_path, file, scenario, 2, twin=True) is None
-    assert finished_run(tmp_path, file, scenario, 3, twin=False) is None
-
-
-def test_resume_refuses_runs_that_came_from_other_code(tmp_path: Path) -> None:
-    claim_runs_dir(tmp_path, "commit aaaaaaaaaaaa", resume=False)
-    assert json.loads((tmp_path / "detect.json").read_text()) == {
-        "source": "commit aaaaaaaaaaaa"}
-    claim_runs_dir(tmp_path, "commit aaaaaaaaaaaa", resume=True)
-    with pytest.raises(BadInput, match=r"detect.json: its runs came from commit a+, "
-                                       r"this is commit b+"):
-        claim_runs_dir(tmp_path, "commit bbbbbbbbbbbb", resume=True)
-    # Nor may a fresh start take the directory over: a later resume would count its runs.
-    with pytest.raises(BadInput, match=r"already holds a detect's runs; go on with --resume"):
-        claim_runs_dir(tmp_path, "commit bbbbbbbbbbbb", resume=False)
-    assert json.loads((tmp_path / "detect.json").read_text()) == {
-        "source": "commit aaaaaaaaaaaa"}
+    run = _run_with(tmp_path, {"lost": {"valid": False}})
+    assert judged(SuiteResult(file, "valid", 1, run), scenario, 2, twin=True) == Judged(
+        "topic-x", 2, (), False, ("lost",), None, str(run))
+    assert judged(SuiteResult(file, "invalid", 4, None), scenario, 2, twin=False) == Judged(
+        "topic-x", 2, ("x",), False, ("exit 4",), None, "")
 
 
 def test_a_section_is_replaced_and_the_others_kept() -> None:
@@ -144,27 +156,34 @@ def test_an_anomaly_counts_from_the_event_that_completes_it() -> None:
 @pytest.mark.cluster
 @pytest.mark.spark
 @pytest.mark.slow
-def test_detect_counts_the_suites_mutant_run_and_runs_its_clean_twin(
+def test_detect_counts_the_ledgers_mutant_run_and_runs_its_clean_twin(
         mutants_suite: SuiteRuns, tmp_path: Path) -> None:
-    """One seed of one mutant scenario, resumed in the short mutants suite's runs
-    directory: its judged mutant run there counts as it ended (caught through `contract`),
-    only the clean twin runs, and the table is written where asked."""
-    scenario = "contract-deliver-at-ignored"
-    suite_run = mutants_suite.run(scenario)
+    """One seed of one mutant scenario, resumed from a ledger that holds the short mutants
+    suite's run of it (as an earlier sitting would have left it): that run counts as it
+    ended (caught through `contract`), only the clean twin runs, the ledger gains it, and
+    the table is written where asked."""
+    name = "contract-deliver-at-ignored"
+    file = REPO / f"scenarios/mutants/{name}.toml"
+    suite_run = mutants_suite.run(name)
+    ran = load_run(suite_run)
+    ledger = tmp_path / "ledger.jsonl"
+    Ledger(ledger, source_version(), resume=False).add(judged(
+        SuiteResult(file, "invalid", VERDICT_CODES[ran.verdict], suite_run,
+                    tuple(missing_anomalies(ran.results, ["contract"]))),
+        load_scenario(file), 1, twin=False))
     out = tmp_path / "detection.md"
     done = subprocess.run(
-        [sys.executable, "-m", "starquake", "detect",
-         str(REPO / f"scenarios/mutants/{scenario}.toml"), "--seeds", "1",
-         "--backend", "local", "--runs-dir", str(mutants_suite.top), "--out", str(out),
-         "--resume"],
+        [sys.executable, "-m", "starquake", "detect", str(file), "--seeds", "1",
+         "--backend", "local", "--runs-dir", str(tmp_path / "runs"), "--ledger", str(ledger),
+         "--out", str(out), "--resume"],
         cwd=REPO, capture_output=True, text=True, timeout=400, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "detect: seed 1: 1 of 1 finished earlier, counted, not run again" in done.stdout
-    row = next(line for line in out.read_text().splitlines()
-               if line.startswith(f"| `{scenario}`"))
+    assert "detect: seed 1: 1 of 1 in the ledger, counted, not run again" in done.stdout
+    row = next(line for line in out.read_text().splitlines() if line.startswith(f"| `{name}`"))
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert cells[1:4] == ["`deliver-at-ignored`", "contract", "1/1"]
     assert float(cells[4]) > 0 and cells[5] == "1/1"
-    runs = sorted((mutants_suite.top / scenario).iterdir())
-    assert runs[0] == suite_run and len(runs) == 2  # the suite's mutant run, and the twin
-    assert json.loads((runs[1] / "results.json").read_text())["valid"] is True
+    twin, = (tmp_path / "runs" / name).iterdir()
+    assert json.loads((twin / "results.json").read_text())["valid"] is True
+    again = Ledger(ledger, source_version(), resume=True)
+    assert again.get(name, 1, ()) == Judged(name, 1, (), True, (), None, str(twin))
