@@ -19,7 +19,8 @@ from pyspark.sql import functions as F
 from checkers.anomaly import Checker, CheckSettings
 from checkers.contract import UNDECIDED, contract
 from checkers.delivery import deliveries
-from checkers.duplicates import acks_before_failovers, duplicate_window, judged_failovers
+from checkers.duplicates import acks_before_failovers, judged_failovers
+from checkers.failover_windows import FAILOVER_WINDOW, judged_windows
 from checkers.forked_position import forked_position
 from checkers.frames import HistoryFrames
 from checkers.load import PreparedHistory
@@ -33,7 +34,9 @@ CHECKERS = (
     Checker("unexpected", deliveries),
     Checker("failed-delivered", deliveries),
     Checker("duplicate", deliveries),
-    Checker("duplicate-window", duplicate_window),
+    # Measured with the deliveries (a `FAILOVER_WINDOW` row per failover with redeliveries),
+    # set against the bound on the driver (`judged_windows`).
+    Checker("duplicate-window", deliveries),
     Checker("dual-write", segment_checks),
     Checker("forked-position", forked_position),
     Checker("misrouted", segment_checks),
@@ -83,12 +86,13 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
     # The statistics are a job of their own: submitted alongside, they take the cores
     # the anomaly job leaves idle between its stages.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        stats_job = pool.submit(run_stats, frames, settings)
+        stats_job = pool.submit(run_stats, frames)
         try:
             first = (found.withColumn("rank",
                                       F.row_number().over(per_checker.orderBy("sort_key")))
                      .withColumn("count", F.sum("weight").over(per_checker))
-                     .filter(F.col("rank") <= EXAMPLES_PER_CHECKER)
+                     .filter((F.col("rank") <= EXAMPLES_PER_CHECKER)
+                             | (F.col("checker") == FAILOVER_WINDOW))
                      .select("checker", "run", "count", "rank", "example").collect())
         except BaseException:
             spark.sparkContext.cancelAllJobs()  # a failure or Ctrl-C waits for no statistics
@@ -105,6 +109,10 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
         examples[(row["checker"], row["run"])].append(json.loads(row["example"]))
     results = []
     for run, history in histories.items():
+        windows = judged_windows(frames, settings, run, examples.get((FAILOVER_WINDOW, run), []))
+        stats[run]["failover_windows"] = windows.statistics
+        counts[("duplicate-window", run)] = len(windows.anomalies)
+        examples[("duplicate-window", run)] = windows.anomalies[:EXAMPLES_PER_CHECKER]
         checkers: dict[str, dict[str, Any]] = {}
         for checker in CHECKERS:
             count = counts.get((checker.name, run), 0)

@@ -12,10 +12,12 @@ anomalies.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from checkers.anomaly import CheckSettings, anomalies
+from checkers.failover_windows import FAILOVER_WINDOW, merged_windows
 from checkers.frames import HistoryFrames
 from checkers.order import with_inversions
 from checkers.partitions import decide
@@ -24,15 +26,30 @@ from checkers.per_value import FINDINGS, per_value
 
 def deliveries(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     """The anomalies of the seven checkers, each row naming its checker (and the legal
-    producer retries, `PRODUCER_RETRY`, counted in the statistics); an `order` row stands
-    for all of one key's out-of-order pairs."""
-    found = decide(per_value(frames), with_inversions, FINDINGS)
+    producer retries, `PRODUCER_RETRY`, counted in the statistics, and the failovers'
+    redeliveries, `FAILOVER_WINDOW`, which the driver judges); an `order` row stands for
+    all of one key's out-of-order pairs."""
+    found = decide(per_value(frames), _by_key, FINDINGS)
     if frames.failover_ops:
         found = _unexplained_by_failover(frames, found)
+    window = F.col("checker") == FAILOVER_WINDOW
+
+    def of_window(column: str) -> Column:
+        return F.when(window, F.col(column))
+
     return anomalies(F.col("checker"), found, "at", ["at", "proof0", "proof1", "proof2"],
                      weight=F.coalesce("pairs", F.lit(1)), value="value", topic="topic",
                      subscription="subscription", cluster="cluster", key="key",
-                     earlier="earlier", later="later", pairs="pairs", positions="positions")
+                     earlier="earlier", later="later", pairs="pairs", positions="positions",
+                     failover=of_window("at"), values=of_window("pairs"),
+                     ack_index=of_window("proof0"), ack_time="ack_time",
+                     recv_index=of_window("proof1"))
+
+
+def _by_key(found: pa.Table) -> pa.Table:
+    """The second pass over a partition: `order`'s inversions, and the failover shares
+    (all of which come to one partition) added up."""
+    return merged_windows(with_inversions(found))
 
 
 def _unexplained_by_failover(frames: HistoryFrames, found: DataFrame) -> DataFrame:

@@ -211,7 +211,7 @@ class HistoryFrames:
                 self.failover_ops.append(fact)
         # A subscription is created by its first subscribe; later ones only reattach.
         self.subscriptions = [Subscription(f.run, f.topic, f.subscription, _done_index(f),
-                                           _detail_field(f, "mode"))
+                                           detail_field(f, "mode"))
                               for f in first.values()]
 
     @property
@@ -250,7 +250,7 @@ class HistoryFrames:
         """Completed failovers (`ops`, by default all): a small table the driver already
         holds."""
         return self.spark.createDataFrame(
-            [(f.run, f.topic, f.subscription, _detail_field(f, "from"), _detail_field(f, "to"),
+            [(f.run, f.topic, f.subscription, detail_field(f, "from"), detail_field(f, "to"),
               f.index, f.time) for f in (self.failover_ops if ops is None else ops)],
             "run string, topic string, subscription string, from_cluster string, "
             "to_cluster string, failover_index long, failover_time long")
@@ -328,7 +328,7 @@ def _done_index(fact: SmallFact) -> int:
     return fact.done_index
 
 
-def _detail_field(fact: SmallFact, key: str) -> str | None:
+def detail_field(fact: SmallFact, key: str) -> str | None:
     """`key` of the completion's detail, else of the invoke's, as text (the way
     `get_json_object` gives it)."""
     for text in (fact.done_detail, fact.detail):

@@ -3,10 +3,12 @@
 One shuffle by value brings every send, delivery and acknowledgement of a value into one
 partition, and a Python worker decides each partition as a whole with Arrow's joins and
 aggregates (`checkers.partitions`): the anomalies of `lost`, `unexpected`,
-`failed-delivered`, `duplicate`, `multi-position` and `ack-unapplied`, and each keyed
-message's first delivery in each ordered subscription (what `order` compares). Both come
-out in one table, told apart by `kind`, which the same worker cuts by key for `order`'s
-pass; the findings are few and ride along.
+`failed-delivered`, `duplicate`, `multi-position` and `ack-unapplied`; each partition's
+share of every failover's redeliveries (what `duplicate-window` measures, merged by
+`checkers.failover_windows`); and each keyed message's first delivery in each ordered
+subscription (what `order` compares). They come out in one table, told apart by `kind`,
+which the same worker cuts by key for the second pass; the findings are few and ride
+along.
 
 Joins here, as in SQL, never match a null key: a delivery with no topic or subscription
 proves nothing delivered, and a value that is null is never shown delivered.
@@ -21,6 +23,7 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from checkers.failover_windows import FAILOVER_SHARE, failover_shares, judged_failover_table
 from checkers.frames import ACK_SCOPE, CursorScope, HistoryFrames
 from checkers.partitions import (
     Scan,
@@ -46,7 +49,9 @@ FINDINGS = pa.schema([
     # `order`'s: the first out-of-order pair, and how many pairs the key has.
     ("earlier", pa.string()), ("later", pa.string()), ("pairs", pa.int64()),
     # `multi-position`'s and `ack-unapplied`'s: the positions concerned.
-    ("positions", pa.list_(pa.string()))])
+    ("positions", pa.list_(pa.string())),
+    # A failover's redeliveries (`checkers.failover_windows`): the earliest ack's time.
+    ("ack_time", pa.int64())])
 """An anomaly, as both passes give them."""
 FIRSTS = ["inv_index", "ok_index", "first_recv"]
 """A keyed send (its `key`, `value`, `topic`), and its first delivery in `subscription`."""
@@ -65,9 +70,10 @@ _BY_VALUE = pa.schema([
     ("run", pa.string()), ("value", pa.string()), ("kind", pa.int32()),
     ("topic", pa.string()), ("subscription", pa.string()), ("cluster", pa.string()),
     ("key", pa.string()), ("index", pa.int64()), ("done_index", pa.int64()),
-    ("outcome", pa.string()), ("position", pa.string())])
+    ("outcome", pa.string()), ("position", pa.string()), ("time", pa.int64())])
 """What the pass shuffles: a send, a delivery, an ack completed `ok` or one that was not
-(`kind`) of a value; `position` where it was written, delivered or acknowledged."""
+(`kind`) of a value; `position` where it was written, delivered or acknowledged; `time`
+an ack's completion's."""
 _OUTPUT = pa.schema([("kind", pa.string()), *FINDINGS,
                      *(pa.field(name, pa.int64()) for name in FIRSTS)])
 _PLACE = ["run", "value", "topic", "subscription"]
@@ -78,13 +84,14 @@ def per_value(frames: HistoryFrames) -> DataFrame:
     """The pass's output (see the module), gathered by key (`KEY`) for `order`'s pass."""
     subscriptions = frames.subscription_table()
     ordered = frames.subscription_table(ORDERED_MODES).select(["run", "topic", "subscription"])
-    facts = _Facts(frames.deduplicating_runs, frames.final_cursors())
+    facts = _Facts(frames.deduplicating_runs, frames.final_cursors(),
+                   judged_failover_table(frames))
     tasks = frames.scans()
     scattered = [scatter_scans(frames.spark, tasks, _by_value, "value", frames.partitions)]
     if frames.cumulative_ack_runs:
         covered = frames.covered_by_cumulative_acks().select(
             "run", "value", F.lit(_ACK).alias("kind"), *ACK_SCOPE[1:],
-            F.col("ack.ack_index").alias("index"))
+            F.col("ack.ack_index").alias("index"), F.col("ack.ack_time").alias("time"))
         scattered.append(scatter_frame(covered, _BY_VALUE, "value", frames.partitions))
     by_value = gather(scattered, frames.partitions)
     decided = decide_and_scatter(
@@ -95,11 +102,13 @@ def per_value(frames: HistoryFrames) -> DataFrame:
 
 @dataclass(frozen=True)
 class _Facts:
-    """What the driver knows that some rules need: the runs that deduplicate, and each
-    subscription's last cursor reading after the drain (`ack-unapplied`)."""
+    """What the driver knows that some rules need: the runs that deduplicate, each
+    subscription's last cursor reading after the drain (`ack-unapplied`), and the
+    failovers `duplicate-window` judges."""
 
     deduplicating: set[str]
     final_cursors: dict[CursorScope, tuple[int, CursorReading]]
+    failovers: pa.Table
 
     def runs(self) -> pa.Table:
         return pa.table({"run": pa.array(sorted(self.deduplicating), pa.string())})
@@ -132,6 +141,7 @@ def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table,
         _duplicate(schema, known, acks, deduplicating),
         _multi_position(schema, sends, known, deduplicating, codes),
         _unapplied(schema, known, acks, unconfirmed, codes.encode(facts.idle_scopes()), codes),
+        _failover_shares(schema, known, acks, facts.failovers, codes),
         _first_deliveries(schema, sends, recvs, codes.encode(ordered))])
     return _still_uncovered(codes.decode(found, _OUTPUT), facts.final_cursors)
 
@@ -147,7 +157,8 @@ def _by_value(scan: Scan) -> pa.Table:
                     **columns(recvs))
     send_names = ["run", "value", "topic", "cluster", "key", "inv_index", "done_index",
                   "outcome", "position"]
-    ack_names = ["run", "value", *ACK_SCOPE[1:], "cumulative", "ack_index", "position"]
+    ack_names = ["run", "value", *ACK_SCOPE[1:], "cumulative", "ack_index", "ack_time",
+                 "position"]
     invoke_names = ["run", "value", *ACK_SCOPE[1:], "outcome", "inv_index", "position"]
     operations = scan.read(list(dict.fromkeys(SENDS.reads(send_names) + ACKS.reads(ack_names)
                                               + ACK_INVOKES.reads(invoke_names))))
@@ -160,7 +171,7 @@ def _by_value(scan: Scan) -> pa.Table:
         rows(_BY_VALUE, sends.num_rows, kind=_SEND, index=sends["inv_index"],
              **columns(sends)),
         rows(_BY_VALUE, acks.num_rows, kind=_ACK, index=acks["ack_index"],
-             **columns(acks)),
+             time=acks["ack_time"], **columns(acks)),
         rows(_BY_VALUE, unsettled.num_rows, kind=_UNCONFIRMED, index=unsettled["inv_index"],
              **{c: unsettled[c] for c in ["run", "value", *ACK_SCOPE[1:], "position"]})])
 
@@ -313,6 +324,18 @@ def _still_uncovered(found: pa.Table,
     found = found.set_column(found.schema.get_field_index("proof1"), "proof1",
                              pa.array(proof, pa.int64()))
     return found.filter(pa.array(keep))
+
+
+def _failover_shares(schema: pa.Schema, recvs: pa.Table, acks: pa.Table,
+                     failovers: pa.Table, codes: TextCodes) -> pa.Table:
+    """The partition's shares of the failovers' redeliveries (`checkers.failover_windows`)."""
+    shares = failover_shares(recvs, acks, failovers, codes)
+    if shares is None:
+        return schema.empty_table()
+    return rows(schema, shares.num_rows, kind=FINDING, checker=FAILOVER_SHARE,
+                run=shares["run"], at=shares["failover"], pairs=shares["values"],
+                proof0=shares["ack_index"], ack_time=shares["ack_time"],
+                proof1=shares["recv_index"])
 
 
 def _first_deliveries(schema: pa.Schema, sends: pa.Table, recvs: pa.Table,

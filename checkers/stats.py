@@ -14,8 +14,6 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from checkers.aggregates import NOT_CLIENTS, QUANTILES, SECOND, aggregates
-from checkers.anomaly import CheckSettings
-from checkers.duplicates import failover_duplicates
 from checkers.frames import HistoryFrames, closing_op
 from history.faults import HEAL_OPS, heal_of
 
@@ -35,9 +33,10 @@ class FaultInterval:
     detail: Any
 
 
-def run_stats(frames: HistoryFrames, settings: CheckSettings) -> dict[str, RunStats]:
+def run_stats(frames: HistoryFrames) -> dict[str, RunStats]:
     """Statistics for every run, keyed by run. One Spark job computes the counts, the
-    latencies and the throughput; faults and failovers add jobs when a run has any."""
+    latencies and the throughput; faults add jobs when a run has any. (The failovers'
+    windows are measured with the anomalies, `checkers.failover_windows`.)"""
     stats: dict[str, RunStats] = {run: {"operations": [], "latency": [], "throughput": [],
                                     "nemesis": [], "failover_windows": []} for run in frames.runs}
     rows = aggregates(frames)
@@ -50,8 +49,6 @@ def run_stats(frames: HistoryFrames, settings: CheckSettings) -> dict[str, RunSt
     intervals = _fault_intervals(frames, history_end)
     _availability(frames, intervals, stats)
     _recovery(frames, intervals, throughput, stats)
-    if frames.failover_ops:
-        _failovers(frames, settings, stats)
     return stats
 
 
@@ -172,17 +169,6 @@ def _recovery(frames: HistoryFrames, intervals: list[FaultInterval],
         entry = next(nemesis_rows[interval.run])
         after = [t for t in times.get(interval.run, ()) if t >= interval.end]
         entry["recovery_ms"] = (min(after) - interval.end) / _MS if after else None
-
-
-def _failovers(frames: HistoryFrames, settings: CheckSettings,
-               stats: dict[str, RunStats]) -> None:
-    for row in failover_duplicates(frames, settings).collect():
-        stats[row["run"]]["failover_windows"].append({
-            "subscription": row["subscription"], "from": row["from_cluster"],
-            "to": row["to_cluster"], "index": row["failover_index"],
-            "time_ms": row["failover_time"] / _MS, "duplicates": row["duplicates"],
-            "window_ms": row["window_ms"], "bound_ms": row["bound_ms"],
-        })
 
 
 def _json(text: str | None) -> Any:

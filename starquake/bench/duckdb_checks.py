@@ -7,9 +7,11 @@ whose injected anomalies are single units:
 
 - `order` counts the later messages of inverted pairs, where the checker counts pairs
   (one swap of two messages of a key is one of each);
-- `duplicate-window`, `stalled-subscription`, `ack-unapplied` and `contract` are not
-  queried: they read the few cursor readings and failovers, which the checkers decide on
-  the driver in well under a second.
+- `stalled-subscription`, `ack-unapplied` and `contract` are not queried. The first and
+  the last read only the few cursor readings and probes, which the checkers decide on
+  the driver in well under a second; `ack-unapplied` is decided in the checkers'
+  per-value pass beside `duplicate`, but its last step (whether the final cursor reading
+  covers a position, ranges included) is no query's work.
 
 The queries are a yardstick, not a second checker: tests hold them to the counts the
 synthetic histories inject, nothing more.
@@ -24,10 +26,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from history.schema import ORDERED_MODES, key_hash
+from history.faults import heal_of
+from history.schema import DEFAULT_DUPLICATE_WINDOW_BOUND_MS, ORDERED_MODES, key_hash
 
-QUERIED = ("lost", "unexpected", "failed-delivered", "duplicate", "forked-position",
-           "multi-position", "order", "misrouted", "dual-write")
+QUERIED = ("lost", "unexpected", "failed-delivered", "duplicate", "duplicate-window",
+           "forked-position", "multi-position", "order", "misrouted", "dual-write")
 
 _SETUP = """
 CREATE TEMP TABLE ev AS SELECT * FROM read_parquet('{path}');
@@ -49,6 +52,47 @@ CREATE TEMP TABLE ops AS
 CREATE TEMP TABLE dedup AS
   SELECT coalesce(bool_or(json_extract_string(detail, '$.deduplication') = 'true'), false)
          AS enabled FROM ev WHERE f = 'meta';
+-- When each delivered value counted as acknowledged in its subscription and cluster (for
+-- `duplicate` and `duplicate-window`): by its own ack, or from a cumulative ack's
+-- completion at or past its position in its segment (or topic), at or below the highest
+-- position cumulatively acknowledged so far.
+CREATE TEMP TABLE moments AS
+WITH acks AS (
+  SELECT topic, subscription, cluster, value, coalesce(position, done_position) AS position,
+         done_index, done_time,
+         coalesce(json_extract_string(detail, '$.cumulative'),
+                  json_extract_string(done_detail, '$.cumulative')) = 'true' AS cum
+  FROM ops WHERE f = 'ack' AND done_type = 'ok'),
+individual AS (
+  SELECT topic, subscription, cluster, value, position, min(done_index) AS acked,
+         min(done_time) AS acked_time
+  FROM acks WHERE NOT coalesce(cum, false) GROUP BY ALL),
+delivered AS (SELECT DISTINCT topic, subscription, cluster, value, segment, pos FROM recvs),
+marks AS (
+  SELECT d.topic, d.subscription, d.cluster, d.segment,
+         max(d.pos) OVER (PARTITION BY d.topic, d.subscription, d.cluster, d.segment
+                          ORDER BY a.done_index) AS mark, a.done_index AS acked,
+         a.done_time AS acked_time, NULL::VARCHAR AS value, 0 AS kind
+  FROM acks a JOIN delivered d USING (topic, subscription, cluster, value) WHERE a.cum),
+walk AS (
+  SELECT *, min(acked) OVER downwards AS covering,
+         min(acked_time) OVER downwards AS covering_time
+  FROM (SELECT * FROM marks UNION ALL
+        SELECT topic, subscription, cluster, segment, pos, NULL, NULL, value, 1
+        FROM delivered WHERE (topic, subscription, cluster, segment) IN
+              (SELECT (topic, subscription, cluster, segment) FROM marks))
+  WINDOW downwards AS (PARTITION BY topic, subscription, cluster, segment
+                       ORDER BY mark DESC, kind))
+SELECT * FROM individual UNION ALL
+SELECT topic, subscription, cluster, value, NULL, min(covering), min(covering_time) FROM walk
+WHERE kind = 1 AND covering IS NOT NULL GROUP BY ALL;
+CREATE TEMP TABLE failovers AS
+  SELECT "index" AS moved, time AS moved_at, topic, coalesce(subscription, value) AS subscription,
+         coalesce(json_extract_string(done_detail, '$.from'),
+                  json_extract_string(detail, '$.from')) AS source,
+         coalesce(json_extract_string(done_detail, '$.to'),
+                  json_extract_string(detail, '$.to')) AS dest
+  FROM ops WHERE f = 'failover' AND done_type = 'ok';
 """
 
 _QUERIES = {
@@ -72,49 +116,42 @@ SELECT count(DISTINCT value) FROM recvs
 WHERE value IN (SELECT value FROM ops WHERE f = 'send' AND done_type = 'fail')
 """,
     "duplicate": """
-WITH acks AS (
-  SELECT topic, subscription, cluster, value, coalesce(position, done_position) AS position,
-         done_index, coalesce(json_extract_string(detail, '$.cumulative'),
-                              json_extract_string(done_detail, '$.cumulative')) = 'true' AS cum
-  FROM ops WHERE f = 'ack' AND done_type = 'ok'),
-individual AS (
-  SELECT topic, subscription, cluster, value, position, min(done_index) AS acked
-  FROM acks WHERE NOT coalesce(cum, false) GROUP BY ALL),
--- A cumulative ack covers, from its completion, every position at or below the highest
--- position cumulatively acknowledged so far in its segment (or topic).
-delivered AS (SELECT DISTINCT topic, subscription, cluster, value, segment, pos FROM recvs),
-marks AS (
-  SELECT d.topic, d.subscription, d.cluster, d.segment,
-         max(d.pos) OVER (PARTITION BY d.topic, d.subscription, d.cluster, d.segment
-                          ORDER BY a.done_index) AS mark, a.done_index AS acked,
-         NULL::VARCHAR AS value, 0 AS kind
-  FROM acks a JOIN delivered d USING (topic, subscription, cluster, value) WHERE a.cum),
-walk AS (
-  SELECT *, min(acked) OVER (PARTITION BY topic, subscription, cluster, segment
-                             ORDER BY mark DESC, kind) AS covering
-  FROM (SELECT * FROM marks UNION ALL
-        SELECT topic, subscription, cluster, segment, pos, NULL, value, 1 FROM delivered
-        WHERE (topic, subscription, cluster, segment) IN
-              (SELECT (topic, subscription, cluster, segment) FROM marks))),
-moments AS (
-  SELECT * FROM individual UNION ALL
-  SELECT topic, subscription, cluster, value, NULL, min(covering) FROM walk
-  WHERE kind = 1 AND covering IS NOT NULL GROUP BY ALL),
-dups AS (
+WITH dups AS (
   SELECT r."index", r.topic, r.subscription, r.cluster, min(m.acked) AS acked
   FROM recvs r JOIN moments m USING (topic, subscription, cluster, value)
   WHERE m.acked < r."index"
     AND (r.position IS NULL OR m.position IS NULL OR (SELECT enabled FROM dedup)
          OR r.position = m.position)
-  GROUP BY ALL),
-failovers AS (
-  SELECT topic, coalesce(subscription, value) AS subscription,
-         json_extract_string(done_detail, '$.to') AS dest, "index" AS moved
-  FROM ops WHERE f = 'failover' AND done_type = 'ok')
+  GROUP BY ALL)
 SELECT count(*) FROM dups d WHERE NOT EXISTS (
   SELECT 1 FROM failovers f
   WHERE f.subscription = d.subscription AND (f.topic IS NULL OR f.topic = d.topic)
     AND f.dest = d.cluster AND f.moved BETWEEN d.acked AND d."index")
+""",
+    "duplicate-window": """
+WITH nemesis AS (SELECT "index", f, time, coalesce(done_time, time) AS ended FROM ops
+                 WHERE process = 'nemesis'),
+-- A failover while the clusters are cut apart, or soon after they heal, is not judged.
+cuts AS (
+  SELECT c.time AS cut,
+         coalesce((SELECT arg_min(h.ended, h."index") FROM nemesis h
+                   WHERE h."index" > c."index" AND h.f IN {wan_heals}) + {recovery_ns},
+                  9223372036854775807) AS until
+  FROM nemesis c WHERE c.f = '{wan_cut}'),
+judged AS (SELECT * FROM failovers f WHERE NOT EXISTS (
+  SELECT 1 FROM cuts WHERE f.moved_at BETWEEN cuts.cut AND cuts.until)),
+windows AS (
+  SELECT j.moved, j.moved_at, min(m.acked_time) AS earliest
+  FROM judged j
+  JOIN recvs r ON r.subscription = j.subscription AND (j.topic IS NULL OR r.topic = j.topic)
+              AND r.cluster = j.dest AND r."index" > j.moved
+  JOIN moments m ON m.topic = r.topic AND m.subscription = r.subscription
+                AND m.cluster = j.source AND m.value = r.value AND m.acked < j.moved
+  GROUP BY ALL),
+bound AS (SELECT coalesce(max(CAST(json_extract(detail, '$.duplicate_window_bound_ms')
+                                   AS DOUBLE)), {default_bound_ms}) AS ms
+          FROM ev WHERE f = 'meta')
+SELECT count(*) FROM windows WHERE (moved_at - earliest) / 1e6 > (SELECT ms FROM bound)
 """,
     "forked-position": """
 WITH placed AS (
@@ -207,7 +244,10 @@ def duckdb_counts(path: Path) -> DuckdbCounts:
     """Every queried checker's count over the history at `path`, and the time taken."""
     import duckdb
 
+    from checkers.duplicates import WAN_CUT, WAN_RECOVERY_MS
+
     modes = "(" + ", ".join(f"'{mode}'" for mode in ORDERED_MODES) + ")"
+    wan_heals = f"('{heal_of(WAN_CUT)}', 'heal')"
     started = time.perf_counter()
     with duckdb.connect() as db:
         db.execute(_SETUP.format(path=path))
@@ -219,7 +259,10 @@ def duckdb_counts(path: Path) -> DuckdbCounts:
         db.register("key_hashes", key_hashes)
         counts = {}
         for name in QUERIED:
-            row = db.execute(_QUERIES[name].format(modes=modes)).fetchone()
+            row = db.execute(_QUERIES[name].format(
+                modes=modes, wan_cut=WAN_CUT, wan_heals=wan_heals,
+                recovery_ns=WAN_RECOVERY_MS * 1_000_000,
+                default_bound_ms=DEFAULT_DUPLICATE_WINDOW_BOUND_MS)).fetchone()
             assert row is not None, "an aggregate query answers one row"
             counts[name] = int(row[0])
     return DuckdbCounts(counts, time.perf_counter() - started)

@@ -13,7 +13,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checkers import aggregates
-from checkers.anomaly import CheckSettings
 from checkers.frames import HistoryFrames
 from checkers.load import prepare
 from checkers.stats import run_stats
@@ -68,7 +67,7 @@ def test_the_statistics_figures_are_what_the_events_say(spark, tmp_path) -> None
     history.send("unknown", outcome="info")  # completed at 2047 ms
     history.drain()
     frames = HistoryFrames.load(spark, {"run": prepare(history.close())})
-    stats = run_stats(frames, CheckSettings())["run"]
+    stats = run_stats(frames)["run"]
 
     counts = {(o["f"], o["outcome"]): o["count"] for o in stats["operations"]}
     assert counts[("send", "ok")] == 27 and counts[("send", "fail")] == 3
