@@ -36,7 +36,10 @@ def seeded_moments(rng: random.Random, interval: float, deadline: float,
                    stop: threading.Event) -> Iterator[int]:
     """Moments about `interval` apart (each wait drawn from `rng`, between half and one and
     a half intervals) until `deadline` or `stop`: a seed gives the same moments, and the
-    count is bounded by the shortest wait."""
+    count is bounded by the shortest wait. An interval of 0 (a knob switched off) gives
+    none."""
+    if interval <= 0:
+        return
     bound = int((deadline - time.monotonic()) / (interval / 2)) + 1
     for moment in range(bound):
         if stop.wait(rng.uniform(0.5, 1.5) * interval) or time.monotonic() >= deadline:

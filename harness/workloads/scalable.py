@@ -16,8 +16,8 @@ loop of its own thread):
   and `queue` (`QueueConsumer`s, Shared on every segment) are created through the admin
   API before the first send, each a `subscribe` with its mode. `workload.consumers`
   consumers read each. Every delivery is a `recv` (segment, position, redelivery count,
-  consumer), then an `ack` that completes `ok` when the broker's ACK_RESPONSE came back
-  and `info` when the connection went away first.
+  consumer), then an `ack` of that position that completes `ok` when the broker's
+  ACK_RESPONSE came back and `info` when the connection went away first.
 - **Layout** (harness/workloads/scalable_layout.py): the admin driver's `split`/`merge`,
   the observer's `layout` per epoch.
 - **Drain**: consumers keep reading after the final heal until none received anything for
@@ -116,10 +116,12 @@ class _Deliveries:
                         redelivery=message.redelivery, **self._fields)
         if self._hold_s:
             await asyncio.sleep(self._hold_s)
-        process.invoke("ack", value=value, **self._fields)
+        # The position tells `duplicate` which stored copy this ack is of: a producer's
+        # resend stored at another position is a copy of its own, not a duplicate.
+        process.invoke("ack", value=value, position=position, **self._fields)
 
         def settled(confirmed: bool) -> None:
-            process.complete("ok" if confirmed else "info", value=value,
+            process.complete("ok" if confirmed else "info", value=value, position=position,
                              error=None if confirmed else "unconfirmed", **self._fields)
             self._idle.append(process)
         return settled

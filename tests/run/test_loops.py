@@ -38,3 +38,11 @@ def test_the_same_seed_gives_the_same_moments_about_the_interval_apart() -> None
 def test_the_count_is_bounded_by_the_shortest_wait() -> None:
     """Waits that take no time still end: at most one moment per half interval."""
     assert len(_waits("1:crash", 3.0, 12.0)) <= 12.0 / 1.5 + 1
+
+
+def test_an_interval_of_zero_is_a_knob_switched_off() -> None:
+    """`layout_interval_s = 0` (like `crash_interval_s = 0`) means no moments at all, not
+    a division by zero in the driver's thread."""
+    stop = _Instant()
+    assert list(seeded_moments(random.Random("1:layout"), 0.0, time.monotonic() + 5, stop)) == []
+    assert stop.waits == []

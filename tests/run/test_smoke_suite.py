@@ -183,6 +183,12 @@ def test_splits_and_merges_under_faults_keep_the_scalable_topics_history_contrac
     recvs = {(e["subscription"], e["value"]) for e in events if e["f"] == "recv"}
     assert {v for s, v in recvs if s == "stream"} == {v for s, v in recvs if s == "queue"}
     assert any(e["f"] == "ack" and e["type"] == "ok" for e in events)
+    # Each ack names the position it acknowledges, so `duplicate` can tell a producer's
+    # resend (another stored copy) from a copy delivered again.
+    delivered_at = {(e["subscription"], e["value"], e["position"])
+                    for e in events if e["f"] == "recv"}
+    acks = [e for e in events if e["f"] == "ack"]
+    assert all((e["subscription"], e["value"], e["position"]) in delivered_at for e in acks)
 
     nemesis = [(e["type"], e["f"]) for e in events if e["process"] == "nemesis"]
     assert ("ok", "kill") in nemesis and ("ok", "start") in nemesis
