@@ -18,27 +18,16 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from checkers.load import PreparedHistory
 from checkers.pairing import OPERATIONS_SCHEMA
 from checkers.partitions import Scan, scans
-from checkers.views import ACKS, OBSERVATIONS_FILE, OPERATIONS_FILE, RECVS
+from checkers.views import ACKS, OBSERVATIONS_FILE, OPERATIONS_FILE
 from history.cursor import CursorReading
-from history.schema import ARROW_SCHEMA, detail_object
-
-
-def position_struct(column: str = "position") -> Column:
-    """`ledgerId:entryId[:batchIndex]` as a struct that orders the way positions do."""
-    parts = F.split(F.col(column), ":")
-    return F.when(F.col(column).isNull(), F.lit(None)).otherwise(F.struct(
-        F.get(parts, 0).try_cast("long").alias("ledger"),
-        F.get(parts, 1).try_cast("long").alias("entry"),
-        F.coalesce(F.get(parts, 2).try_cast("long"), F.lit(-1)).alias("batch"),
-    ))
-
+from history.schema import detail_object
 
 ACK_SCOPE = ["run", "topic", "subscription", "cluster"]
 """Where an acknowledgement counts: one subscription of one topic, in one cluster."""
@@ -161,11 +150,6 @@ class HistoryFrames:
             F.col("done_node").alias("node"))
 
     @cached_property
-    def recvs(self) -> DataFrame:
-        observations = self._read(OBSERVATIONS_FILE, ARROW_SCHEMA)
-        return RECVS.frame(observations).withColumn("pos", position_struct())
-
-    @cached_property
     def acks(self) -> DataFrame:
         """Acks completed `ok`, `cumulative` or not (`checkers.views`)."""
         return ACKS.frame(self._operations)
@@ -255,24 +239,6 @@ class HistoryFrames:
             "run string, topic string, subscription string, from_cluster string, "
             "to_cluster string, failover_index long, failover_time long")
 
-    def acked(self) -> DataFrame:
-        """The earliest moment each delivered value counted as acknowledged in a
-        subscription and cluster: by its own ack, or by a cumulative ack at or past its
-        position in the same segment (or topic)."""
-        moments = self.acks.filter(~F.col("cumulative")).select(
-            *ACK_SCOPE, "value", F.struct("ack_index", "ack_time").alias("ack"))
-        if self.cumulative_ack_runs:  # most histories ack individually: no walk
-            moments = moments.unionByName(self.covered_by_cumulative_acks())
-        # Times never decrease in index order (spec): the smallest index and the smallest
-        # time are the same ack's, and two hash aggregates spare sorting every ack.
-        return moments.groupBy(*ACK_SCOPE, "value").agg(
-            F.min("ack.ack_index").alias("ack_index"), F.min("ack.ack_time").alias("ack_time"))
-
-    def covered_by_cumulative_acks(self) -> DataFrame:
-        """`(scope, value, ack)`: each delivered value with the earliest cumulative ack
-        (`ack_index`, `ack_time`) at or past its position in the same segment (or topic)."""
-        return _covered(self.acks, self.recvs)
-
 
 def _read_runs(spark: SparkSession, schema: pa.Schema, run_by_path: dict[str, str]) -> DataFrame:
     """The files as one frame with a `run` column: one scan, whatever the number of runs
@@ -284,37 +250,6 @@ def _read_runs(spark: SparkSession, schema: pa.Schema, run_by_path: dict[str, st
     local_path = F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
     runs = F.create_map(*[F.lit(text) for item in run_by_path.items() for text in item])
     return frame.withColumn("run", runs[local_path])
-
-
-def _covered(acks: DataFrame, recvs: DataFrame) -> DataFrame:
-    scope = ACK_SCOPE
-    first_ack = F.struct(F.col("ack_index"), F.col("ack_time"))
-    delivered = (recvs.filter(F.col("pos").isNotNull())
-                 .select(*scope, "value", "seg", "pos").distinct())
-    # A cumulative ack names a message; its position in this cluster is where it was delivered.
-    cumulative = (acks.filter(F.col("cumulative"))
-                  .join(delivered, [*scope, "value"])
-                  .select(*scope, "seg", "pos", "ack_index", "ack_time"))
-    in_ack_order = Window.partitionBy(*scope, "seg").orderBy("ack_index").rowsBetween(
-        Window.unboundedPreceding, Window.currentRow)
-    marks = cumulative.select(*scope, "seg", F.max("pos").over(in_ack_order).alias("at"),
-                              first_ack.alias("ack"), F.lit(None).cast("string").alias("value"),
-                              F.lit(0).alias("kind"))
-    # Only scopes that saw a cumulative ack need the walk below; most histories ack
-    # individually, and then this leaves nothing to sort.
-    in_cumulative_scopes = delivered.join(cumulative.select(*scope, "seg").distinct(),
-                                          [*scope, "seg"], "left_semi")
-    wanted = in_cumulative_scopes.select(*scope, "seg", F.col("pos").alias("at"),
-                              F.lit(None).cast(marks.schema["ack"].dataType).alias("ack"),
-                              "value", F.lit(1).alias("kind"))
-    # Walking positions downwards, the earliest mark at or above a position is the moment
-    # the cumulative acknowledgement first covered it (marks only grow with time).
-    downwards = Window.partitionBy(*scope, "seg").orderBy(F.col("at").desc(), "kind").rowsBetween(
-        Window.unboundedPreceding, Window.currentRow)
-    return (marks.unionByName(wanted)
-            .withColumn("covering", F.min("ack").over(downwards))
-            .filter((F.col("kind") == 1) & F.col("covering").isNotNull())
-            .select(*scope, "value", F.col("covering").alias("ack")))
 
 
 _SUBSCRIPTIONS = pa.schema([("run", pa.string()), ("topic", pa.string()),

@@ -91,18 +91,6 @@ def scatter_scans(spark: SparkSession, tasks: list[Scan], read: Callable[[Scan],
     return map_scans(spark, tasks, lambda task: _cut(read(task), by, partitions), _PAYLOADS)
 
 
-def scatter_frame(frame: DataFrame, schema: pa.Schema, by: str, partitions: int) -> DataFrame:
-    """A Spark frame's rows, as `schema` (columns it lacks are null), cut into payloads by
-    `by` for `gather`."""
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        given = [batch for batch in batches if batch.num_rows]
-        if given:
-            table = pa.Table.from_batches(given)
-            yield from _cut(rows(schema, table.num_rows, **columns(table)), by, partitions)
-
-    return frame.mapInArrow(run, _PAYLOADS)
-
-
 def gather(scattered: list[DataFrame], partitions: int) -> DataFrame:
     """Spark's shuffle of the payloads: each to its partition."""
     return reduce(DataFrame.unionByName, scattered).repartitionById(partitions, "partition")

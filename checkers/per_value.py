@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark import Broadcast
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
+from checkers.coverage import Frontiers, covered, frontiers
 from checkers.failover_windows import FAILOVER_SHARE, failover_shares, judged_failover_table
 from checkers.frames import ACK_SCOPE, CursorScope, HistoryFrames
 from checkers.partitions import (
@@ -32,7 +33,6 @@ from checkers.partitions import (
     decide_and_scatter,
     gather,
     rows,
-    scatter_frame,
     scatter_scans,
 )
 from checkers.views import ACK_INVOKES, ACKS, OBSERVATIONS_FILE, RECVS, SENDS
@@ -70,10 +70,11 @@ _BY_VALUE = pa.schema([
     ("run", pa.string()), ("value", pa.string()), ("kind", pa.int32()),
     ("topic", pa.string()), ("subscription", pa.string()), ("cluster", pa.string()),
     ("key", pa.string()), ("index", pa.int64()), ("done_index", pa.int64()),
-    ("outcome", pa.string()), ("position", pa.string()), ("time", pa.int64())])
+    ("outcome", pa.string()), ("position", pa.string()), ("time", pa.int64()),
+    ("segment", pa.int64())])
 """What the pass shuffles: a send, a delivery, an ack completed `ok` or one that was not
 (`kind`) of a value; `position` where it was written, delivered or acknowledged; `time`
-an ack's completion's."""
+an ack's completion's; `segment` a delivery's (-1 without segments)."""
 _OUTPUT = pa.schema([("kind", pa.string()), *FINDINGS,
                      *(pa.field(name, pa.int64()) for name in FIRSTS)])
 _PLACE = ["run", "value", "topic", "subscription"]
@@ -84,16 +85,13 @@ def per_value(frames: HistoryFrames) -> DataFrame:
     """The pass's output (see the module), gathered by key (`KEY`) for `order`'s pass."""
     subscriptions = frames.subscription_table()
     ordered = frames.subscription_table(ORDERED_MODES).select(["run", "topic", "subscription"])
+    found = frontiers(frames)
     facts = _Facts(frames.deduplicating_runs, frames.final_cursors(),
-                   judged_failover_table(frames))
-    tasks = frames.scans()
-    scattered = [scatter_scans(frames.spark, tasks, _by_value, "value", frames.partitions)]
-    if frames.cumulative_ack_runs:
-        covered = frames.covered_by_cumulative_acks().select(
-            "run", "value", F.lit(_ACK).alias("kind"), *ACK_SCOPE[1:],
-            F.col("ack.ack_index").alias("index"), F.col("ack.ack_time").alias("time"))
-        scattered.append(scatter_frame(covered, _BY_VALUE, "value", frames.partitions))
-    by_value = gather(scattered, frames.partitions)
+                   judged_failover_table(frames),
+                   None if found is None else frames.spark.sparkContext.broadcast(found))
+    scattered = scatter_scans(frames.spark, frames.scans(), _by_value, "value",
+                              frames.partitions)
+    by_value = gather([scattered], frames.partitions)
     decided = decide_and_scatter(
         by_value, lambda events: _decide(events, subscriptions, ordered, facts), "key",
         frames.partitions)
@@ -109,6 +107,8 @@ class _Facts:
     deduplicating: set[str]
     final_cursors: dict[CursorScope, tuple[int, CursorReading]]
     failovers: pa.Table
+    frontiers: Broadcast[Frontiers] | None
+    """Where cumulative acks reached (`checkers.coverage`), when the history has any."""
 
     def runs(self) -> pa.Table:
         return pa.table({"run": pa.array(sorted(self.deduplicating), pa.string())})
@@ -125,6 +125,8 @@ class _Facts:
 def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table,
             facts: _Facts) -> pa.Table:
     """Everything one partition's values prove."""
+    if facts.frontiers is not None:
+        events = pa.concat_tables([events, _covered(events, facts.frontiers.value)])
     codes = TextCodes(events, _TEXT_KEYS)
     coded = codes.table
 
@@ -146,14 +148,24 @@ def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table,
     return _still_uncovered(codes.decode(found, _OUTPUT), facts.final_cursors)
 
 
+def _covered(events: pa.Table, found: Frontiers) -> pa.Table:
+    """The partition's deliveries that cumulative acks covered, each as an ack of its
+    value at the covering ack's index and time (no position: it acknowledges any copy)."""
+    recvs = events.filter(pc.equal(events["kind"], _RECV))
+    got = covered(recvs.select([*ACK_SCOPE, "segment", "value", "position"]), found)
+    return rows(_BY_VALUE, got.num_rows, kind=_ACK, index=got["ack_index"],
+                time=got["ack_time"], **{c: got[c] for c in [*ACK_SCOPE, "value"]})
+
+
 def _by_value(scan: Scan) -> pa.Table:
     """A map task's sends (`index` the invoke's), deliveries, individual acks completed
-    `ok` (`index` the ack's; cumulative ones come covered, from Spark, see `per_value`),
-    and acks that did not complete `ok` (`index` the invoke's)."""
+    `ok` (`index` the ack's; what cumulative ones covered is added in each partition,
+    see `_decide`), and acks that did not complete `ok` (`index` the invoke's)."""
     if scan.file == OBSERVATIONS_FILE:
-        names = ["run", "value", "topic", "subscription", "cluster", "index", "position"]
+        names = ["run", "value", "topic", "subscription", "cluster", "index", "position",
+                 "seg"]
         recvs = RECVS.table(scan.read(RECVS.reads(names)), names)
-        return rows(_BY_VALUE, recvs.num_rows, kind=_RECV,
+        return rows(_BY_VALUE, recvs.num_rows, kind=_RECV, segment=recvs["seg"],
                     **columns(recvs))
     send_names = ["run", "value", "topic", "cluster", "key", "inv_index", "done_index",
                   "outcome", "position"]

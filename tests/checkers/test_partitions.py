@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from checkers.load import prepare
 from checkers.pairing import FACTS_SCHEMA, OPERATIONS_SCHEMA
-from checkers.partitions import decide, gather, scatter_frame, text_hash
+from checkers.partitions import Scan, decide, gather, scatter_scans, text_hash
 from checkers.views import ACKS, RECVS, SENDS
 from tests.checkers.builder import History
 
@@ -36,12 +36,14 @@ _MET = pa.schema([("partition", pa.int64()), ("value", pa.string()), ("sources",
 
 
 @pytest.mark.spark
-def test_a_values_rows_from_different_frames_meet_in_one_partition(spark) -> None:
-    # Different batches hold texts of different lengths: the hash must not care.
-    schema = "value string, source string"
-    short = spark.createDataFrame([(f"m{n}", "short") for n in range(300)], schema)
-    long = spark.createDataFrame([(f"m{n}", "long") for n in range(300)] + [("x" * 200, "long")],
-                                 schema)
+def test_a_values_rows_from_different_tasks_meet_in_one_partition(spark, tmp_path) -> None:
+    # Different tasks hold texts of different lengths: the hash must not care.
+    files = {"short": [f"m{n}" for n in range(300)],
+             "long": [f"m{n}" for n in range(300)] + ["x" * 200]}
+    for source, values in files.items():
+        pq.write_table(pa.table({"value": values, "source": [source] * len(values)}),
+                       tmp_path / f"{source}.parquet")
+    tasks = [Scan("run", "rows", str(tmp_path / f"{source}.parquet"), (0,)) for source in files]
 
     def met(table: pa.Table) -> pa.Table:
         from pyspark import TaskContext
@@ -51,7 +53,8 @@ def test_a_values_rows_from_different_frames_meet_in_one_partition(spark) -> Non
         return pa.table({"partition": pa.repeat(here, sources.num_rows), "value": sources["value"],
                          "sources": sources["source_count_distinct"]}, schema=_MET)
 
-    gathered = gather([scatter_frame(frame, _ROW, "value", 7) for frame in (short, long)], 7)
+    gathered = gather([scatter_scans(spark, tasks, lambda task: task.read(_ROW.names).select(
+        _ROW.names), "value", 7)], 7)
     rows = decide(gathered, met, _MET).collect()
     assert len(rows) == 301
     assert all(row["sources"] == 2 for row in rows if row["value"] != "x" * 200)

@@ -1,0 +1,188 @@
+"""Cumulative acknowledgements: from when each delivered message counted as acknowledged.
+
+A cumulative ack of message m in subscription S (in one cluster) acknowledges every
+message of S at or below the position m was delivered at, in m's segment (or topic, where
+there are no segments), and the highest position so acknowledged only grows. A delivery
+at position p therefore counts as acknowledged from the earliest cumulative ack at which
+that highest position reached p: what `duplicate`, `duplicate-window` and `ack-unapplied`
+need of cumulative acks (docs/history.md).
+
+Two steps find it without gathering every delivery of a subscription in one task:
+
+1. **Marks.** Each cumulative ack meets the deliveries of its message in one partition of
+   a shuffle by value (only cumulative acks and the deliveries of runs that have any
+   travel), which gives the positions it acknowledged.
+2. **Frontiers.** The driver sorts the marks of each subscription, cluster and segment in
+   ack order and keeps those that raised the highest position: the frontier, strictly
+   rising in position and in ack. The first frontier entry at or above a position is the
+   ack that covered it. Frontiers hold at most one entry per cumulative ack, and reach
+   every partition of the per-value pass as a broadcast, where each delivery finds its
+   covering ack with one sort of the partition's deliveries and the frontiers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from checkers.frames import ACK_SCOPE, HistoryFrames
+from checkers.partitions import Scan, columns, decide, gather, rows, scatter_scans
+from checkers.views import ACKS, OBSERVATIONS_FILE, RECVS
+
+COVERED = pa.schema([*(pa.field(name, pa.string()) for name in ACK_SCOPE),
+                     ("value", pa.string()), ("ack_index", pa.int64()),
+                     ("ack_time", pa.int64())])
+"""A delivered value, and the cumulative ack that covered it in its scope."""
+
+_PLACE = [*ACK_SCOPE, "segment"]
+"""Where positions compare: a subscription of a topic in one cluster, and the segment."""
+_RECV, _ACK = 0, 1
+_BY_VALUE = pa.schema([
+    *(pa.field(name, pa.string()) for name in ACK_SCOPE), ("value", pa.string()),
+    ("kind", pa.int8()), ("segment", pa.int64()), ("position", pa.string()),
+    ("ack_index", pa.int64()), ("ack_time", pa.int64())])
+_MARKS = pa.schema([*(pa.field(name, pa.string()) for name in ACK_SCOPE),
+                    ("segment", pa.int64()), ("position", pa.string()),
+                    ("ack_index", pa.int64()), ("ack_time", pa.int64())])
+_NO_SEGMENT = -1
+"""A delivery's segment where the topic has none (as `RECVS` gives it)."""
+
+
+@dataclass(frozen=True)
+class Frontiers:
+    """Every frontier, one after another: `places` names each frontier's place (its
+    `_PLACE` joined as text), and entry i belongs to place `place[i]`; within a place the
+    entries rise in position (`ledger`, `entry`, `batch`) and in ack."""
+
+    places: pa.Array
+    place: np.ndarray
+    ledger: np.ndarray
+    entry: np.ndarray
+    batch: np.ndarray
+    ack_index: np.ndarray
+    ack_time: np.ndarray
+
+
+def frontiers(frames: HistoryFrames) -> Frontiers | None:
+    """The frontiers of every place that had a cumulative ack; None without any."""
+    if not frames.cumulative_ack_runs:
+        return None
+    tasks = [task for task in frames.scans() if task.run in frames.cumulative_ack_runs]
+    by_value = scatter_scans(frames.spark, tasks, _by_value, "value", frames.partitions)
+    marks = decide(gather([by_value], frames.partitions), _marks, _MARKS).toArrow()
+    return frontiers_of(marks)
+
+
+def _by_value(scan: Scan) -> pa.Table:
+    """A map task's cumulative acks, and its deliveries at known positions."""
+    if scan.file == OBSERVATIONS_FILE:
+        names = [*ACK_SCOPE, "value", "seg", "position"]
+        recvs = RECVS.table(scan.read(RECVS.reads(names)), names)
+        recvs = recvs.filter(pc.is_valid(recvs["position"]))
+        return rows(_BY_VALUE, recvs.num_rows, kind=_RECV, segment=recvs["seg"],
+                    **columns(recvs))
+    names = [*ACK_SCOPE, "value", "cumulative", "ack_index", "ack_time"]
+    acks = ACKS.table(scan.read(ACKS.reads(names)), names)
+    acks = acks.filter(pc.fill_null(acks["cumulative"], False))
+    return rows(_BY_VALUE, acks.num_rows, kind=_ACK, **columns(acks))
+
+
+def _marks(events: pa.Table) -> pa.Table:
+    """Each cumulative ack with every position its message was delivered at, in its
+    scope. (A null in a key matches nothing, as in SQL.)"""
+    keys = [*ACK_SCOPE, "value"]
+    recvs = events.filter(pc.equal(events["kind"], _RECV)).select(
+        [*keys, "segment", "position"]).group_by([*keys, "segment", "position"]).aggregate([])
+    acks = events.filter(pc.equal(events["kind"], _ACK)).select(
+        [*keys, "ack_index", "ack_time"])
+    return acks.join(recvs, keys, join_type="inner").select(_MARKS.names).cast(_MARKS)
+
+
+def _place_text(table: pa.Table) -> pa.ChunkedArray:
+    """`_PLACE` as one text per row (null where any part is)."""
+    return pc.binary_join_element_wise(
+        *[table[name] for name in ACK_SCOPE], table["segment"].cast(pa.string()), "\x1f")
+
+
+def _parts(positions: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                 np.ndarray]:
+    """`ledgerId:entryId[:batchIndex]` as ledger, entry and batch arrays (a missing batch
+    is -1, the way positions order), and whether each text was a position at all."""
+    text = pc.fill_null(positions.combine_chunks(), "")
+    valid = pc.match_substring_regex(text, _POSITION)
+    text = pc.if_else(valid, text, "0:0")
+    text = pc.if_else(pc.match_substring_regex(text, "^[^:]*:[^:]*$"),
+                      pc.binary_join_element_wise(text, "-1", ":"), text)
+    pieces = pc.split_pattern(text, ":")
+
+    def part(n: int) -> np.ndarray:
+        return np.asarray(pc.cast(pc.list_element(pieces, n), pa.int64()).to_numpy(
+            zero_copy_only=False))
+
+    return part(0), part(1), part(2), np.asarray(valid.to_numpy(zero_copy_only=False))
+
+
+_POSITION = r"^-?[0-9]+:-?[0-9]+(:-?[0-9]+)?$"
+
+
+def frontiers_of(marks: pa.Table) -> Frontiers:
+    """Per place, the marks in ack order that raised the highest position so far."""
+    ledger, entry, batch, valid = _parts(marks["position"])
+    places = pc.dictionary_encode(_place_text(marks).combine_chunks())
+    if not marks.num_rows:
+        nothing = np.zeros(0, np.int64)
+        return Frontiers(places.dictionary, nothing, nothing, nothing, nothing, nothing,
+                         nothing)
+    place = np.asarray(places.indices.to_numpy(zero_copy_only=False))
+    ack_index = marks["ack_index"].to_numpy()
+    ack_time = marks["ack_time"].to_numpy()
+    keep = valid & ~pc.is_null(places.indices).to_numpy(zero_copy_only=False)
+    place, ledger, entry, batch = place[keep], ledger[keep], entry[keep], batch[keep]
+    ack_index, ack_time = ack_index[keep], ack_time[keep]
+    # Positions as ranks, so that one running maximum per place does (offset per place).
+    _, rank = np.unique(np.stack([ledger, entry, batch], axis=1), axis=0, return_inverse=True)
+    rank = rank.reshape(-1).astype(np.int64)
+    in_ack_order = np.lexsort((ack_index, place))
+    place, rank = place[in_ack_order], rank[in_ack_order]
+    span = int(rank.max(initial=0)) + 1
+    offset = place.astype(np.int64) * span
+    highest = np.maximum.accumulate(offset + rank) - offset
+    first_of_place = np.r_[True, place[1:] != place[:-1]]
+    raised = first_of_place | (highest > np.r_[-1, highest[:-1]])
+    taken = in_ack_order[raised]
+    return Frontiers(places.dictionary, place[raised], ledger[taken], entry[taken],
+                     batch[taken], ack_index[taken], ack_time[taken])
+
+
+def covered(recvs: pa.Table, found: Frontiers) -> pa.Table:
+    """`COVERED`: each delivery in `recvs` (`_PLACE`, `value`, `position`) at or below
+    its place's frontier, with the frontier's first entry at or above its position."""
+    place = pc.index_in(_place_text(recvs), value_set=found.places)
+    ledger, entry, batch, valid = _parts(recvs["position"])
+    asked = valid & pc.is_valid(place).to_numpy(zero_copy_only=False)
+    recvs = recvs.filter(pa.array(asked))
+    place = np.asarray(pc.fill_null(place, 0).to_numpy(zero_copy_only=False))[asked]
+    ledger, entry, batch = ledger[asked], entry[asked], batch[asked]
+    frontier = len(found.place)
+    # The frontier and the deliveries in one order: by place, then position, a delivery
+    # before a frontier entry at the same position; each delivery's covering entry is
+    # the first frontier entry after it, if it is of the same place.
+    is_entry = np.r_[np.ones(frontier, bool), np.zeros(len(place), bool)]
+    in_order = np.lexsort((is_entry, np.r_[found.batch, batch], np.r_[found.entry, entry],
+                           np.r_[found.ledger, ledger], np.r_[found.place, place]))
+    sentinel = len(in_order)
+    next_entry = np.minimum.accumulate(
+        np.where(is_entry[in_order], np.arange(sentinel), sentinel)[::-1])[::-1]
+    where = np.empty(sentinel, np.int64)
+    where[in_order] = np.arange(sentinel)
+    after = next_entry[where[frontier:]]
+    entry_row = in_order[np.minimum(after, sentinel - 1)]
+    hit = (after < sentinel) & (np.r_[found.place, place][entry_row] == place)
+    chosen = entry_row[hit]
+    recvs = recvs.filter(pa.array(hit))
+    return pa.table([*(recvs[name] for name in ACK_SCOPE), recvs["value"],
+                     pa.array(found.ack_index[chosen], pa.int64()),
+                     pa.array(found.ack_time[chosen], pa.int64())], schema=COVERED)
