@@ -27,6 +27,10 @@ class Topology:
     session_timeout_ms: int = 4000
     """The brokers' ZooKeeper session timeout: short, so a pause or partition past it
     expires the session within a run."""
+    replication_keepalive_s: float = 30.0
+    """The brokers' replicator keep-alive (`--replication-keepalive-seconds`): Pulsar's 30 s,
+    so a WAN cut that drops packets leaves a replicator looking connected for a minute or
+    more; shorter, it knows within a run that it is cut."""
     auth: str = "none"
     """`token`: brokers require tokens and check permissions; the harness presents a
     superuser's (harness/targets/run_auth.py)."""

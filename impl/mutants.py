@@ -33,6 +33,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "PIP-57 (001): check that the ephemeral owner is the current session, else wait "
            "for the znode's deletion",
            "two brokers serve one bundle after a session expiry"),
+    Mutant("reconnect-retried-forever", "ownership",
+           "PIP-57 (001), zookeeperSessionExpiredPolicy=reconnect: if a new session cannot "
+           "be started, retry a configured number of times and then shut the broker down",
+           "a broker cut from ZooKeeper stays up for as long as the cut lasts, owning "
+           "nothing: a client that reaches it gets errors (no lookup, no topic load) "
+           "instead of finding it gone and going to a broker that can serve it"),
     Mutant("ack-before-durable", "bookie",
            "ledger store contract: an entry id is returned only once the entry is fsynced",
            "acknowledged messages lost when a bookie is killed"),
@@ -109,7 +115,9 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
     Mutant("metadata-before-children", "scalable topic controller",
            "PIP-468 split/merge protocol: children and their cursors exist before the "
            "metadata CAS (step 4 after step 2)",
-           "producers write to children with no cursor: lost messages"),
+           "the layout names the children while the parents, terminated only after it, "
+           "still take writes: dual writes (and lost messages when a consumer attaches to "
+           "a child before its cursors exist)"),
     Mutant("skip-terminate", "scalable topic controller",
            "PIP-468 split/merge step 3: terminate the parents before the CAS",
            "a parent keeps taking writes after a child did: dual writes"),
@@ -119,6 +127,19 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
     Mutant("merge-one-parent-subscriptions", "scalable topic controller",
            "PIP-468 merge step 1: the union of both parents' subscriptions",
            "a subscription of the other parent misses the merged segment: lost messages"),
+    Mutant("layout-without-cas", "scalable topic controller",
+           "PIP-468 split/merge step 4: the layout is replaced by a compare-and-set, which "
+           "fails when another operation modified the metadata concurrently, and is retried",
+           "a layout another writer stored between the controller's read and its step 4 is "
+           "overwritten: the segments it made active vanish from the layout while they "
+           "hold messages"),
+    Mutant("no-roll-forward", "scalable topic controller",
+           "PIP-468 split/merge step 3 before step 4, and failover: a parent is terminated "
+           "before the CAS, so a new leader must finish a change its predecessor left "
+           "between the two",
+           "a leader that finds a half-done split or merge forgets it: the terminated "
+           "parents stay ACTIVE in the layout and refuse every write to their hashes "
+           "until some later change happens to seal them"),
     Mutant("admin-range-start-exclusive", "admin API",
            "PIP-468 metadata format: a segment's `hashRange` is `[start, end]` with both "
            "ends inclusive, in the metadata the admin API shows as in the DAG clients "
@@ -145,6 +166,11 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "PIP-33 (004) limitations: no snapshot while a replicator is disconnected",
            "snapshots among the clusters in reach count the unreachable cluster's messages "
            "that never reached us: lost after failover"),
+    Mutant("snapshot-never-times-out", "replicated subscriptions",
+           "PIP-33 (004): a snapshot a region does not answer within a timeout is aborted "
+           "(`snapshot_timeout_s`)",
+           "an unanswered snapshot stays pending for ever: a topic's pending snapshots "
+           "grow without bound, and an answer arriving long after still completes one"),
     Mutant("update-past-mark-delete", "replicated subscriptions",
            "PIP-33 (004) / 002: only a snapshot at or before the mark-delete position may "
            "drive an update",

@@ -173,6 +173,13 @@ def _fault(surface: Surface, key: str, name: str) -> Fault:
 def _targets(surface: Surface, key: str, fault: Fault, given: Sequence[str],
              rng: random.Random) -> tuple[str, ...]:
     """Resolve role words to node names with `rng`; draw a default when none is given."""
+    if fault.cluster_targets:
+        for n, target in enumerate(given):
+            if target not in surface.clusters:
+                raise FaultPlanError(f"{key}[{n}]: expected a cluster name (one of "
+                                     f"{', '.join(surface.clusters)}), got {target!r}")
+        fault.check_targets(surface, key, given)
+        return tuple(given)
     if not fault.takes_targets:
         if given:
             raise FaultPlanError(f"{key}: {fault.name} takes no targets (its shape spans "

@@ -114,6 +114,8 @@ class BrokerProcess:
             store, config.session_expired_policy, ownership, registry,
             session_timeout=config.session_timeout,
             reconnect_retries=config.session_reconnect_retries,
+            # PIP-57: after the retries, shut down (off under the mutant, docs/mutants.md).
+            give_up=not config.mutants.on("reconnect-retried-forever"),
             unload_bundle=lambda bundle: self._unload_from_thread(namespaces, bundle, loop),
             shutdown=lambda reason: loop.call_soon_threadsafe(
                 self.request_stop, PIP57_EXIT_CODE, reason))

@@ -49,6 +49,8 @@ class SessionPolicy:
     `unload_bundle(bundle)` must unload the bundle and return when done (the broker runs
     it on its event loop); `shutdown(reason)` must make the process exit non-zero. Both
     are called from this policy's own worker thread, never from the store's notifier.
+    `give_up=False` is the `reconnect-retried-forever` mutant: under `reconnect` the broker
+    never shuts down for want of a new session.
     """
 
     def __init__(
@@ -62,6 +64,7 @@ class SessionPolicy:
         reconnect_retries: int,
         unload_bundle: Callable[[NamespaceBundle], None],
         shutdown: Callable[[str], object],
+        give_up: bool = True,
     ) -> None:
         self._store = store
         self.policy = policy
@@ -71,6 +74,7 @@ class SessionPolicy:
         self._reconnect_retries = reconnect_retries
         self._unload_bundle = unload_bundle
         self._shutdown = shutdown
+        self._give_up = give_up
         self._worker = ThreadPoolExecutor(1, thread_name_prefix="session-policy")
         self._lock = threading.Lock()
         self._lost = False
@@ -126,6 +130,12 @@ class SessionPolicy:
                     reason, len(bundles), self.policy.value)
         if self.policy == SessionExpiredPolicy.SHUTDOWN:
             self._shutdown(f"ZooKeeper session {reason} (zookeeperSessionExpiredPolicy=shutdown)")
+            return
+        if not self._give_up:
+            # Mutant `reconnect-retried-forever`: PIP-57 asks for a bounded number of
+            # attempts and then a shutdown ("the broker still needs to be shut down");
+            # without the timer the broker waits for a new session for ever, up but
+            # owning nothing: clients that reach it get errors instead of finding it gone.
             return
         give_up_after = self._reconnect_retries * self._session_timeout
         self._start_timer(give_up_after, lambda: self._worker.submit(

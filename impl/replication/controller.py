@@ -112,6 +112,11 @@ class ReplicatedSubscriptionsController:
         return builder.snapshot_id
 
     def _drop_timed_out(self) -> None:
+        # PIP-33: a snapshot a region does not answer within the timeout is aborted. The
+        # mutant keeps every one: a request that was never written, or never answered,
+        # holds its builder for ever.
+        if self._mutants.on("snapshot-never-times-out"):
+            return
         deadline = self._clock.monotonic() - self.config.snapshot_timeout_s
         for snapshot_id, builder in list(self._pending.items()):
             if builder.started_at <= deadline:

@@ -347,7 +347,11 @@ class ScalableTopicController:
                 self._segment_topics.terminate(self.topic.segment_topic(parent))
 
         def update_layout() -> None:
-            self._resources.replace_layout(change.result, version)  # step 4
+            # Step 4, a compare-and-set on the version this plan was made against: a layout
+            # anyone stored since then makes it fail, and the change is planned again. The
+            # mutant writes whatever version is there, overwriting that layout.
+            expected = -1 if self._mutants.on("layout-without-cas") else version
+            self._resources.replace_layout(change.result, expected)
 
         steps = [create_children, terminate_parents, update_layout]
         if self._mutants.on("metadata-before-children"):
@@ -392,7 +396,12 @@ class ScalableTopicController:
             return
         layout = self._resources.read_layout().layout
         parents = [layout.segments.get(i) for i in pending.operation.segment_ids]
-        if all(p is not None and p.is_active for p in parents):
+        # The parents still ACTIVE: the CAS never landed, though step 3 (PIP-468: parents
+        # terminated before the CAS) may have sealed their ledgers, and only the layout
+        # that seals them lets their hashes be written again. The mutant treats the change
+        # as abandoned instead and only cleans up after it.
+        if (all(p is not None and p.is_active for p in parents)
+                and not self._mutants.on("no-roll-forward")):
             log.info("controller of %s rolls %s forward", self.topic, pending.operation)
             self._execute(pending.operation, term)
             return

@@ -85,6 +85,8 @@ class Fault:
     """What it picks among (one pick, from the seed) when the scenario names no target:
     node roles, node names or runtime targets. Empty: a shape over the whole Target,
     which takes no targets."""
+    cluster_targets: ClassVar[bool] = False
+    """Its targets, optional, name clusters rather than nodes (`cut-wan`)."""
     end_op: ClassVar[str | None] = None
     """The history operation its end records (`start`, `resume`, `heal`, ...); None for a
     fault that is over once injected."""

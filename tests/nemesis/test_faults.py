@@ -145,3 +145,38 @@ def test_a_client_cut_aimed_at_a_node_that_is_no_broker_is_refused() -> None:
     with pytest.raises(FaultPlanError, match="cut-clients cuts the clients from one broker"):
         build_schedule(settings, _surface(frozenset({"partition", "cut-clients"})), 1, 10.0,
                        "t.toml")
+
+
+class ThreeRegions:
+    """Three one-broker clusters x, y, z, whose network drops what it is told to."""
+
+    def __init__(self, calls: list[str]) -> None:
+        caps: frozenset[Capability] = frozenset({"partition"})
+        self.nodes = tuple(Node(f"{c}-broker1", "broker", c, f"10.0.0.{n}", caps)
+                           for n, c in enumerate("xyz"))
+        self.clusters = tuple(TargetCluster(n.cluster, (), (), "", (n,)) for n in self.nodes)
+        self.network = Network([n.name for n in self.nodes], calls)
+
+
+def test_a_wan_cut_between_two_named_clusters_leaves_the_third_hearing_both() -> None:
+    calls: list[str] = []
+    target = ThreeRegions(calls)
+    ctx = FaultContext(target, ProcessFaults(), Partitioner(target.network))
+    FAULTS["cut-wan"].inject(ctx, ("x", "z"), random.Random(1))
+    assert sorted(calls) == ["x-broker1 drops z-broker1", "z-broker1 drops x-broker1"]
+    calls.clear()
+    FAULTS["cut-wan"].inject(ctx, (), random.Random(1))  # no targets: x from all others
+    assert "x-broker1 drops y-broker1,z-broker1" in calls
+
+
+@pytest.mark.parametrize(("targets", "message"), [
+    (("x", "w"), r"targets\[1\]: expected a cluster name \(one of x, y, z\), got 'w'"),
+    (("x",), "cut-wan cuts two clusters apart, or the first from all others"),
+    (("x", "x"), "cut-wan cuts two clusters apart, or the first from all others"),
+])
+def test_a_wan_cut_takes_two_distinct_cluster_names(targets: tuple[str, ...],
+                                                    message: str) -> None:
+    settings = NemesisSettings("timeline", timeline=(TimedFault(1.0, "cut-wan", 1.0,
+                                                                targets),))
+    with pytest.raises(FaultPlanError, match=message):
+        build_schedule(settings, Surface(ThreeRegions([]).nodes), 1, 10.0, "t.toml")

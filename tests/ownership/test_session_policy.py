@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -28,7 +29,7 @@ class Broker:
     """The ownership side of a broker, with the policy's two callbacks recorded."""
 
     def __init__(self, store: MetadataStore, policy: SessionExpiredPolicy,
-                 retries: int = 3) -> None:
+                 retries: int = 3, give_up: bool = True) -> None:
         self.store = store
         self.ownership = OwnershipCache(store, A, stale_wait=5)
         self.registry = BrokerRegistry(store, A, stale_wait=5)
@@ -42,7 +43,8 @@ class Broker:
 
         self.policy = SessionPolicy(store, policy, self.ownership, self.registry,
                                     session_timeout=2.0, reconnect_retries=retries,
-                                    unload_bundle=unload, shutdown=self.shutdowns)
+                                    unload_bundle=unload, shutdown=self.shutdowns,
+                                    give_up=give_up)
         self.policy.start()
 
 
@@ -82,18 +84,27 @@ def test_shutdown_policy_shuts_down_on_expiry(zk_store: Connect) -> None:
     assert not broker.ownership.is_owned(BUNDLES[0])
 
 
+@pytest.mark.parametrize("give_up", [True, False], ids=["pip57", "mutant"])
 def test_reconnect_gives_up_and_shuts_down_when_no_new_session_comes(
-        make_zk_ensemble: Callable[[int], ZooKeeperEnsemble]) -> None:
+        make_zk_ensemble: Callable[[int], ZooKeeperEnsemble], give_up: bool) -> None:
+    """The `False` case is mutant `reconnect-retried-forever`: the broker stays up, cut
+    off, owning nothing, well past the point where PIP-57 shuts it down."""
     ensemble = make_zk_ensemble(1)
     store = MetadataStore.connect(ensemble.connect_string, session_timeout=2.0)
     try:
-        broker = Broker(store, SessionExpiredPolicy.RECONNECT, retries=2)
+        broker = Broker(store, SessionExpiredPolicy.RECONNECT, retries=2, give_up=give_up)
         broker.ownership.try_acquire(BUNDLES[0])
         ensemble.stop()
         # Unreachable for a session timeout (2 s) counts as expired, then two attempts'
         # worth of waiting (4 s) before giving up.
-        reasons = broker.shutdowns.wait_for(lambda v: len(v) >= 1, timeout=20)
-        assert "no new ZooKeeper session after 2 attempts" in reasons[0]
+        if give_up:
+            reasons = broker.shutdowns.wait_for(lambda v: len(v) >= 1, timeout=20)
+            assert "no new ZooKeeper session after 2 attempts" in reasons[0]
+        else:
+            eventually(lambda: broker.policy.session_lost, what="the session to count as lost")
+            time.sleep(8)  # twice the point where PIP-57 gives up
+            assert broker.shutdowns.values == []
+            assert broker.policy.session_lost
         assert not broker.ownership.is_owned(BUNDLES[0])
     finally:
         store.close()

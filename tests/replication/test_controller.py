@@ -122,6 +122,21 @@ def test_a_snapshot_times_out_and_a_late_response_completes_nothing() -> None:
     run(scenario)
 
 
+def test_mutant_snapshot_never_times_out_keeps_every_unanswered_snapshot() -> None:
+    async def scenario() -> None:
+        c, topic, clock = controller(mutants=Mutants.of(["snapshot-never-times-out"]))
+        for n in range(5):  # a remote that answers nothing, news every minute
+            topic.publish(f"m{n}".encode())
+            await c.tick()
+            await clock.advance(60)
+        assert sorted(c.pending_snapshots) == [f"snap-{n}" for n in range(5)]  # none aborted
+        await arrive(c, topic, SnapshotResponse("snap-0", "b", Position(9, 1), "a"))
+        assert c.completed_snapshots == 1  # five minutes late, still completed
+        assert sorted(c.pending_snapshots) == [f"snap-{n}" for n in range(1, 5)]
+
+    run(scenario)
+
+
 def test_a_request_from_another_cluster_is_answered_to_it_alone() -> None:
     async def scenario() -> None:
         c, topic, _ = controller(("b", "c"))

@@ -39,3 +39,12 @@ def test_a_wan_cut_needs_two_clusters(write_scenario: WriteScenario) -> None:
     scenario = write_scenario('[nemesis]\nschedule = "random"\nfaults = ["cut-wan"]\n')
     with pytest.raises(ScenarioError, match=r"nemesis.faults.0.: cut-wan cuts clusters apart"):
         schedule_for(scenario, 1)
+
+
+def test_the_replicators_keep_alive_is_a_topology_setting(write_scenario: WriteScenario) -> None:
+    scenario = write_scenario('[topology]\nclusters = ["a", "b"]\nreplication_keepalive_s = 2\n'
+                              '[workload]\nkind = "geo"\n')
+    assert scenario.topology.replication_keepalive_s == 2.0
+    with pytest.raises(ScenarioError, match=r"topology.replication_keepalive_s"):
+        write_scenario('[topology]\nclusters = ["a", "b"]\nreplication_keepalive_s = 0\n'
+                       '[workload]\nkind = "geo"\n')

@@ -125,6 +125,40 @@ def test_a_cas_conflict_is_retried_against_the_re_read_layout(deploy: Deploy) ->
     assert len(deployment.segments.calls_of("terminate")) == 2, "the steps ran again"
 
 
+@pytest.mark.parametrize("mutants", [NONE, Mutants.of(["layout-without-cas"])],
+                         ids=["cas", "layout-without-cas"])
+def test_a_layout_stored_during_a_split_is_never_overwritten(deploy: Deploy,
+                                                              mutants: Mutants) -> None:
+    deployment = deploy(2)
+    controller = deployment.controller(BROKER_A, mutants=mutants)
+    theirs: list[SegmentLayout] = []
+
+    def another_split(call: Call) -> None:
+        # Another writer (a deposed leader that has not heard of it yet) stores its split
+        # of segment 1 while ours of segment 0 is between its read and its step 4.
+        if call.operation == "terminate":
+            deployment.segments.before = None
+            current = deployment.resources.read_layout()
+            theirs.append(current.layout.split_segment(1))
+            deployment.resources.replace_layout(theirs[0], current.version)
+
+    deployment.segments.before = another_split
+
+    controller.split_segment(0)
+
+    stored = deployment.resources.read_layout().layout
+    their_children = {TOPIC.segment_topic(theirs[0].segment(c)) for c in (2, 3)}
+    stored_topics = {TOPIC.segment_topic(s) for s in stored.segments.values()}
+    if not mutants.enabled:
+        assert stored.epoch == 2 and not stored.segment(1).is_active
+        assert their_children <= stored_topics
+        return
+    # Epoch 1 twice: producers that routed by the other writer's epoch 1 wrote into
+    # segment 1's children, which no layout names any more, and segment 1 is ACTIVE again.
+    assert stored.epoch == 1 and stored.segment(1).is_active
+    assert not their_children & stored_topics
+
+
 def test_a_non_leader_refuses_mutations_naming_the_leader(deploy: Deploy) -> None:
     deployment = deploy(2)
     leader = deployment.controller(BROKER_A)

@@ -49,19 +49,23 @@ def _fault_at_first(deployment: ScalableTopicDeployment, operation: str,
     deployment.segments.before = hook
 
 
-def _two_brokers(deploy: Deploy, *subscriptions: str
+def _two_brokers(deploy: Deploy, *subscriptions: str, successor: Mutants = NONE
                  ) -> tuple[ScalableTopicDeployment, ScalableTopicController,
                             ScalableTopicController]:
+    """A leader on broker A, and on broker B a candidate with the `successor` mutants."""
     deployment = deploy(2)
-    leader, other = deployment.controller(BROKER_A), deployment.controller(BROKER_B)
+    leader = deployment.controller(BROKER_A)
+    other = deployment.controller(BROKER_B, mutants=successor)
     for subscription in subscriptions:
         leader.create_subscription(subscription)
     return deployment, leader, other
 
 
+@pytest.mark.parametrize("mutants", [NONE, Mutants.of(["no-roll-forward"])],
+                         ids=["roll-forward", "no-roll-forward"])
 def test_the_new_leader_rolls_forward_a_split_whose_leader_died_before_the_cas(
-        deploy: Deploy) -> None:
-    deployment, leader, successor = _two_brokers(deploy, "sub-a")
+        deploy: Deploy, mutants: Mutants) -> None:
+    deployment, leader, successor = _two_brokers(deploy, "sub-a", successor=mutants)
     # The leader's broker dies as it terminates the parent; the termination goes through.
     _fault_at_first(deployment, "terminate", deployment.stores[BROKER_A].close)
 
@@ -72,6 +76,14 @@ def test_the_new_leader_rolls_forward_a_split_whose_leader_died_before_the_cas(
     assert deployment.resources.read_layout().layout.epoch == 0
 
     eventually(lambda: successor.is_leader, what="B takes over")
+    if mutants.enabled:
+        # B forgot the split: segment 0 stays terminated and ACTIVE, so every send keyed
+        # into its range is refused and no layout ever names a segment to send it to.
+        layout = deployment.resources.read_layout().layout
+        assert layout.epoch == 0 and layout.segment(0).is_active
+        assert deployment.segments.state(deployment.segment_topic(0))["terminated"]
+        assert deployment.resources.read_pending_change() is None
+        return
     _assert_split_completed(deployment, {"sub-a"})
     assert successor.get_layout() == deployment.resources.read_layout().layout
 

@@ -28,8 +28,9 @@ class DockerTarget:
         self._lookup = DeployedLookup(lookup_service, run_dir, auth)
         # Connecting here raises EngineUnavailable (exit 4) before anything starts.
         self._deployment = DockerDeployment(
-            topology, settings=NodeSettings(session_timeout_ms=topology.session_timeout_ms,
-                                            mutants=mutants, auth=auth), run_dir=run_dir)
+            topology, settings=NodeSettings(
+                session_timeout_ms=topology.session_timeout_ms, mutants=mutants, auth=auth,
+                replication_keepalive_s=topology.replication_keepalive_s), run_dir=run_dir)
         self._network: IptablesNetwork | None = None
         self.where = f"containers labelled starquake={self._deployment.run_id}"
 

@@ -79,11 +79,12 @@ class LocalTarget:
         self._lookup = DeployedLookup(lookup_service, run_dir, auth)
         self._run_dir = run_dir
         self._base = Path(tempfile.mkdtemp(prefix="starquake-run-"))
-        broker_args: tuple[str, ...] = ()
+        broker_args: tuple[str, ...] = (
+            "--replication-keepalive-seconds", str(topology.replication_keepalive_s))
         bookie_args: tuple[str, ...] = ()
         if auth is not None:
             bookie_args = auth.local_metadata_args(self._base)
-            broker_args = (*auth.local_broker_args(self._base), *bookie_args)
+            broker_args += (*auth.local_broker_args(self._base), *bookie_args)
         self._locals = {
             name: LocalCluster(self._base / name, ClusterSettings(
                 name=name, brokers=topology.brokers, bookies=topology.bookies,
