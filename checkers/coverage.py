@@ -47,8 +47,6 @@ _BY_VALUE = pa.schema([
 _MARKS = pa.schema([*(pa.field(name, pa.string()) for name in ACK_SCOPE),
                     ("segment", pa.int64()), ("position", pa.string()),
                     ("ack_index", pa.int64()), ("ack_time", pa.int64())])
-_NO_SEGMENT = -1
-"""A delivery's segment where the topic has none (as `RECVS` gives it)."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +102,7 @@ def _marks(events: pa.Table) -> pa.Table:
 def _place_text(table: pa.Table) -> pa.ChunkedArray:
     """`_PLACE` as one text per row (null where any part is)."""
     return pc.binary_join_element_wise(
-        *[table[name] for name in ACK_SCOPE], table["segment"].cast(pa.string()), "\x1f")
+        *[table[name].cast(pa.string()) for name in _PLACE], "\x1f")
 
 
 def _parts(positions: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
