@@ -1,1 +1,2 @@
-pytest_plugins = ["tests.fixtures.zookeeper", "tests.fixtures.spark", "tests.fixtures.cluster"]
+pytest_plugins = ["tests.fixtures.zookeeper", "tests.fixtures.spark", "tests.fixtures.cluster",
+                  "tests.fixtures.parallel"]

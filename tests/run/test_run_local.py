@@ -113,37 +113,38 @@ def assert_replayed(first: list[dict], second: list[dict]) -> None:
         assert common > 100 and mine[:common] == theirs[:common], worker
 
 
-def _run_dirs_of_clusters() -> set[str]:
-    return {p.name for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("starquake-run-*")}
-
-
-def _processes_mentioning(text: str) -> list[int]:
-    found = []
+def _nodes_running(data_dirs: set[Path]) -> bool:
+    """Whether any process's command line names one of the clusters' data directories."""
+    names = [path.name.encode() for path in data_dirs]
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if text.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
+                command = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-    return found
+            if any(name in command for name in names):
+                return True
+    return False
 
 
-def _interrupted_run(runs: Path, signum: signal.Signals) -> tuple[int, str, set[str]]:
+def _interrupted_run(runs: Path, signum: signal.Signals) -> tuple[int, str, set[Path]]:
     """A local run sent `signum` 2 s into its load: its exit status, its stderr, and the
-    data directories of the clusters it started."""
-    before = _run_dirs_of_clusters()
+    data directories of the clusters it started. The run gets a temporary directory of
+    its own, so that the clusters of other tests running meanwhile are not taken for its."""
+    temp = runs / "tmp"
+    temp.mkdir()
     harness = subprocess.Popen(
         [*STARQUAKE, "run", str(REPO / "scenarios/smoke/topic-kill.toml"), "--seed", "3",
          "--backend", "local", "--runs-dir", str(runs)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TMPDIR": str(temp)})
     try:
         assert harness.stdout is not None
         deadline = time.monotonic() + 120
         for line in harness.stdout:  # ends when the harness exits
             if line.startswith("load for") or time.monotonic() > deadline:
                 break
-        ours = _run_dirs_of_clusters() - before
+        ours = set(temp.glob("starquake-run-*"))
         time.sleep(2)
         harness.send_signal(signum)
         _, stderr = harness.communicate(timeout=60)
@@ -165,8 +166,8 @@ def test_ctrl_c_tears_down_and_keeps_the_history(tmp_path: Path) -> None:
     assert events[0]["f"] == "meta" and any(e["f"] == "send" for e in events)
     log = run_dir / "logs" / "a-broker1.log"
     assert log.is_file() and not log.is_symlink()
-    assert ours and not any(_processes_mentioning(name) for name in ours)
-    assert not ours & _run_dirs_of_clusters()
+    assert ours and not _nodes_running(ours)
+    assert not any(path.exists() for path in ours)
 
 
 def test_a_sigkilled_run_leaves_its_nodes_logs_and_no_node(tmp_path: Path) -> None:
@@ -181,9 +182,9 @@ def test_a_sigkilled_run_leaves_its_nodes_logs_and_no_node(tmp_path: Path) -> No
         assert {"a-broker1.log", "a-bookie1.log", "a-zk1.log"} <= logs.keys()
         assert "broker serving" in logs["a-broker1.log"].read_text()
         deadline = time.monotonic() + 30
-        while any(_processes_mentioning(name) for name in ours) and time.monotonic() < deadline:
+        while _nodes_running(ours) and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert ours and not any(_processes_mentioning(name) for name in ours)
+        assert ours and not _nodes_running(ours)
     finally:
-        for name in ours:  # what only the harness's own teardown would have removed
-            shutil.rmtree(Path(os.environ.get("TMPDIR", "/tmp")) / name, ignore_errors=True)
+        for path in ours:  # what only the harness's own teardown would have removed
+            shutil.rmtree(path, ignore_errors=True)
