@@ -81,7 +81,7 @@ def _judge(operation: dict[str, Any]) -> dict[str, Any] | None:
            "done_index": operation["done_index"], "outcome": operation["done_type"],
            "error": operation["done_error"]}
     if operation["done_type"] in ("ok", "fail") and _MISSING not in (expected, observed):
-        expected_text, observed_text = _canonical(expected), _canonical(observed)
+        expected_text, observed_text = canonical(expected), canonical(observed)
         if expected_text == observed_text:
             return None
         return {**row, "checker": CHECKER, "expected": expected_text,
@@ -92,9 +92,9 @@ def _judge(operation: dict[str, Any]) -> dict[str, Any] | None:
     elif operation["done_type"] != "info":
         reason = "the probe recorded no expectation or no observation"
     return {**row, "checker": UNDECIDED, "reason": reason if isinstance(reason, str) else None,
-            "expected": None if expected is _MISSING else _canonical(expected)}
+            "expected": None if expected is _MISSING else canonical(expected)}
 
 
-def _canonical(value: Any) -> str:
+def canonical(value: Any) -> str:
     """JSON text that two equal JSON values share (objects' keys sorted)."""
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()

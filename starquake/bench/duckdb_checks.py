@@ -1,20 +1,16 @@
 """The checkers' rules as DuckDB queries: the single-machine yardstick of `bench check`.
 
 Each query follows the definition of its anomaly in docs/history.md over the same Parquet
-history the checkers read, so the ratio the bench reports compares the same work. Two
-places count differently from the checkers, and neither matters on the bench's histories,
-whose injected anomalies are single units:
-
-- `order` counts the later messages of inverted pairs, where the checker counts pairs
-  (one swap of two messages of a key is one of each);
-- `stalled-subscription`, `ack-unapplied` and `contract` are not queried. The first and
-  the last read only the few cursor readings and probes, which the checkers decide on
-  the driver in well under a second; `ack-unapplied` is decided in the checkers'
-  per-value pass beside `duplicate`, but its last step (whether the final cursor reading
-  covers a position, ranges included) is no query's work.
+history the checkers read, so the ratio the bench reports compares the same work: every
+checker has its query. One counts differently from its checker, which does not matter on
+the bench's histories, whose injected anomalies are single units: `order` counts the
+later messages of inverted pairs, where the checker counts pairs (one swap of two
+messages of a key is one of each). `contract` compares a probe's expected and observed
+JSON through the checker's own Python function (`checkers.contract.canonical`, which sorts
+object keys): probes are tens per run, so it costs nothing measurable.
 
 The queries are a yardstick, not a second checker: tests hold them to the counts the
-synthetic histories inject, nothing more.
+synthetic histories inject and to the checkers' counts on small histories, nothing more.
 """
 
 from __future__ import annotations
@@ -24,13 +20,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pyarrow as pa
 
+from checkers.contract import canonical
 from history.faults import heal_of
-from history.schema import DEFAULT_DUPLICATE_WINDOW_BOUND_MS, ORDERED_MODES, key_hash
+from history.schema import (
+    DEFAULT_DUPLICATE_WINDOW_BOUND_MS,
+    DEFAULT_STALLED_SUBSCRIPTION_BOUND_MS,
+    ORDERED_MODES,
+    key_hash,
+)
 
 QUERIED = ("lost", "unexpected", "failed-delivered", "duplicate", "duplicate-window",
-           "forked-position", "multi-position", "order", "misrouted", "dual-write")
+           "forked-position", "multi-position", "order", "misrouted", "dual-write",
+           "stalled-subscription", "ack-unapplied", "contract")
 
 _SETUP = """
 CREATE TEMP TABLE ev AS SELECT * FROM read_parquet('{path}');
@@ -86,6 +90,18 @@ walk AS (
 SELECT * FROM individual UNION ALL
 SELECT topic, subscription, cluster, value, NULL, min(covering), min(covering_time) FROM walk
 WHERE kind = 1 AND covering IS NOT NULL GROUP BY ALL;
+-- Every `cursor` observation, its mark-delete position and counts read as the checkers
+-- read them (`history.cursor`): a batch index ignored, a missing count 0.
+CREATE TEMP TABLE readings AS
+  SELECT "index", time, topic, subscription, cluster,
+         TRY_CAST(string_split(regexp_extract(position, '^-?[0-9]+:-?[0-9]+'), ':') AS BIGINT[])
+           AS mark,
+         CAST(json_extract(detail, '$.individually_deleted') AS VARCHAR) AS ranges,
+         coalesce(TRY_CAST(json_extract_string(detail, '$.backlog') AS BIGINT), 0) AS backlog,
+         coalesce(TRY_CAST(json_extract_string(detail, '$.consumers') AS BIGINT), 0)
+           AS consumers,
+         coalesce(TRY_CAST(json_extract_string(detail, '$.unacked') AS BIGINT), 0) AS unacked
+  FROM ev WHERE f = 'cursor';
 CREATE TEMP TABLE failovers AS
   SELECT "index" AS moved, time AS moved_at, topic, coalesce(subscription, value) AS subscription,
          coalesce(json_extract_string(done_detail, '$.from'),
@@ -230,6 +246,82 @@ SELECT count(DISTINCT s.value) FROM ops s JOIN limits l
   ON l.topic = s.topic AND l.segment = s.done_segment
 WHERE s.f = 'send' AND s.done_type = 'ok' AND s.time > l.first
 """,
+    "stalled-subscription": """
+-- Islands of consecutive idle readings (a backlog, consumers, nothing out at them) with
+-- one cursor; a stall starts at each reading whose backlog is below every earlier one of
+-- its island (a backlog may not fall below the stall's first), and counts when its
+-- readings span more than the bound.
+WITH flagged AS (
+  SELECT *, backlog > 0 AND consumers > 0 AND unacked = 0 AS idle,
+         lag(backlog > 0 AND consumers > 0 AND unacked = 0) OVER w AS idle_before,
+         lag(mark) OVER w AS mark_before, lag(ranges) OVER w AS ranges_before
+  FROM readings WINDOW w AS (PARTITION BY topic, subscription, cluster ORDER BY "index")),
+islands AS (
+  SELECT *, sum(CASE WHEN idle AND idle_before AND mark IS NOT DISTINCT FROM mark_before
+                          AND ranges IS NOT DISTINCT FROM ranges_before THEN 0 ELSE 1 END)
+              OVER (PARTITION BY topic, subscription, cluster ORDER BY "index") AS island
+  FROM flagged),
+lows AS (
+  SELECT *, min(backlog) OVER (PARTITION BY topic, subscription, cluster, island
+                               ORDER BY "index" ROWS BETWEEN UNBOUNDED PRECEDING
+                               AND 1 PRECEDING) AS lowest_before
+  FROM islands WHERE idle),
+stalls AS (
+  SELECT topic, subscription, cluster, island, time,
+         sum(CASE WHEN lowest_before IS NULL OR backlog < lowest_before THEN 1 ELSE 0 END)
+           OVER (PARTITION BY topic, subscription, cluster, island ORDER BY "index") AS stall
+  FROM lows),
+bound AS (SELECT coalesce(max(CAST(json_extract(detail, '$.stalled_subscription_bound_ms')
+                                   AS DOUBLE)), {stalled_bound_ms}) AS ms
+          FROM ev WHERE f = 'meta')
+SELECT count(*) FROM (SELECT max(time) - min(time) AS span FROM stalls
+                      GROUP BY topic, subscription, cluster, island, stall)
+WHERE span / 1e6 > (SELECT ms FROM bound)
+""",
+    "ack-unapplied": """
+-- After the first completed drain, each subscription's last reading; where it shows idle
+-- consumers, a value whose acks never completed `ok` (nor a cumulative ack covered it),
+-- last delivered before its last ack's invoke at a position the reading does not hold.
+WITH drained AS (SELECT min(done_index) AS ok FROM ops WHERE f = 'drain' AND done_type = 'ok'),
+final AS (
+  SELECT * FROM readings WHERE "index" > (SELECT ok FROM drained)
+  QUALIFY row_number() OVER (PARTITION BY topic, subscription, cluster
+                             ORDER BY "index" DESC) = 1),
+idle AS (SELECT * FROM final WHERE consumers > 0 AND unacked = 0),
+held AS (
+  SELECT topic, subscription, cluster,
+         CAST(string_split(json_extract_string(pair, '$[0]'), ':') AS BIGINT[])[1:2] AS lo,
+         CAST(string_split(json_extract_string(pair, '$[1]'), ':') AS BIGINT[])[1:2] AS hi
+  FROM (SELECT topic, subscription, cluster, unnest(CAST(ranges AS JSON[])) AS pair
+        FROM idle)),
+unsettled AS (
+  SELECT topic, subscription, cluster, value, max("index") AS ack FROM ops
+  WHERE f = 'ack' AND done_type IS DISTINCT FROM 'ok' GROUP BY ALL),
+last_recv AS (
+  SELECT topic, subscription, cluster, value, "index" AS last, pos[1:2] AS pos FROM recvs
+  QUALIFY row_number() OVER (PARTITION BY topic, subscription, cluster, value
+                             ORDER BY "index" DESC) = 1)
+SELECT count(*) FROM unsettled u JOIN idle i USING (topic, subscription, cluster)
+JOIN last_recv r USING (topic, subscription, cluster, value)
+WHERE r.last < u.ack AND r.pos IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM moments m
+                  WHERE (m.topic, m.subscription, m.cluster, m.value)
+                        = (u.topic, u.subscription, u.cluster, u.value))
+  AND NOT coalesce(r.pos <= i.mark, false)
+  AND NOT EXISTS (SELECT 1 FROM held h
+                  WHERE (h.topic, h.subscription, h.cluster)
+                        = (u.topic, u.subscription, u.cluster)
+                    AND h.lo < r.pos AND r.pos <= h.hi)
+""",
+    "contract": """
+WITH probes AS (
+  SELECT coalesce(json_extract(done_detail, '$.expected'),
+                  json_extract(detail, '$.expected')) AS expected,
+         json_extract(done_detail, '$.observed') AS observed
+  FROM ops WHERE f = 'probe' AND done_type IN ('ok', 'fail'))
+SELECT count(*) FROM probes
+WHERE canonical_json(CAST(expected AS VARCHAR)) != canonical_json(CAST(observed AS VARCHAR))
+""",
 }
 
 
@@ -243,6 +335,7 @@ class DuckdbCounts:
 def duckdb_counts(path: Path) -> DuckdbCounts:
     """Every queried checker's count over the history at `path`, and the time taken."""
     import duckdb
+    from duckdb.sqltypes import VARCHAR
 
     from checkers.duplicates import WAN_CUT, WAN_RECOVERY_MS
 
@@ -257,12 +350,15 @@ def duckdb_counts(path: Path) -> DuckdbCounts:
                                "hash": pa.array(np.fromiter((key_hash(k) for k in keys),
                                                             np.int64, len(keys)))})
         db.register("key_hashes", key_hashes)
+        db.create_function("canonical_json", lambda text: canonical(orjson.loads(text)),
+                           [VARCHAR], VARCHAR)
         counts = {}
         for name in QUERIED:
             row = db.execute(_QUERIES[name].format(
                 modes=modes, wan_cut=WAN_CUT, wan_heals=wan_heals,
                 recovery_ns=WAN_RECOVERY_MS * 1_000_000,
-                default_bound_ms=DEFAULT_DUPLICATE_WINDOW_BOUND_MS)).fetchone()
+                default_bound_ms=DEFAULT_DUPLICATE_WINDOW_BOUND_MS,
+                stalled_bound_ms=DEFAULT_STALLED_SUBSCRIPTION_BOUND_MS)).fetchone()
             assert row is not None, "an aggregate query answers one row"
             counts[name] = int(row[0])
     return DuckdbCounts(counts, time.perf_counter() - started)

@@ -1,7 +1,7 @@
 """The DuckDB yardstick of `bench check` counts what the checkers count: on the bench's
 histories, nothing on a clean one and each injected anomaly once, on every mix (the mixes
 bring cumulative acks, failovers, redeliveries and splits); and on every small history of
-the contract's anomalies, the checkers' exact count."""
+the contract's anomalies and of the client-contract probes, the checkers' exact count."""
 
 from __future__ import annotations
 
@@ -9,12 +9,16 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import SparkSession
 
 from checkers import mixes, synthetic
+from checkers.anomaly import CheckSettings
+from checkers.check import check_runs
 from checkers.load import prepare
 from checkers.synthetic import INJECTABLE
 from starquake.bench.duckdb_checks import QUERIED, duckdb_counts
-from tests.checkers.builder import History
+from tests.checkers import test_contract
+from tests.checkers.builder import History, prepared_cases
 from tests.checkers.test_anomalies import CASES, META
 
 
@@ -53,3 +57,17 @@ def test_the_queries_count_what_the_checkers_count_on_every_anomaly_case(
     if {"f": "drain", "type": "ok"} not in events:
         wanted["lost"] = counts["lost"]
     assert counts == wanted
+
+
+@pytest.mark.spark
+def test_the_contract_query_counts_what_the_checker_counts_on_every_probe_case(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """Passing and failing probes, probes that could not be judged (not counted by
+    either), and JSON objects whose keys come in another order (equal to both)."""
+    histories = prepared_cases(test_contract.CASES, tmp_path)
+    results = {r.run: r.results for r in check_runs(spark, histories, CheckSettings())}
+    counts = {name: duckdb_counts(prepared.parquet).counts["contract"]
+              for name, prepared in histories.items()}
+    assert counts == {name: results[name]["checkers"]["contract"]["count"]
+                      for name in histories}
+    assert sum(counts.values()) > len(test_contract.TWINS)

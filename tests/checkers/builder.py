@@ -4,9 +4,11 @@ a clock the test sets, so each case reads like the run it stands for."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from checkers.load import PreparedHistory, prepare
 from history.writer import HistoryWriter
 
 MS = 1_000_000
@@ -94,3 +96,18 @@ class History:
     def close(self) -> Path:
         self.writer.close()
         return self.writer.path
+
+
+def prepared_cases(builds: Mapping[str, Callable[[History], None]], root: Path,
+                   meta: Mapping[str, dict[str, Any]] | None = None
+                   ) -> dict[str, PreparedHistory]:
+    """Each case's history, named by its case and seed 1, built in a run directory of its
+    own under `root` (its `meta` fields added) and prepared for checking."""
+    histories = {}
+    for name, build in builds.items():
+        (root / name).mkdir()
+        history = History(root / name / "history.jsonl", scenario=name, seed=1,
+                          **(meta or {}).get(name, {}))
+        build(history)
+        histories[name] = prepare(history.close())
+    return histories

@@ -10,9 +10,8 @@ import pytest
 
 from checkers.anomaly import CheckSettings
 from checkers.check import CHECKERS, check_runs
-from checkers.load import prepare
 from history.schema import key_hash
-from tests.checkers.builder import History
+from tests.checkers.builder import History, prepared_cases
 
 Case = Callable[[History], None]
 CASES: dict[str, tuple[Case, dict[str, int]]] = {}
@@ -474,13 +473,8 @@ def _still_out(h: History) -> None:
 
 @pytest.fixture(scope="module")
 def results(spark, tmp_path_factory) -> dict[str, dict]:
-    runs = tmp_path_factory.mktemp("runs")
-    histories = {}
-    for name, (build, _) in CASES.items():
-        (runs / name).mkdir()
-        history = History(runs / name / "history.jsonl", scenario=name, seed=1, **META[name])
-        build(history)
-        histories[name] = prepare(history.close())
+    histories = prepared_cases({name: build for name, (build, _) in CASES.items()},
+                               tmp_path_factory.mktemp("runs"), META)
     return {r.run: r.results for r in check_runs(spark, histories, CheckSettings())}
 
 

@@ -12,8 +12,7 @@ import pytest
 
 from checkers.anomaly import CheckSettings
 from checkers.check import check_runs
-from checkers.load import prepare
-from tests.checkers.builder import History
+from tests.checkers.builder import History, prepared_cases
 
 pytestmark = pytest.mark.spark
 
@@ -182,13 +181,7 @@ def _resume_after_confirmed_cumulative_ack(h: History) -> None:
 
 @pytest.fixture(scope="module")
 def results(spark, tmp_path_factory) -> dict[str, dict]:
-    runs = tmp_path_factory.mktemp("runs")
-    histories = {}
-    for name, build in CASES.items():
-        (runs / name).mkdir()
-        history = History(runs / name / "history.jsonl", scenario=name, seed=1)
-        build(history)
-        histories[name] = prepare(history.close())
+    histories = prepared_cases(CASES, tmp_path_factory.mktemp("runs"))
     return {r.run: r.results for r in check_runs(spark, histories, CheckSettings())}
 
 

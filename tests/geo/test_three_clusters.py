@@ -20,8 +20,11 @@ def test_failover_among_three_clusters_loses_nothing_with_two_round_snapshots(
         geo_clusters: Callable[..., list[LocalCluster]],
         pulsar_client: Callable[..., pulsar.Client]) -> None:
     a, b, c = geo_clusters(["a", "b", "c"])
+    # Five seconds of traffic, acknowledged at the producers' pace until the tenth second:
+    # only acknowledgements after a completed snapshot send the updates the failover
+    # needs, and on a loaded machine the first two-round snapshot may take seconds.
     scene = Scene(source=a, target=b, producers=[a, b, c], messages_per_producer=200,
-                  acknowledge=400)
+                  rate=40, acknowledge=400, consumer_lag_s=0.5)
     outcome = play(scene, pulsar_client, [a, b, c])
     report("three clusters, failover a -> b", outcome)
     assert outcome.lost == set()
