@@ -173,8 +173,8 @@ def test_a_failed_start_removes_what_was_started(docker_client: DockerClient) ->
 def test_cluster_down_all_removes_every_run(harnesses: list[Harness],
                                             docker_client: DockerClient) -> None:
     """`--all` is global: it also removes runs of other sessions on this engine. So it
-    runs while no other test of the session does (`engine_wide`), and the container tests
-    never share a deployment between tests, so none of theirs is lost."""
+    runs while no other module of the session is under way (`engine_wide`): a module's
+    deployment, even one its tests share, is gone before this test starts."""
     for _ in range(2):
         harness = Harness(reaper=False)
         harnesses.append(harness)
