@@ -125,7 +125,9 @@ class ClientConnection:
 
     async def request(self, command: BaseCommand, request_id: int,
                       timeout: float = REQUEST_TIMEOUT) -> Frame:
-        """Send `command` and wait for the answer carrying `request_id`; ERROR raises."""
+        """Send `command` and wait for the answer carrying `request_id`. An answer that
+        refuses raises: ERROR, and an ACK_RESPONSE naming an error (the broker did not
+        apply the acknowledgement; returning it would let a caller count it confirmed)."""
         future: asyncio.Future[Frame] = asyncio.get_running_loop().create_future()
         self._requests[request_id] = future
         try:
@@ -134,8 +136,11 @@ class ClientConnection:
                 frame = await future
         finally:
             self._requests.pop(request_id, None)
-        if frame.command.type == BaseCommand.ERROR:
-            raise broker_error(frame.command.error.error, frame.command.error.message)
+        answer = frame.command
+        if answer.type == BaseCommand.ERROR:
+            raise broker_error(answer.error.error, answer.error.message)
+        if answer.type == BaseCommand.ACK_RESPONSE and answer.ackResponse.HasField("error"):
+            raise broker_error(answer.ackResponse.error, answer.ackResponse.message)
         return frame
 
     def register(self, kinds: tuple[int, ...], owner_id: int, handler: Handler,

@@ -17,7 +17,8 @@ loop of its own thread):
   API before the first send, each a `subscribe` with its mode. `workload.consumers`
   consumers read each. Every delivery is a `recv` (segment, position, redelivery count,
   consumer), then an `ack` of that position that completes `ok` when the broker's
-  ACK_RESPONSE came back and `info` when the connection went away first.
+  ACK_RESPONSE came back without an error, and `info` when the broker refused it or the
+  subscription went away first.
 - **Layout** (harness/workloads/scalable_layout.py): the admin driver's `split`/`merge`,
   the observer's `layout` per epoch.
 - **Drain**: consumers keep reading after the final heal until none received anything for

@@ -46,6 +46,7 @@ from impl.broker.delayed import DelayedDeliveryTracker
 from impl.broker.dispatch import Dispatcher, dispatcher_for
 from impl.broker.entries import DispatchEntry
 from impl.broker.errors import AckRefused, ConsumerBusy, ConsumerNotFound, server_error
+from impl.metadata.errors import MetadataError
 from impl.mutants import NONE, Mutants
 from impl.replication.broker_hooks import NO_SUBSCRIPTION_HOOKS, SubscriptionHooks
 from impl.storage.api import ManagedCursor, Position, StorageError
@@ -216,7 +217,9 @@ class Subscription:
                     await self._ack_cumulative(ack.message_id[0])
                 else:
                     await self._ack_individual(list(ack.message_id))
-            except (StorageError, AckRefused) as exc:
+            except (StorageError, MetadataError, AckRefused) as exc:
+                # A metadata store that is away (a lost ZooKeeper session) is answered
+                # too: the client retries at once instead of waiting out its timeout.
                 log.warning("acknowledgement from %s on %s refused: %s", consumer.peer.address,
                             self.name, exc)
                 error = exc
