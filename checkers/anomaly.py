@@ -13,7 +13,7 @@ checker, and a check runs each finder once however many checkers share it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -26,6 +26,9 @@ from checkers.frames import HistoryFrames
 class CheckSettings:
     duplicate_window_bound_ms: int | None = None
     """Overrides every run's `meta` bound when set (the command-line flag)."""
+    unavailable_bound_ms: int | None = None
+    """`unavailable`'s bound for every run (the command-line flag); without it, only runs
+    whose `meta` sets one are judged."""
 
 
 Finder = Callable[[HistoryFrames, CheckSettings], DataFrame]
@@ -38,6 +41,9 @@ class Checker:
     finder: Finder
     needs_drain: bool = False
     """Cannot decide a run without a completed `drain`: reports unknown there."""
+    judges: Callable[[HistoryFrames, CheckSettings], Collection[str]] | None = None
+    """The runs an optional checker judges; the others' results leave it out (None: every
+    run)."""
 
     def find(self, frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
         """This checker's anomalies alone (its finder may decide others in the same pass)."""

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from checkers.anomaly import Checker, CheckSettings
+from checkers.availability import unavailable, unavailable_bounds
 from checkers.contract import UNDECIDED, contract
 from checkers.delivery import deliveries
 from checkers.duplicates import acks_before_failovers, judged_failovers
@@ -45,6 +46,7 @@ CHECKERS = (
     Checker("stalled-subscription", stalled_subscriptions),
     Checker("multi-position", deliveries),
     Checker("ack-unapplied", deliveries, needs_drain=True),
+    Checker("unavailable", unavailable, judges=unavailable_bounds),
 )
 UNDECIDED_ROWS = {"contract": (UNDECIDED, "probes could not run or be judged")}
 """Checkers whose finder also reports the units it could not judge, as rows under another
@@ -107,6 +109,8 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
     for row in sorted(first, key=lambda r: r["rank"]):
         counts[(row["checker"], row["run"])] = row["count"]
         examples[(row["checker"], row["run"])].append(json.loads(row["example"]))
+    judged = {checker.name: set(checker.judges(frames, settings))
+              for checker in CHECKERS if checker.judges is not None}
     results = []
     for run, history in histories.items():
         windows = judged_windows(frames, settings, run, examples.get((FAILOVER_WINDOW, run), []))
@@ -115,6 +119,8 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
         examples[("duplicate-window", run)] = windows.anomalies[:EXAMPLES_PER_CHECKER]
         checkers: dict[str, dict[str, Any]] = {}
         for checker in CHECKERS:
+            if checker.name in judged and run not in judged[checker.name]:
+                continue  # optional, and not asked for in this run
             count = counts.get((checker.name, run), 0)
             shown = examples.get((checker.name, run), [])
             if checker.needs_drain and run not in frames.drained:

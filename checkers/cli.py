@@ -33,8 +33,11 @@ def exit_code(valid: bool | str) -> int:
 @spark_options
 @click.option("--duplicate-window-bound-ms", type=click.IntRange(min=0),
               help="Bound for duplicate-window, overriding the history's meta event.")
+@click.option("--unavailable-bound-ms", type=click.IntRange(min=1),
+              help="Judge unavailable in every run with this bound (a run's meta event may "
+                   "set one; without either, unavailable is not judged).")
 def check(path: Path, out: Path | None, spark: SparkSettings,
-          duplicate_window_bound_ms: int | None) -> int:
+          duplicate_window_bound_ms: int | None, unavailable_bound_ms: int | None) -> int:
     """Check PATH: a history (.jsonl or .parquet), a run directory, or a directory of runs.
 
     Exits 0 valid, 1 invalid, 2 unknown, 3 bad input.
@@ -43,7 +46,8 @@ def check(path: Path, out: Path | None, spark: SparkSettings,
 
     histories = _prepared(path)
     return _judge(spark_session(spark), histories, path, out, spark,
-                  CheckSettings(duplicate_window_bound_ms=duplicate_window_bound_ms))
+                  CheckSettings(duplicate_window_bound_ms=duplicate_window_bound_ms,
+                                unavailable_bound_ms=unavailable_bound_ms))
 
 
 WORKER_DONE = "starquake check-worker: exit "

@@ -34,20 +34,9 @@ FAILOVER_WINDOW = "failover-window"
 examples), for the statistics and `duplicate-window`."""
 _MS = 1_000_000
 
-_FAILOVERS = pa.schema([("run", pa.string()), ("topic", pa.string()),
-                        ("subscription", pa.string()), ("from_cluster", pa.string()),
-                        ("to_cluster", pa.string()), ("failover", pa.int64())])
-
-
 def judged_failover_table(frames: HistoryFrames) -> pa.Table:
-    """The failovers `duplicate-window` judges (`checkers.duplicates`), for the workers;
-    `failover` is the failover's index."""
-    judged = judged_failovers(frames)[0]
-    return pa.table([[f.run for f in judged], [f.topic for f in judged],
-                     [f.subscription for f in judged],
-                     [detail_field(f, "from") for f in judged],
-                     [detail_field(f, "to") for f in judged], [f.index for f in judged]],
-                    schema=_FAILOVERS)
+    """The failovers `duplicate-window` judges (`checkers.duplicates`), for the workers."""
+    return frames.failover_table(judged_failovers(frames)[0])
 
 
 def failover_shares(recvs: pa.Table, acks: pa.Table, failovers: pa.Table,
@@ -87,7 +76,7 @@ def _around(events: pa.Table, failovers: pa.Table, cluster: str, codes: TextCode
     scoped = pa.table({"run": scope["run"], "subscription": scope["subscription"],
                        "cluster": scope["cluster"], "failover_topic": scope["topic"],
                        "any_topic": pc.is_null(failovers["topic"]),
-                       "failover": failovers["failover"]})
+                       "failover": failovers["failover_index"]})
     joined = events.join(scoped, ["run", "subscription", "cluster"], join_type="inner")
     same_topic = pc.or_(joined["any_topic"],
                         pc.fill_null(pc.equal(joined["topic"], joined["failover_topic"]), False))

@@ -230,14 +230,21 @@ class HistoryFrames:
                          "since_index": [s.since_index for s in chosen]},
                         schema=_SUBSCRIPTIONS)
 
+    def failover_table(self, ops: list[SmallFact] | None = None) -> pa.Table:
+        """Completed failovers (`ops`, by default all), each with its clusters and its
+        invoke's index and time: a small table the driver already holds, for the Python
+        workers' joins."""
+        chosen = self.failover_ops if ops is None else ops
+        return pa.table({"run": [f.run for f in chosen], "topic": [f.topic for f in chosen],
+                         "subscription": [f.subscription for f in chosen],
+                         "from_cluster": [detail_field(f, "from") for f in chosen],
+                         "to_cluster": [detail_field(f, "to") for f in chosen],
+                         "failover_index": [f.index for f in chosen],
+                         "failover_time": [f.time for f in chosen]}, schema=_FAILOVERS)
+
     def failovers(self, ops: list[SmallFact] | None = None) -> DataFrame:
-        """Completed failovers (`ops`, by default all): a small table the driver already
-        holds."""
-        return self.spark.createDataFrame(
-            [(f.run, f.topic, f.subscription, detail_field(f, "from"), detail_field(f, "to"),
-              f.index, f.time) for f in (self.failover_ops if ops is None else ops)],
-            "run string, topic string, subscription string, from_cluster string, "
-            "to_cluster string, failover_index long, failover_time long")
+        """`failover_table(ops)` as a Spark frame, for joins in Spark."""
+        return self.spark.createDataFrame(self.failover_table(ops))
 
 
 def _read_runs(spark: SparkSession, schema: pa.Schema, run_by_path: dict[str, str]) -> DataFrame:
@@ -254,6 +261,10 @@ def _read_runs(spark: SparkSession, schema: pa.Schema, run_by_path: dict[str, st
 
 _SUBSCRIPTIONS = pa.schema([("run", pa.string()), ("topic", pa.string()),
                             ("subscription", pa.string()), ("since_index", pa.int64())])
+_FAILOVERS = pa.schema([("run", pa.string()), ("topic", pa.string()),
+                        ("subscription", pa.string()), ("from_cluster", pa.string()),
+                        ("to_cluster", pa.string()), ("failover_index", pa.int64()),
+                        ("failover_time", pa.int64())])
 
 
 def _done_index(fact: SmallFact) -> int:

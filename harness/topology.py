@@ -31,6 +31,14 @@ class Topology:
     """The brokers' replicator keep-alive (`--replication-keepalive-seconds`): Pulsar's 30 s,
     so a WAN cut that drops packets leaves a replicator looking connected for a minute or
     more; shorter, it knows within a run that it is cut."""
+    controller_step_pause_s: float = 0.0
+    """A fault control of the reference brokers (`--controller-step-pause-ms`): the
+    scalable-topic controller's pause between terminating a change's parents and writing
+    the layout, so that a fault can fall in the window; 0, no pause."""
+
+    @property
+    def controller_step_pause_ms(self) -> int:
+        return round(self.controller_step_pause_s * 1000)
     auth: str = "none"
     """`token`: brokers require tokens and check permissions; the harness presents a
     superuser's (harness/targets/run_auth.py)."""

@@ -41,6 +41,8 @@ DEFINITIONS = {
                       "leave (or at two, where the run deduplicates).",
     "ack-unapplied": "An acknowledgement never confirmed whose message the final cursor "
                      "does not hold as acknowledged, and that was never delivered again.",
+    "unavailable": "A send that waited longer than the bound for its key to take a write "
+                   "(its own success or a later send's).",
 }
 VERDICT_TEXT = {
     "valid": "Every checker passed.",

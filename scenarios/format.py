@@ -47,6 +47,8 @@ class ScenarioError(BadInput):
 @dataclass(frozen=True)
 class Checkers:
     duplicate_window_bound_ms: int = 2000
+    unavailable_bound_ms: int | None = None
+    """`unavailable` judges the run only when set."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def load_scenario(path: Path) -> Scenario:
             "kind": WORKLOADS, "subscription_mode": SUBSCRIPTION_MODES,
             "groups": (tuple, str)}),
         nemesis=_nemesis(reader, data),
-        checkers=reader.table(data, "checkers", Checkers, {}),
+        checkers=reader.table(data, "checkers", Checkers, {"unavailable_bound_ms": int}),
         mutants=_mutants(reader, data),
         expected=reader.take(data, "expected", EXPECTED, default="valid"),
         expected_anomalies=_expected_anomalies(reader, data),
@@ -255,7 +257,7 @@ def scenario_toml(scenario: Scenario) -> str:
         for key, value in vars(table).items():
             if isinstance(value, tuple) and value and hasattr(value[0], "__dataclass_fields__"):
                 nested.append((key, value))
-            else:
+            elif value is not None:  # an unset optional stays unset when read back
                 lines.append(f"{key} = {_toml_value(value)}")
         for key, items in nested:
             for item in items:

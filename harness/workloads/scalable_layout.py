@@ -100,8 +100,12 @@ class LayoutDriver:
         self._rng = random.Random(f"{context.seed}:layout")
 
     def run(self, deadline: float, stop: threading.Event) -> None:
-        interval = self._context.settings.layout_interval_s
-        for _ in seeded_moments(self._rng, interval, deadline, stop):
+        """Change the layout until `deadline` (a `time.monotonic()`), or `stop`; called as
+        the load starts."""
+        settings = self._context.settings
+        if settings.layout_until_s:
+            deadline = min(deadline, time.monotonic() + settings.layout_until_s)
+        for _ in seeded_moments(self._rng, settings.layout_interval_s, deadline, stop):
             metadata = self._observer.poll()
             change = choose_change(self._rng, metadata) if metadata is not None else None
             if change is not None:

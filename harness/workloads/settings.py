@@ -34,6 +34,10 @@ class WorkloadSettings:
     """Segments a scalable topic is created with (`scalable` workload)."""
     layout_interval_s: float = 4.0
     """Mean time between the admin driver's splits and merges (`scalable` workload)."""
+    layout_until_s: float = 0.0
+    """The admin driver starts splits and merges only in this many first seconds of the
+    load (`scalable` workload; 0: throughout). A change the nemesis leaves half done then
+    stays as the system leaves it: no later change of the driver's finishes it."""
     processes: int = 1
     """Logical processes per producer (`topic`, `geo` and `migration` workloads), each with
     one send in flight: a producer has this many sends outstanding at once."""

@@ -44,6 +44,8 @@ class BrokerConfig:
     replication: GeoReplicationConfig = GeoReplicationConfig()
     scalable_grace_period: float = 60.0
     """Seconds a disconnected scalable-topic stream consumer keeps its session."""
+    controller_step_pause_ms: int = 0
+    """A fault control, 0 outside tests: see `ControllerConfig.step_pause`."""
     deduplication_enabled: bool = False
     """Pulsar's `brokerDeduplicationEnabled`: deduplication where no policy says."""
     deduplication_entries_interval: int = DEFAULT_SNAPSHOT_INTERVAL
@@ -98,6 +100,11 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
     parser.add_argument("--mutants", default="", help="comma-separated mutant switches")
     parser.add_argument("--scalable-grace-period-seconds", type=float, default=60.0,
                         help="PIP-468 consumer session grace period (scalable topics)")
+    parser.add_argument("--controller-step-pause-ms", type=_bound, default=0,
+                        help="a fault control for tests: the scalable-topic controller "
+                             "waits this long between terminating a change's parents and "
+                             "writing the layout, widening the window a leader's failure "
+                             "can fall in (0: no pause)")
     parser.add_argument("--disable-replicated-subscriptions", action="store_true",
                         help="ignore replicate_subscription_state (Pulsar's "
                              "enableReplicatedSubscriptions=false)")
@@ -159,6 +166,7 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
         advertised_host=args.advertised_host, session_timeout_ms=args.session_timeout_ms,
         session_reconnect_retries=args.session_reconnect_retries, mutants=mutants,
         replication=replication, scalable_grace_period=args.scalable_grace_period_seconds,
+        controller_step_pause_ms=args.controller_step_pause_ms,
         deduplication_enabled=args.broker_deduplication_enabled,
         deduplication_entries_interval=args.deduplication_entries_interval,
         bind_host=args.bind_host, security=security,

@@ -107,7 +107,8 @@ class BrokerProcess:
         guard = Guard(config.security, resources)
         scalable = ScalableTopicService(store, registry, ScalableTopicsConfig(
             self.me.broker_url, self.me.web_url, grace_period=config.scalable_grace_period,
-            admin_token=client_token), config.mutants)
+            admin_token=client_token, step_pause=config.controller_step_pause_ms / 1000),
+            config.mutants)
         service.scalable = scalable
 
         policy = SessionPolicy(

@@ -61,6 +61,11 @@ class ControllerConfig:
     """Compare-and-set attempts of one split or merge before giving up."""
     leader_wait: float = 10.0
     """How long a request waits for a just-elected leader to finish restoring."""
+    step_pause: float = 0.0
+    """Seconds a change waits before its layout compare-and-set (step 4), after the
+    parents were terminated: a fault control, never set in production, that makes the
+    window in which a leader's failure leaves a change half done wide enough for a test
+    run's nemesis to hit (PIP-468's roll-forward, the mutant `no-roll-forward`)."""
 
 
 class ScalableTopicController:
@@ -350,6 +355,9 @@ class ScalableTopicController:
             # Step 4, a compare-and-set on the version this plan was made against: a layout
             # anyone stored since then makes it fail, and the change is planned again. The
             # mutant writes whatever version is there, overwriting that layout.
+            if self._config.step_pause:
+                time.sleep(self._config.step_pause)
+                self._ensure_term(term, what)  # a leader deposed meanwhile writes nothing
             expected = -1 if self._mutants.on("layout-without-cas") else version
             self._resources.replace_layout(change.result, expected)
 

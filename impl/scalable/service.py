@@ -64,6 +64,8 @@ class ScalableTopicsConfig:
     """How long a request waits for some controller to lead before giving up."""
     admin_token: str | None = None
     """What the controller's Segments API requests present (None: authentication off)."""
+    step_pause: float = 0.0
+    """`ControllerConfig.step_pause` of every controller here."""
 
 
 class ScalableTopicService:
@@ -98,7 +100,8 @@ class ScalableTopicService:
                 return found
             controller = ScalableTopicController(
                 self._store, topic, self.segments, self.segments,
-                ControllerConfig(self.config.broker_url, grace_period=self.config.grace_period),
+                ControllerConfig(self.config.broker_url, grace_period=self.config.grace_period,
+                                 step_pause=self.config.step_pause),
                 mutants=self.mutants)
             self._controllers[topic] = controller
         try:

@@ -34,7 +34,7 @@ from history.schema import (
 
 QUERIED = ("lost", "unexpected", "failed-delivered", "duplicate", "duplicate-window",
            "forked-position", "multi-position", "order", "misrouted", "dual-write",
-           "stalled-subscription", "ack-unapplied", "contract")
+           "stalled-subscription", "ack-unapplied", "contract", "unavailable")
 
 _SETUP = """
 CREATE TEMP TABLE ev AS SELECT * FROM read_parquet('{path}');
@@ -321,6 +321,20 @@ WITH probes AS (
   FROM ops WHERE f = 'probe' AND done_type IN ('ok', 'fail'))
 SELECT count(*) FROM probes
 WHERE canonical_json(CAST(expected AS VARCHAR)) != canonical_json(CAST(observed AS VARCHAR))
+""",
+    "unavailable": """
+-- Each send waits until a send of its key (topic, cluster) invoked at or after it completes
+-- `ok`, else until the key's last send event; judged only when the meta sets a bound.
+WITH bound AS (SELECT max(CAST(json_extract(detail, '$.unavailable_bound_ms') AS BIGINT)) AS ms
+               FROM ev WHERE f = 'meta'),
+waits AS (
+  SELECT time, coalesce(
+           min(CASE WHEN done_type = 'ok' THEN done_time END) OVER (
+             PARTITION BY topic, cluster, key ORDER BY time DESC, "index" DESC
+             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW),
+           max(coalesce(done_time, time)) OVER (PARTITION BY topic, cluster, key)) AS until
+  FROM ops WHERE f = 'send' AND (SELECT ms FROM bound) IS NOT NULL)
+SELECT count(*) FROM waits WHERE until - time > (SELECT ms FROM bound) * 1000000
 """,
 }
 

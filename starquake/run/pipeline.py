@@ -128,7 +128,9 @@ def run(options: RunOptions, console: Console, checks: CheckWorker | None = None
         "scenario": scenario.name, "seed": seed,
         "duplicate_window_bound_ms": scenario.checkers.duplicate_window_bound_ms,
         "mutants": list(scenario.mutants), "expected": scenario.expected,
-        "expected_anomalies": list(scenario.expected_anomalies), "command": command})
+        "expected_anomalies": list(scenario.expected_anomalies), "command": command,
+        **({} if scenario.checkers.unavailable_bound_ms is None
+           else {"unavailable_bound_ms": scenario.checkers.unavailable_bound_ms})})
     faults = FaultStatus()
     ended = "cluster torn down" if options.target is None else "faults healed, target left running"
     started = time.monotonic()

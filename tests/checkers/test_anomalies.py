@@ -471,6 +471,63 @@ def _still_out(h: History) -> None:
     _ack_unconfirmed(h, "0:-1", unacked=1)
 
 
+UNAVAILABLE_BOUND = {"unavailable_bound_ms": 5000}
+
+
+def _key_down(h: History, back_at_ms: float | None) -> None:
+    """Key k written at 0; its sends at 1000 (fail) and 3000 (`info`) wait; a send at
+    `back_at_ms` (when given) is written. The waits end at the next success."""
+    h.send("m1")
+    h.at(1000).send("m2", outcome="fail")
+    h.at(3000).send("m3", outcome="info")
+    if back_at_ms is not None:
+        h.at(back_at_ms).send("m4")
+
+
+@case("unavailable", meta=UNAVAILABLE_BOUND, unavailable=1)
+def _unavailable(h: History) -> None:
+    _key_down(h, 7000)  # m2 waits 6 s, m3 4 s
+    h.drain()
+
+
+@case("unavailable-never-written-again", meta=UNAVAILABLE_BOUND, unavailable=1)
+def _never_back(h: History) -> None:
+    _key_down(h, None)
+    h.at(6500).send("m4", outcome="info")  # m2 waits to the key's last event, 5.5 s
+    h.drain()
+
+
+@case("unavailable-in-one-cluster", meta=UNAVAILABLE_BOUND, unavailable=1)
+def _down_in_a(h: History) -> None:
+    h.send("m1")
+    h.at(1000).send("m2", outcome="fail")
+    h.at(2000).send("b1", cluster="b")  # written in b: no help to a
+    h.at(7000).send("m4")
+    h.drain()
+
+
+@case("unavailable-legal-within-bound", meta=UNAVAILABLE_BOUND)
+def _back_soon(h: History) -> None:
+    _key_down(h, 5500)
+    h.drain()
+
+
+@case("unavailable-legal-another-send-written", meta=UNAVAILABLE_BOUND)
+def _other_process_writes(h: History) -> None:
+    """A send that failed waits only until any later send of its key is written."""
+    h.send("m1")
+    h.at(1000).send("m2", outcome="fail", process="p0")
+    h.at(1500).send("m3", process="p1")
+    h.at(9000).send("m4")
+    h.drain()
+
+
+@case("unavailable-legal-no-bound")
+def _not_judged(h: History) -> None:
+    _key_down(h, 60000)
+    h.drain()
+
+
 @pytest.fixture(scope="module")
 def results(spark, tmp_path_factory) -> dict[str, dict]:
     histories = prepared_cases({name: build for name, (build, _) in CASES.items()},
@@ -483,7 +540,10 @@ def results(spark, tmp_path_factory) -> dict[str, dict]:
 def test_counts(results: dict[str, dict], name: str) -> None:
     expected = CASES[name][1]
     counts = {checker: r["count"] for checker, r in results[name]["checkers"].items()}
-    assert counts == {c.name: expected.get(c.name, 0) for c in CHECKERS}
+    # `unavailable` judges only the runs that set its bound, and only they list it.
+    judged = [c.name for c in CHECKERS
+              if c.name != "unavailable" or "unavailable_bound_ms" in META[name]]
+    assert counts == {checker: expected.get(checker, 0) for checker in judged}
     assert results[name]["valid"] is (not any(expected.values()))
 
 
@@ -571,3 +631,15 @@ def test_failover_statistics(results: dict[str, dict]) -> None:
     assert over["duplicates"] == 1 and over["window_ms"] == pytest.approx(5000, abs=5)
     (within,) = results["duplicate-window-legal-within-bound"]["stats"]["failover_windows"]
     assert within["window_ms"] == pytest.approx(1000, abs=5) and within["bound_ms"] == 2000
+
+
+@pytest.mark.spark
+def test_an_unavailable_send_names_its_wait_and_what_ended_it(
+        results: dict[str, dict]) -> None:
+    (waited,) = results["unavailable"]["checkers"]["unavailable"]["examples"]
+    assert waited["key"] == "k" and waited["cluster"] == "a" and waited["written"] is True
+    assert waited["wait_ms"] == pytest.approx(6001, abs=2) and waited["bound_ms"] == 5000
+    assert len(waited["events"]) == 2  # m2's invoke, m4's completion
+    (never,) = results["unavailable-never-written-again"]["checkers"]["unavailable"][
+        "examples"]
+    assert never["written"] is False and never["wait_ms"] == pytest.approx(5501, abs=2)

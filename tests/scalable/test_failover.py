@@ -4,6 +4,7 @@ for the grace period and end after it."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -103,6 +104,23 @@ def test_a_split_interrupted_by_session_expiry_is_finished_by_whoever_leads_next
     eventually(lambda: deployment.resources.read_pending_change() is None,
                what="the split is finished")
     _assert_split_completed(deployment, {"sub-a", "sub-b"})
+
+
+def test_the_step_pause_holds_a_split_between_terminating_and_writing_the_layout(
+        deploy: Deploy) -> None:
+    """The fault control that lets a run's nemesis hit the roll-forward window: while the
+    leader pauses, the parent is terminated and the layout still names it ACTIVE."""
+    deployment = deploy(2)
+    leader = deployment.controller(BROKER_A, step_pause=1.0)
+    leader.create_subscription("sub-a")
+    split = threading.Thread(target=leader.split_segment, args=(0,))
+    split.start()
+    eventually(lambda: deployment.segments.state(deployment.segment_topic(0))["terminated"],
+               what="the parent terminated")
+    assert deployment.resources.read_layout().layout.epoch == 0
+    assert deployment.resources.read_pending_change() is not None
+    split.join(timeout=10)
+    _assert_split_completed(deployment, {"sub-a"})
 
 
 @pytest.mark.parametrize("mutants", [NONE, Mutants.of(["no-grace-period"])],

@@ -38,6 +38,8 @@ class NodeSettings:
     """The brokers' replicator keep-alive: Pulsar's 30 s by default, so a WAN cut that
     drops packets leaves replicators looking connected for a minute. Tests about what
     happens once a replicator knows it is cut shorten it."""
+    controller_step_pause_ms: int = 0
+    """`Topology.controller_step_pause_ms`."""
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
     auth: RunAuth | None = None
     """Token authentication on the brokers (its key and client token files written into
@@ -112,6 +114,7 @@ def broker_spec(image: NodeImage, cluster: str, zk_connect: str, advertised_host
                  "--session-timeout-ms", str(settings.session_timeout_ms),
                  "--session-expired-policy", session_expired_policy,
                  "--replication-keepalive-seconds", str(settings.replication_keepalive_s),
+                 "--controller-step-pause-ms", str(settings.controller_step_pause_ms),
                  *_mutant_args(settings), *(auth.broker_args(SECURITY_DIR) if auth else ()),
                  *_metadata_args(settings)),
         files={**_metadata_files(settings),

@@ -30,7 +30,8 @@ class DockerTarget:
         self._deployment = DockerDeployment(
             topology, settings=NodeSettings(
                 session_timeout_ms=topology.session_timeout_ms, mutants=mutants, auth=auth,
-                replication_keepalive_s=topology.replication_keepalive_s), run_dir=run_dir)
+                replication_keepalive_s=topology.replication_keepalive_s,
+                controller_step_pause_ms=topology.controller_step_pause_ms), run_dir=run_dir)
         self._network: IptablesNetwork | None = None
         self.where = f"containers labelled starquake={self._deployment.run_id}"
 

@@ -80,7 +80,8 @@ class LocalTarget:
         self._run_dir = run_dir
         self._base = Path(tempfile.mkdtemp(prefix="starquake-run-"))
         broker_args: tuple[str, ...] = (
-            "--replication-keepalive-seconds", str(topology.replication_keepalive_s))
+            "--replication-keepalive-seconds", str(topology.replication_keepalive_s),
+            "--controller-step-pause-ms", str(topology.controller_step_pause_ms))
         bookie_args: tuple[str, ...] = ()
         if auth is not None:
             bookie_args = auth.local_metadata_args(self._base)
