@@ -4,7 +4,9 @@
 cursors (`child-cursor-at-latest`) are caught, and so are the coordinator's that hands out
 children early (`children-before-parent-drained`) once the consumers lag, and an admin API
 whose ranges disagree with the DAG at the segments' first hashes
-(`admin-range-start-exclusive`), which only the edge keys reach. (A valid scalable run,
+(`admin-range-start-exclusive`), which only the edge keys reach; a controller leader that
+forgets its predecessor's half-done change (`no-roll-forward`) leaves keys unwritable
+for longer than the scenario's bound. (A valid scalable run,
 with the history contract of a scalable topic, is in test_smoke_suite.py.)"""
 
 from __future__ import annotations
@@ -133,3 +135,22 @@ def test_edge_keys_find_an_admin_api_whose_ranges_start_one_past_the_dag(
         assert example["hash"] == example["range_start"] - 1
     # Every edge of the initial two segments was hit, not only the ones that show the bug.
     assert {0, 0x7FFF, 0x8000, 0xFFFF} <= {key_hash(e["key"]) for e in sends}
+
+
+def test_a_change_the_next_leader_forgets_leaves_its_keys_unwritable(
+        mutants_suite: SuiteRuns) -> None:
+    """`no-roll-forward`: the leader is killed between terminating the parents and writing
+    the layout, and its successor forgets the change. Nothing acknowledged is lost; the
+    keys of the parents' range take no write again, so their sends wait past the bound
+    (`unavailable`) until the load ends, with no success to end the wait."""
+    run_dir = mutants_suite.run("scalable-no-roll-forward")
+    results = json.loads((run_dir / "results.json").read_text())
+    unavailable = results["checkers"]["unavailable"]
+    assert results["valid"] is False and unavailable["count"] > 0
+    assert {c for c, r in results["checkers"].items() if r["valid"] is False} == {"unavailable"}
+    events = _events(run_dir)
+    killed = next(e for e in events if e["f"] == "kill-leader" and e["type"] == "ok")
+    examples = unavailable["examples"]
+    assert all(e["written"] is False and e["wait_ms"] > e["bound_ms"] == 20000 for e in examples)
+    # The parents were terminated before the leader died: the first wait began then.
+    assert min(e["from_ms"] for e in examples) < killed["time"] / 1e6
