@@ -34,6 +34,7 @@ FAILOVER_WINDOW = "failover-window"
 examples), for the statistics and `duplicate-window`."""
 _MS = 1_000_000
 
+
 def judged_failover_table(frames: HistoryFrames) -> pa.Table:
     """The failovers `duplicate-window` judges (`checkers.duplicates`), for the workers."""
     return frames.failover_table(judged_failovers(frames)[0])

@@ -35,13 +35,13 @@ class Topology:
     """A fault control of the reference brokers (`--controller-step-pause-ms`): the
     scalable-topic controller's pause between terminating a change's parents and writing
     the layout, so that a fault can fall in the window; 0, no pause."""
+    auth: str = "none"
+    """`token`: brokers require tokens and check permissions; the harness presents a
+    superuser's (harness/targets/run_auth.py)."""
 
     @property
     def controller_step_pause_ms(self) -> int:
         return round(self.controller_step_pause_s * 1000)
-    auth: str = "none"
-    """`token`: brokers require tokens and check permissions; the harness presents a
-    superuser's (harness/targets/run_auth.py)."""
 
     def count(self, role: Role) -> int:
         return {"broker": self.brokers, "bookie": self.bookies,
