@@ -28,15 +28,15 @@ _KEY_SCOPE = ["run", "topic", "cluster", "key"]
 (unkeyed sends share a null key: the topic's availability)."""
 
 
-def unavailable_bounds(frames: HistoryFrames, settings: CheckSettings) -> dict[str, int]:
+def unavailable_bounds(frames: HistoryFrames, settings: CheckSettings) -> dict[str, float]:
     """The bound, in ms, of each run judged: the command line's, else the run's `meta`."""
     bounds = {}
     for run in frames.runs:
         bound = settings.unavailable_bound_ms
-        if bound is None:
-            bound = frames.meta.get(run, {}).get("unavailable_bound_ms")
-        if isinstance(bound, int) and not isinstance(bound, bool):
-            bounds[run] = bound
+        chosen = float(bound) if bound is not None else frames.meta_number(
+            run, "unavailable_bound_ms")
+        if chosen is not None:
+            bounds[run] = chosen
     return bounds
 
 
@@ -47,7 +47,7 @@ def unavailable(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     if not bounds:
         return no_anomalies(frames.spark)
     bound_frame = frames.spark.createDataFrame(
-        [(run, bound) for run, bound in bounds.items()], "run string, bound_ms long")
+        [(run, bound) for run, bound in bounds.items()], "run string, bound_ms double")
     sends = (frames.ops.filter(F.col("f") == "send")
              .join(F.broadcast(bound_frame), "run")
              .select(*_KEY_SCOPE, "bound_ms", "inv_index", "inv_time", "outcome",

@@ -139,5 +139,5 @@ def judged_windows(frames: HistoryFrames, settings: CheckSettings, run: str,
 def _bound_ms(frames: HistoryFrames, run: str, settings: CheckSettings) -> int:
     if settings.duplicate_window_bound_ms is not None:
         return settings.duplicate_window_bound_ms
-    bound = frames.meta.get(run, {}).get("duplicate_window_bound_ms")
-    return int(bound) if isinstance(bound, (int, float)) else DEFAULT_DUPLICATE_WINDOW_BOUND_MS
+    bound = frames.meta_number(run, "duplicate_window_bound_ms")
+    return DEFAULT_DUPLICATE_WINDOW_BOUND_MS if bound is None else int(bound)

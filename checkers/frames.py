@@ -230,6 +230,14 @@ class HistoryFrames:
                          "since_index": [s.since_index for s in chosen]},
                         schema=_SUBSCRIPTIONS)
 
+    def meta_number(self, run: str, key: str) -> float | None:
+        """The number `run`'s `meta` event carries under `key` (a checker's bound); None
+        when it carries none, or something that is not a number."""
+        value = self.meta.get(run, {}).get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value)
+
     def failover_table(self, ops: list[SmallFact] | None = None) -> pa.Table:
         """Completed failovers (`ops`, by default all), each with its clusters and its
         invoke's index and time: a small table the driver already holds, for the Python

@@ -87,6 +87,5 @@ def _stalls(readings: list[_Reading]) -> list[tuple[_Reading, _Reading]]:
 
 
 def _bound_ms(frames: HistoryFrames, run: str) -> float:
-    bound = frames.meta.get(run, {}).get("stalled_subscription_bound_ms")
-    return (float(bound) if isinstance(bound, (int, float)) and not isinstance(bound, bool)
-            else DEFAULT_STALLED_SUBSCRIPTION_BOUND_MS)
+    bound = frames.meta_number(run, "stalled_subscription_bound_ms")
+    return DEFAULT_STALLED_SUBSCRIPTION_BOUND_MS if bound is None else bound

@@ -219,7 +219,7 @@ class Subscription:
                     await self._ack_individual(list(ack.message_id))
             except (StorageError, MetadataError, AckRefused) as exc:
                 # A metadata store that is away (a lost ZooKeeper session) is answered
-                # too: the client retries at once instead of waiting out its timeout.
+                # too: the client retries after its back-off, not after its timeout.
                 log.warning("acknowledgement from %s on %s refused: %s", consumer.peer.address,
                             self.name, exc)
                 error = exc

@@ -325,7 +325,7 @@ WHERE canonical_json(CAST(expected AS VARCHAR)) != canonical_json(CAST(observed 
     "unavailable": """
 -- Each send waits until a send of its key (topic, cluster) invoked at or after it completes
 -- `ok`, else until the key's last send event; judged only when the meta sets a bound.
-WITH bound AS (SELECT max(CAST(json_extract(detail, '$.unavailable_bound_ms') AS BIGINT)) AS ms
+WITH bound AS (SELECT max(CAST(json_extract(detail, '$.unavailable_bound_ms') AS DOUBLE)) AS ms
                FROM ev WHERE f = 'meta'),
 waits AS (
   SELECT time, coalesce(
