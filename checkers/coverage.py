@@ -9,9 +9,10 @@ need of cumulative acks (docs/history.md).
 
 Two steps find it without gathering every delivery of a subscription in one task:
 
-1. **Marks.** Each cumulative ack meets the deliveries of its message in one partition of
-   a shuffle by value (only cumulative acks and the deliveries of runs that have any
-   travel), which gives the positions it acknowledged.
+1. **Marks.** The cumulative acks, a small share of the acks, are read first and reach
+   every task that reads deliveries as a broadcast; each task joins its own deliveries to
+   them (in the runs that have any), which gives the positions each ack acknowledged with
+   no shuffle: only the marks come back to the driver.
 2. **Frontiers.** The driver sorts the marks of each subscription, cluster and segment in
    ack order and keeps those that raised the highest position: the frontier, strictly
    rising in position and in ack. The first frontier entry at or above a position is the
@@ -27,10 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from checkers.frames import ACK_SCOPE, HistoryFrames
-from checkers.partitions import Scan, columns, decide, gather, rows, scatter_scans
-from checkers.views import ACKS, OBSERVATIONS_FILE, RECVS
+from checkers.partitions import Scan, map_scans
+from checkers.views import ACKS, OBSERVATIONS_FILE, OPERATIONS_FILE, RECVS
 
 COVERED = pa.schema([*(pa.field(name, pa.string()) for name in ACK_SCOPE),
                      ("value", pa.string()), ("ack_index", pa.int64()),
@@ -39,11 +41,9 @@ COVERED = pa.schema([*(pa.field(name, pa.string()) for name in ACK_SCOPE),
 
 _PLACE = [*ACK_SCOPE, "segment"]
 """Where positions compare: a subscription of a topic in one cluster, and the segment."""
-_RECV, _ACK = 0, 1
-_BY_VALUE = pa.schema([
-    *(pa.field(name, pa.string()) for name in ACK_SCOPE), ("value", pa.string()),
-    ("kind", pa.int8()), ("segment", pa.int64()), ("position", pa.string()),
-    ("ack_index", pa.int64()), ("ack_time", pa.int64())])
+_KEYS = [*ACK_SCOPE, "value"]
+_ACKED = pa.schema([*(pa.field(name, pa.string()) for name in _KEYS),
+                    ("ack_index", pa.int64()), ("ack_time", pa.int64())])
 _MARKS = pa.schema([*(pa.field(name, pa.string()) for name in ACK_SCOPE),
                     ("segment", pa.int64()), ("position", pa.string()),
                     ("ack_index", pa.int64()), ("ack_time", pa.int64())])
@@ -69,34 +69,40 @@ def frontiers(frames: HistoryFrames) -> Frontiers | None:
     if not frames.cumulative_ack_runs:
         return None
     tasks = [task for task in frames.scans() if task.run in frames.cumulative_ack_runs]
-    by_value = scatter_scans(frames.spark, tasks, _by_value, "value", frames.partitions)
-    marks = decide(gather([by_value], frames.partitions), _marks, _MARKS).toArrow()
-    return frontiers_of(marks)
+    acked = map_scans(frames.spark, [t for t in tasks if t.file == OPERATIONS_FILE],
+                      lambda task: _cumulative_acks(task).to_batches(),
+                      from_arrow_schema(_ACKED)).toArrow()
+    shared = frames.spark.sparkContext.broadcast(acked)
+    try:
+        marks = map_scans(frames.spark, [t for t in tasks if t.file == OBSERVATIONS_FILE],
+                          lambda task: _marks(task, shared.value).to_batches(),
+                          from_arrow_schema(_MARKS)).toArrow()
+    finally:
+        shared.unpersist()
+    # A message delivered at one position in two tasks' rows gives that mark twice.
+    return frontiers_of(marks.group_by(_MARKS.names).aggregate([]))
 
 
-def _by_value(scan: Scan) -> pa.Table:
-    """A map task's cumulative acks, and its deliveries at known positions."""
-    if scan.file == OBSERVATIONS_FILE:
-        names = [*ACK_SCOPE, "value", "seg", "position"]
-        recvs = RECVS.table(scan.read(RECVS.reads(names)), names)
-        recvs = recvs.filter(pc.is_valid(recvs["position"]))
-        return rows(_BY_VALUE, recvs.num_rows, kind=_RECV, segment=recvs["seg"],
-                    **columns(recvs))
-    names = [*ACK_SCOPE, "value", "cumulative", "ack_index", "ack_time"]
+def _cumulative_acks(scan: Scan) -> pa.Table:
+    """A map task's cumulative acks."""
+    names = [*_KEYS, "cumulative", "ack_index", "ack_time"]
     acks = ACKS.table(scan.read(ACKS.reads(names)), names)
-    acks = acks.filter(pc.fill_null(acks["cumulative"], False))
-    return rows(_BY_VALUE, acks.num_rows, kind=_ACK, **columns(acks))
+    return acks.filter(pc.fill_null(acks["cumulative"], False)).select(_ACKED.names)
 
 
-def _marks(events: pa.Table) -> pa.Table:
-    """Each cumulative ack with every position its message was delivered at, in its
-    scope. (A null in a key matches nothing, as in SQL.)"""
-    keys = [*ACK_SCOPE, "value"]
-    recvs = events.filter(pc.equal(events["kind"], _RECV)).select(
-        [*keys, "segment", "position"]).group_by([*keys, "segment", "position"]).aggregate([])
-    acks = events.filter(pc.equal(events["kind"], _ACK)).select(
-        [*keys, "ack_index", "ack_time"])
-    return acks.join(recvs, keys, join_type="inner").select(_MARKS.names).cast(_MARKS)
+def _marks(scan: Scan, acked: pa.Table) -> pa.Table:
+    """Each cumulative ack with every position its message was delivered at in this map
+    task's deliveries, in its scope. (A null in a key matches nothing, as in SQL.)"""
+    names = [*_KEYS, "seg", "position"]
+    recvs = RECVS.table(scan.read(RECVS.reads(names)), names)
+    # Most deliveries are of messages no cumulative ack names: drop them before the join.
+    recvs = recvs.filter(pc.and_(pc.is_valid(recvs["position"]),
+                                 pc.is_in(recvs["value"],
+                                          value_set=acked["value"].combine_chunks())))
+    places = recvs.group_by([*_KEYS, "seg", "position"]).aggregate([])
+    marks = acked.join(places, _KEYS, join_type="inner")
+    return marks.rename_columns(["segment" if n == "seg" else n for n in marks.column_names]
+                                ).select(_MARKS.names).cast(_MARKS)
 
 
 def _place_text(table: pa.Table) -> pa.ChunkedArray:

@@ -322,20 +322,23 @@ def _still_uncovered(found: pa.Table,
     candidate = pc.fill_null(pc.equal(found["checker"], "ack-unapplied"), False)
     if not pc.any(candidate).as_py():
         return found
-    keep, proof = [], []
-    for row in found.select([*ACK_SCOPE, "checker", "positions", "proof1"]).to_pylist():
+    candidates = found.filter(candidate)
+    keep: list[bool] = []
+    proof: list[int | None] = []
+    for row in candidates.select([*ACK_SCOPE, "positions"]).to_pylist():
         scope: CursorScope = (row["run"], row["topic"], row["subscription"], row["cluster"])
-        if row["checker"] != "ack-unapplied" or scope not in final_cursors:
-            keep.append(row["checker"] != "ack-unapplied")
-            proof.append(row["proof1"])
+        if scope not in final_cursors:
+            keep.append(False)
+            proof.append(None)
             continue
         index, reading = final_cursors[scope]
         position = parse_position(row["positions"][0])
         keep.append(position is not None and not reading.covers(position))
         proof.append(index)
-    found = found.set_column(found.schema.get_field_index("proof1"), "proof1",
-                             pa.array(proof, pa.int64()))
-    return found.filter(pa.array(keep))
+    candidates = candidates.set_column(candidates.schema.get_field_index("proof1"), "proof1",
+                                       pa.array(proof, pa.int64()))
+    return pa.concat_tables([found.filter(pc.invert(candidate)),
+                             candidates.filter(pa.array(keep, pa.bool_()))])
 
 
 def _failover_shares(schema: pa.Schema, recvs: pa.Table, acks: pa.Table,

@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 from pyspark.sql import DataFrame
 
 from checkers.anomaly import CheckSettings
 from checkers.frames import CursorScope, HistoryFrames, SmallFact
-from history.cursor import CursorReading
+from history.cursor import CursorReading, count_in
 from history.schema import DEFAULT_STALLED_SUBSCRIPTION_BOUND_MS, detail_object
 
 _MS = 1_000_000
@@ -28,13 +30,20 @@ _ANOMALY_ROWS = "checker string, run string, sort_key long, weight long, example
 @dataclass(frozen=True)
 class _Reading:
     fact: SmallFact
-    cursor: CursorReading
+    detail: dict[str, Any]
+
+    @cached_property
+    def cursor(self) -> CursorReading:
+        """Parsed only for idle readings, the only ones a stall compares: a reading's
+        ranges can run to tens of kilobytes, and parsing every reading's held the driver
+        for seconds while the executors waited for the checks it was planning."""
+        return CursorReading.observed(self.fact.position, self.detail)
 
     @property
     def idle_with_backlog(self) -> bool:
         """Messages wait, consumers are connected, and none has any out."""
-        c = self.cursor
-        return c.backlog > 0 and c.consumers > 0 and c.unacked == 0
+        return (count_in(self.detail, "backlog") > 0 and count_in(self.detail, "consumers") > 0
+                and count_in(self.detail, "unacked") == 0)
 
     def same_cursor(self, other: _Reading) -> bool:
         return (self.cursor.mark_delete, self.cursor.individually_deleted) == (
@@ -49,7 +58,7 @@ def stalled_subscriptions(frames: HistoryFrames, settings: CheckSettings) -> Dat
     by_scope: dict[CursorScope, list[_Reading]] = defaultdict(list)
     for fact in frames.cursor_readings:
         by_scope[(fact.run, fact.topic, fact.subscription, fact.cluster)].append(
-            _Reading(fact, CursorReading.observed(fact.position, detail_object(fact.detail))))
+            _Reading(fact, detail_object(fact.detail)))
     found = []
     for (run, topic, subscription, cluster), readings in by_scope.items():
         bound_ms = _bound_ms(frames, run)

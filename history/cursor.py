@@ -67,10 +67,12 @@ class CursorReading:
                 start, end = parse_position(str(pair[0])), parse_position(str(pair[1]))
                 if start is not None and end is not None:
                     ranges.append((start, end))
-        return cls(parse_position(position), tuple(ranges), _count(detail, "backlog"),
-                   _count(detail, "consumers"), _count(detail, "unacked"))
+        return cls(parse_position(position), tuple(ranges), count_in(detail, "backlog"),
+                   count_in(detail, "consumers"), count_in(detail, "unacked"))
 
 
-def _count(detail: dict[str, Any], name: str) -> int:
+def count_in(detail: dict[str, Any], name: str) -> int:
+    """One of a reading's counts (`backlog`, `consumers`, `unacked`); 0 when missing or
+    not an integer."""
     value = detail.get(name)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
