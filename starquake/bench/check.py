@@ -196,10 +196,11 @@ def bench_check(events: int, mix: str, spark: SparkSettings, keep: Path | None,
                f"JVM peak {timed.jvm_mib or float('nan'):.0f} MiB, driver Python peak "
                f"{python_mib:.0f} MiB, local Python workers' peaks summed "
                f"{timed.workers_mib:.0f} MiB")
-    click.echo(f"duckdb: {len(duck.counts)} of the {len(counts)} checks "
-               f"({', '.join(duck.counts)}) {duck.seconds:.1f} s; "
-               f"spark/duckdb = {check_s / duck.seconds:.1f}")
-    duck_expected = {k: expected[k] for k in duck.counts}
+    click.echo(f"duckdb: {len(duck.counts)} checks ({', '.join(duck.counts)}) "
+               f"{duck.seconds:.1f} s; spark/duckdb = {check_s / duck.seconds:.1f}")
+    # A check the history asks nobody to judge (`unavailable` without a bound) is absent
+    # from the checkers' results, and DuckDB's query of it must find nothing.
+    duck_expected = {k: expected.get(k, 0) for k in duck.counts}
     click.echo("counts " + ("verified" if counts == expected and duck.counts == duck_expected
                             else f"WRONG: spark {counts}, duckdb {duck.counts}, "
                                  f"expected {expected}"))
