@@ -2,10 +2,15 @@
 
 Each map task (`checkers.partitions.Scan`) aggregates its own rows: counts and the last
 moment per operation and outcome, completions per second, and per operation and second of
-invocation a summary of the latencies. Those partial rows are shuffled by second as Arrow
-payloads and merged by the reducing worker, so the driver receives one row per figure.
-Spark's own aggregates did the same work with several times the CPU, most of it compiling
-their generated code (docs/performance.md).
+invocation a summary of the latencies; per fault interval (`Intervals`, which the driver
+knows from the nemesis's operations before any job), the client operations invoked in it
+by outcome and the first acknowledged send completed at or after its end; and the acks
+that judged failovers were measured against (`duplicate-window`'s `acks_judged`). Those
+partial rows are shuffled by second as Arrow payloads and merged by the reducing worker,
+so the driver receives one row per figure, all from one pass over the files. Spark's own
+aggregates did the same work with several times the CPU, most of it compiling their
+generated code, and joining the intervals and failovers in Spark cost three more scans
+after the checkers' (docs/performance.md).
 
 Latency quantiles come from mergeable rank summaries: a task keeps a group's latencies
 whole when it has at most `SUMMARY_SIZE` of them, else every `s`-th in sorted order
@@ -24,7 +29,7 @@ import pyarrow.compute as pc
 
 from checkers.frames import HistoryFrames
 from checkers.partitions import Scan, columns, decide, gather, rows, scatter_scans
-from checkers.views import OBSERVATIONS_FILE
+from checkers.views import ACKS, OBSERVATIONS_FILE
 from history.schema import OBSERVATIONS
 
 NOT_CLIENTS = ("nemesis", "admin", "observer", "harness")
@@ -37,27 +42,39 @@ _MS = 1_000_000
 _SHARED = [
     ("kind", pa.string()), ("run", pa.string()), ("f", pa.string()),
     ("outcome", pa.string()), ("cluster", pa.string()), ("second", pa.int64()),
-    ("count", pa.int64()), ("end", pa.int64())]
+    ("interval", pa.int64()), ("count", pa.int64()), ("end", pa.int64())]
 _PARTS = pa.schema([*_SHARED, ("latency_ms", pa.float64())])
 """A partial aggregate (`kind`): `count` (operations by outcome) and `observed` (other
 events by type; `outcome` holds the type) with no second; `throughput` by second of
-completion; `latency`, one summary entry (`count` is its weight) by second of invocation."""
+completion; `latency`, one summary entry (`count` is its weight) by second of invocation;
+`interval` (client operations invoked in fault interval `interval`, by outcome) and
+`recovery` (`end`: the earliest completion of an acknowledged send at or after its end);
+`failover-acks` (`count`: acks before a judged failover, per run)."""
 FIGURES = pa.schema([*_SHARED, *(pa.field(name, pa.float64()) for name in QUANTILES),
                      ("max_ms", pa.float64())])
 """A merged figure: `count` (`outcome` null is pending; an observation's `count` is null
-unless it is a delivered event, so only its `end` counts), `throughput` and `latency`."""
+unless it is a delivered event, so only its `end` counts), `throughput`, `latency`,
+`interval`, `recovery` and `failover-acks`."""
 _LATENCY_GROUP = ["run", "f", "second"]
 
+INTERVALS = pa.schema([("run", pa.string()), ("interval", pa.int64()), ("start", pa.int64()),
+                       ("end", pa.int64())])
+"""Fault intervals, numbered; a null `end` never healed (it lasts to the history's end)."""
 
-def aggregates(frames: HistoryFrames) -> list[dict[str, Any]]:
-    """Every run's figures (`FIGURES`), as the driver's rows."""
-    parts = scatter_scans(frames.spark, frames.scans(), _partial, "second", frames.partitions)
+
+def aggregates(frames: HistoryFrames, intervals: pa.Table,
+               failovers: pa.Table) -> list[dict[str, Any]]:
+    """Every run's figures (`FIGURES`), as the driver's rows: with the fault `intervals`
+    (`INTERVALS`) and the judged `failovers` (`HistoryFrames.failover_table`)."""
+    parts = scatter_scans(frames.spark, frames.scans(),
+                          lambda scan: _partial(scan, intervals, failovers), "second",
+                          frames.partitions)
     merged = decide(gather([parts], frames.partitions), _merge, FIGURES)
     result: list[dict[str, Any]] = merged.toArrow().to_pylist()
     return result
 
 
-def _partial(scan: Scan) -> pa.Table:
+def _partial(scan: Scan, intervals: pa.Table, failovers: pa.Table) -> pa.Table:
     """A map task's partial aggregates."""
     if scan.file == OBSERVATIONS_FILE:
         events = scan.read(["run", "f", "type", "time"])
@@ -66,7 +83,9 @@ def _partial(scan: Scan) -> pa.Table:
         return rows(_PARTS, observed.num_rows, kind="observed", run=observed["run"],
                     f=observed["f"], outcome=observed["type"], count=observed["count_all"],
                     end=observed["time_max"])
-    ops = scan.read(["run", "f", "process", "done_type", "cluster", "time", "done_time"])
+    ack_names = ["run", "topic", "subscription", "cluster", "ack_index"]
+    ops = scan.read(list(dict.fromkeys(["run", "f", "process", "done_type", "cluster", "time",
+                                        "done_time", *ACKS.reads(ack_names)])))
     ops = ops.append_column("end", pc.max_element_wise(ops["time"], ops["done_time"]))
     counts = ops.group_by(["run", "f", "done_type"]).aggregate(
         [([], "count_all"), ("end", "max")])
@@ -81,13 +100,80 @@ def _partial(scan: Scan) -> pa.Table:
         "second": pc.divide(completed["time"], SECOND),
         "latency_ms": pc.divide(pc.subtract(completed["done_time"], completed["time"])
                                 .cast(pa.float64()), _MS)}))
+    # A task reads one run's file: only that run's intervals concern it.
+    mine = intervals.filter(pc.equal(intervals["run"], scan.run))
     return pa.concat_tables([
         rows(_PARTS, counts.num_rows, kind="count", run=counts["run"], f=counts["f"],
              outcome=counts["done_type"], count=counts["count_all"], end=counts["end_max"]),
         rows(_PARTS, throughput.num_rows, kind="throughput", run=throughput["run"],
              f=throughput["f"], outcome=throughput["done_type"], cluster=throughput["cluster"],
              second=throughput["done_second"], count=throughput["count_all"]),
-        rows(_PARTS, latency.num_rows, kind="latency", **columns(latency))])
+        rows(_PARTS, latency.num_rows, kind="latency", **columns(latency)),
+        _in_intervals(scan.run, ops.filter(client), mine), _recoveries(scan.run, ops, mine),
+        _failover_acks(ACKS.table(ops, ack_names), failovers)])
+
+
+def _in_intervals(run: str, ops: pa.Table, intervals: pa.Table) -> pa.Table:
+    """Per fault interval of the run, its client operations (invoked in it) by outcome.
+    Sorted by invoke time, an interval's operations are one stretch of the task's, and a
+    running count per outcome gives each stretch's counts."""
+    if not intervals.num_rows or not ops.num_rows:
+        return _PARTS.empty_table()
+    times = ops["time"].to_numpy()
+    order = np.argsort(times, kind="stable")
+    outcomes = pc.dictionary_encode(ops["done_type"].combine_chunks(), null_encoding="encode")
+    codes = outcomes.indices.to_numpy(zero_copy_only=False)[order]
+    times = times[order]
+    first = np.searchsorted(times, intervals["start"].to_numpy(), "left")
+    ends = pc.fill_null(intervals["end"], np.iinfo(np.int64).max).to_numpy()
+    last = np.searchsorted(times, ends, "right")
+    numbers = intervals["interval"].to_numpy()
+    found = []
+    for code, outcome in enumerate(outcomes.dictionary.to_pylist()):
+        running = np.r_[0, np.cumsum(codes == code)]
+        inside = running[last] - running[first]
+        some = inside > 0
+        found.append(rows(_PARTS, int(some.sum()), kind="interval", run=run,
+                          interval=pa.array(numbers[some]),
+                          outcome=pa.array([outcome] * int(some.sum()), pa.string()),
+                          count=pa.array(inside[some])))
+    return pa.concat_tables(found)
+
+
+def _recoveries(run: str, ops: pa.Table, intervals: pa.Table) -> pa.Table:
+    """Per healed fault interval of the run, the task's earliest completion of an
+    acknowledged send at or after the interval's end."""
+    healed = intervals.filter(pc.is_valid(intervals["end"]))
+    sends = ops.filter(pc.and_(pc.equal(ops["f"], "send"), pc.equal(ops["done_type"], "ok")))
+    if not healed.num_rows or not sends.num_rows:
+        return _PARTS.empty_table()
+    done = np.sort(sends["done_time"].to_numpy())
+    at = np.searchsorted(done, healed["end"].to_numpy(), "left")
+    some = at < len(done)
+    return rows(_PARTS, int(some.sum()), kind="recovery", run=run,
+                interval=pa.array(healed["interval"].to_numpy()[some]),
+                end=pa.array(done[at[some]]))
+
+
+def _failover_acks(acks: pa.Table, failovers: pa.Table) -> pa.Table:
+    """Per run, the task's acks (`acks`, completed `ok`) that a judged failover's
+    duplicates were measured against: of a failed-over subscription (of the failover's
+    topic, when it names one) in the cluster it left, before the failover."""
+    if not failovers.num_rows:
+        return _PARTS.empty_table()
+    pairs = acks.join(failovers.select(["run", "subscription", "from_cluster", "topic",
+                                        "failover_index"]),
+                      ["run", "subscription", "cluster"], ["run", "subscription", "from_cluster"],
+                      join_type="inner", right_suffix="_failover")
+    pairs = pairs.filter(pc.and_(
+        pc.or_(pc.is_null(pairs["topic_failover"]),
+               pc.fill_null(pc.equal(pairs["topic"], pairs["topic_failover"]), False)),
+        pc.less(pairs["ack_index"], pairs["failover_index"])))
+    # An ack before several failovers counts once.
+    judged = pairs.group_by(["run", "ack_index"]).aggregate([]).group_by("run").aggregate(
+        [([], "count_all")])
+    return rows(_PARTS, judged.num_rows, kind="failover-acks", run=judged["run"],
+                count=judged["count_all"])
 
 
 def _summaries(latencies: pa.Table) -> pa.Table:
@@ -122,7 +208,17 @@ def _merge(parts: pa.Table) -> pa.Table:
     throughput = of("throughput").group_by(["run", "f", "cluster", "outcome", "second"]).aggregate(
         [("count", "sum")])
     latency = _quantiles(of("latency"))
+    in_intervals = of("interval").group_by(["run", "interval", "outcome"]).aggregate(
+        [("count", "sum")])
+    recoveries = of("recovery").group_by(["run", "interval"]).aggregate([("end", "min")])
+    failover_acks = of("failover-acks").group_by("run").aggregate([("count", "sum")])
     return pa.concat_tables([
+        rows(FIGURES, in_intervals.num_rows, kind="interval", **columns(in_intervals),
+             count=in_intervals["count_sum"]),
+        rows(FIGURES, recoveries.num_rows, kind="recovery", **columns(recoveries),
+             end=recoveries["end_min"]),
+        rows(FIGURES, failover_acks.num_rows, kind="failover-acks", run=failover_acks["run"],
+             count=failover_acks["count_sum"]),
         rows(FIGURES, counts.num_rows, kind="count", run=counts["run"], f=counts["f"],
              outcome=counts["outcome"], count=counts["count_sum"], end=counts["end_max"]),
         rows(FIGURES, observed.num_rows, kind="count", run=observed["run"], f=observed["f"],

@@ -20,7 +20,7 @@ from checkers.anomaly import Checker, CheckSettings
 from checkers.availability import unavailable, unavailable_bounds
 from checkers.contract import UNDECIDED, contract
 from checkers.delivery import deliveries
-from checkers.duplicates import acks_before_failovers, judged_failovers
+from checkers.duplicates import judged_failovers
 from checkers.failover_windows import FAILOVER_WINDOW, judged_windows
 from checkers.forked_position import forked_position
 from checkers.frames import HistoryFrames
@@ -81,15 +81,18 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
                settings: CheckSettings) -> list[RunResult]:
     """The results of every run, as `results.json` documents (see the history spec)."""
     frames = HistoryFrames.load(spark, histories)
-    # Each finder once, however many checkers it decides.
-    finders = dict.fromkeys(checker.finder for checker in CHECKERS)
-    found = reduce(DataFrame.unionByName, [find(frames, settings) for find in finders])
     per_checker = Window.partitionBy("checker", "run")
-    # The statistics are a job of their own: submitted alongside, they take the cores
-    # the anomaly job leaves idle between its stages.
+    # The statistics (with the acks `duplicate-window` judged) are a job of their own,
+    # submitted first: it takes the cores while the driver plans the finders (planning the
+    # deliveries runs the coverage's jobs, `checkers.coverage`), and those the anomaly job
+    # leaves idle between its stages.
     with ThreadPoolExecutor(max_workers=1) as pool:
         stats_job = pool.submit(run_stats, frames)
         try:
+            # Each finder once, however many checkers it decides.
+            finders = dict.fromkeys(checker.finder for checker in CHECKERS)
+            found = reduce(DataFrame.unionByName,
+                           [find(frames, settings) for find in finders])
             first = (found.withColumn("rank",
                                       F.row_number().over(per_checker.orderBy("sort_key")))
                      .withColumn("count", F.sum("weight").over(per_checker))
@@ -99,8 +102,7 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
         except BaseException:
             spark.sparkContext.cancelAllJobs()  # a failure or Ctrl-C waits for no statistics
             raise
-        stats = stats_job.result()
-    window_acks = acks_before_failovers(frames) if frames.failover_ops else {}
+        stats, window_acks = stats_job.result()
     excused: dict[str, list[int]] = defaultdict(list)
     for failover in judged_failovers(frames)[1]:
         excused[failover.run].append(failover.index)

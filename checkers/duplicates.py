@@ -1,7 +1,8 @@
 """Which failovers between clusters `duplicate-window` judges (PIP-33 bounds their
-redelivery by about one snapshot interval), and the acks it judged them against. Their
-redeliveries are measured in the per-value pass (`checkers.failover_windows`); within a
-cluster, `duplicate` is decided with the other per-value checks (`checkers.delivery`).
+redelivery by about one snapshot interval); the acks it judged them against are counted
+with the statistics (`checkers.aggregates`). Their redeliveries are measured in the
+per-value pass (`checkers.failover_windows`); within a cluster, `duplicate` is decided
+with the other per-value checks (`checkers.delivery`).
 
 PIP-33 takes a snapshot only while every cluster is connected, and promises nothing of a
 failover while they are not: the subscription's position in the other cluster stays
@@ -12,8 +13,6 @@ complete), is therefore not judged: it is *excused*, and counted as such. Its du
 still cannot be losses: `lost` judges those runs as any other."""
 
 from __future__ import annotations
-
-from pyspark.sql import functions as F
 
 from checkers.frames import HistoryFrames, SmallFact, closing_op
 from history.faults import heal_of
@@ -51,16 +50,3 @@ def judged_failovers(frames: HistoryFrames) -> tuple[list[SmallFact], list[Small
                   for start, until in outages.get(failover.run, []))
         (excused if cut else judged).append(failover)
     return judged, excused
-
-
-def acks_before_failovers(frames: HistoryFrames) -> dict[str, int]:
-    """Per run: the acks completed `ok` that some judged failover's duplicates were judged
-    against, those of a failed-over subscription in the cluster it left, before it left."""
-    acks = frames.acks.alias("a").join(
-        F.broadcast(frames.failovers(judged_failovers(frames)[0])).alias("f"),
-        (F.col("a.run") == F.col("f.run"))
-        & (F.col("a.subscription") == F.col("f.subscription"))
-        & (F.col("f.topic").isNull() | (F.col("a.topic") == F.col("f.topic")))
-        & (F.col("a.cluster") == F.col("f.from_cluster"))
-        & (F.col("a.ack_index") < F.col("f.failover_index")), "left_semi")
-    return {row["run"]: row["count"] for row in acks.groupBy("run").count().collect()}

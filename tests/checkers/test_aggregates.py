@@ -67,7 +67,7 @@ def test_the_statistics_figures_are_what_the_events_say(spark, tmp_path) -> None
     history.send("unknown", outcome="info")  # completed at 2047 ms
     history.drain()
     frames = HistoryFrames.load(spark, {"run": prepare(history.close())})
-    stats = run_stats(frames)["run"]
+    stats = run_stats(frames)[0]["run"]
 
     counts = {(o["f"], o["outcome"]): o["count"] for o in stats["operations"]}
     assert counts[("send", "ok")] == 27 and counts[("send", "fail")] == 3
