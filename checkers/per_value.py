@@ -300,6 +300,7 @@ def _unapplied(schema: pa.Schema, recvs: pa.Table, acks: pa.Table, unconfirmed: 
         return schema.empty_table()
     waiting = waiting.join(acks.select(scope), scope, join_type="left anti")
     last_ack = waiting.group_by(scope).aggregate([("index", "max")])
+    recvs = recvs.join(last_ack.select(scope), scope, join_type="left semi")
     last_recv = recvs.group_by(scope).aggregate([("index", "max")])
     last_recv = last_recv.join(recvs.select([*scope, "index", "position"]),
                                [*scope, "index_max"], [*scope, "index"], join_type="inner")
