@@ -2,7 +2,7 @@
 
 Each map task (`checkers.partitions.Scan`) aggregates its own rows: counts and the last
 moment per operation and outcome, completions per second, and per operation and second of
-invocation a summary of the latencies; per fault interval (`Intervals`, which the driver
+invocation a summary of the latencies; per fault interval (`INTERVALS`, which the driver
 knows from the nemesis's operations before any job), the client operations invoked in it
 by outcome and the first acknowledged send completed at or after its end; and the acks
 that judged failovers were measured against (`duplicate-window`'s `acks_judged`). Those
@@ -83,9 +83,8 @@ def _partial(scan: Scan, intervals: pa.Table, failovers: pa.Table) -> pa.Table:
         return rows(_PARTS, observed.num_rows, kind="observed", run=observed["run"],
                     f=observed["f"], outcome=observed["type"], count=observed["count_all"],
                     end=observed["time_max"])
-    ack_names = ["run", "topic", "subscription", "cluster", "ack_index"]
     ops = scan.read(list(dict.fromkeys(["run", "f", "process", "done_type", "cluster", "time",
-                                        "done_time", *ACKS.reads(ack_names)])))
+                                        "done_time", *ACKS.reads(_ACK_NAMES)])))
     ops = ops.append_column("end", pc.max_element_wise(ops["time"], ops["done_time"]))
     counts = ops.group_by(["run", "f", "done_type"]).aggregate(
         [([], "count_all"), ("end", "max")])
@@ -110,7 +109,7 @@ def _partial(scan: Scan, intervals: pa.Table, failovers: pa.Table) -> pa.Table:
              second=throughput["done_second"], count=throughput["count_all"]),
         rows(_PARTS, latency.num_rows, kind="latency", **columns(latency)),
         _in_intervals(scan.run, ops.filter(client), mine), _recoveries(scan.run, ops, mine),
-        _failover_acks(ACKS.table(ops, ack_names), failovers)])
+        _failover_acks(ops, failovers)])
 
 
 def _in_intervals(run: str, ops: pa.Table, intervals: pa.Table) -> pa.Table:
@@ -155,12 +154,16 @@ def _recoveries(run: str, ops: pa.Table, intervals: pa.Table) -> pa.Table:
                 end=pa.array(done[at[some]]))
 
 
-def _failover_acks(acks: pa.Table, failovers: pa.Table) -> pa.Table:
-    """Per run, the task's acks (`acks`, completed `ok`) that a judged failover's
-    duplicates were measured against: of a failed-over subscription (of the failover's
-    topic, when it names one) in the cluster it left, before the failover."""
+_ACK_NAMES = ["run", "topic", "subscription", "cluster", "ack_index"]
+
+
+def _failover_acks(ops: pa.Table, failovers: pa.Table) -> pa.Table:
+    """Per run, the task's acks completed `ok` that a judged failover's duplicates were
+    measured against: of a failed-over subscription (of the failover's topic, when it
+    names one) in the cluster it left, before the failover."""
     if not failovers.num_rows:
         return _PARTS.empty_table()
+    acks = ACKS.table(ops, _ACK_NAMES)
     pairs = acks.join(failovers.select(["run", "subscription", "from_cluster", "topic",
                                         "failover_index"]),
                       ["run", "subscription", "cluster"], ["run", "subscription", "from_cluster"],

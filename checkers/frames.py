@@ -25,7 +25,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from checkers.load import PreparedHistory
 from checkers.pairing import OPERATIONS_SCHEMA
 from checkers.partitions import Scan, scans
-from checkers.views import ACKS, OBSERVATIONS_FILE, OPERATIONS_FILE
+from checkers.views import OBSERVATIONS_FILE, OPERATIONS_FILE
 from history.cursor import CursorReading
 from history.schema import detail_object
 
@@ -148,11 +148,6 @@ class HistoryFrames:
             F.col("done_type").alias("outcome"), "done_index", "done_time", "done_segment",
             "done_position", "done_detail", F.col("done_error").alias("error"),
             F.col("done_node").alias("node"))
-
-    @cached_property
-    def acks(self) -> DataFrame:
-        """Acks completed `ok`, `cumulative` or not (`checkers.views`)."""
-        return ACKS.frame(self._operations)
 
     @cached_property
     def _operations(self) -> DataFrame:

@@ -1,10 +1,9 @@
-"""The rows of the paired files that the checkers read, each defined once for both readers.
+"""The rows of the paired files that the checkers read, each defined once.
 
-Spark reads a view for the finders written as queries (`View.frame`); the Python workers
-read the same files for the finders that shuffle Arrow tables (`View.table`, see
-`checkers.partitions`). A view is only a conjunction of equalities and a list of columns,
-each the first non-null of some file columns, so that the two renderings say the same
-thing; anything cleverer is computed once, by the pairing pass, as a column.
+The Python workers read a view's rows from the files for the finders that shuffle Arrow
+tables (`View.table`, see `checkers.partitions`). A view is only a conjunction of
+equalities and a list of columns, each the first non-null of some file columns; anything
+cleverer is computed once, by the pairing pass, as a column.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from functools import reduce
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 
 OPERATIONS_FILE = "operations.parquet"
 """One row per invoke, its completion folded in (`checkers.pairing`)."""
@@ -25,11 +22,6 @@ OBSERVATIONS_FILE = "observations.parquet"
 
 Source = tuple[str | int, ...]
 """A view's column: the first non-null of these file columns (an int: that constant)."""
-
-
-def _spark_source(source: str | int) -> Column:
-    """One element of a `Source` in Spark: the file column, or the constant."""
-    return F.col(source) if isinstance(source, str) else F.lit(source)
 
 
 @dataclass(frozen=True)
@@ -45,14 +37,6 @@ class View:
         wanted = [self.columns[name] for name in names or self.columns]
         found = [*self.where, *(s for source in wanted for s in source if isinstance(s, str))]
         return list(dict.fromkeys(found))
-
-    def frame(self, rows: DataFrame) -> DataFrame:
-        """The view of the file's rows in Spark."""
-        wanted = reduce(Column.__and__, [F.col(c) == text for c, text in self.where.items()])
-        return rows.filter(wanted).select(*[
-            F.coalesce(*[_spark_source(s) for s in source])
-            .alias(name) if len(source) > 1 else _spark_source(source[0]).alias(name)
-            for name, source in self.columns.items()])
 
     def table(self, rows: pa.Table, names: list[str] | None = None) -> pa.Table:
         """The view (or only its columns `names`) of the file's rows in Arrow."""

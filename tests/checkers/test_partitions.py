@@ -1,20 +1,21 @@
 """The Arrow shuffle under the per-value, per-key and per-position finders, and the views
-it reads: a group's rows must meet in one partition, and Spark and the Python workers
-must read the same rows of a paired file."""
+it reads: a group's rows must meet in one partition, and a view reads each operation
+once, with its completion."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pyspark.sql import functions as F
 
 from checkers.load import prepare
 from checkers.pairing import FACTS_SCHEMA, OPERATIONS_SCHEMA
 from checkers.partitions import Scan, decide, gather, scatter_scans, text_hash
-from checkers.views import ACKS, RECVS, SENDS
+from checkers.views import ACKS, RECVS, SENDS, View
 from tests.checkers.builder import History
 
 
@@ -61,8 +62,7 @@ def test_a_values_rows_from_different_tasks_meet_in_one_partition(spark, tmp_pat
     assert len({row["partition"] for row in rows}) > 1
 
 
-@pytest.mark.spark
-def test_spark_and_the_python_workers_read_the_same_view_rows(spark, tmp_path) -> None:
+def test_the_views_read_each_operation_once_with_its_completion(tmp_path: Path) -> None:
     history = History(tmp_path / "history.jsonl")
     history.subscribe("s", "exclusive")
     history.send("m1", position="1:0", segment=3)
@@ -75,14 +75,21 @@ def test_spark_and_the_python_workers_read_the_same_view_rows(spark, tmp_path) -
     history.ack("m2", outcome="fail")
     history.writer.record("p9", "invoke", "send", value="m4")  # never completed
     prepared = prepare(history.close())
-    for view, path in ((SENDS, prepared.operations), (ACKS, prepared.operations),
-                       (RECVS, prepared.observations)):
-        in_spark = view.frame(spark.read.parquet(str(path)).withColumn("run", F.lit("r")))
-        table = pq.read_table(path)
-        in_arrow = view.table(table.append_column("run", pa.repeat(pa.scalar("r"), table.num_rows)))
-        assert in_arrow.num_rows > 0
-        assert sorted(map(tuple, (r.asDict().values() for r in in_spark.collect()))) == \
-            sorted(tuple(r.values()) for r in in_arrow.to_pylist())
+
+    def read(view: View, path: Path, names: list[str]) -> list[tuple]:
+        table = pq.read_table(path, columns=[c for c in view.reads(names) if c != "run"])
+        table = table.append_column("run", pa.repeat(pa.scalar("r"), table.num_rows))
+        return [tuple(row.values()) for row in view.table(table, names).to_pylist()]
+
+    assert read(SENDS, prepared.operations, ["value", "outcome", "segment", "position"]) == [
+        ("m1", "ok", 3, "1:0"), ("m2", "fail", None, None), ("m3", "info", None, None),
+        ("m4", None, None, None)]
+    # Only acks completed `ok`; their moment is the completion's.
+    assert read(ACKS, prepared.operations, ["value", "cumulative", "ack_index"]) == [
+        ("m1", False, 11), ("m1", True, 13)]
+    # A delivery that names no segment reads as segment -1.
+    assert read(RECVS, prepared.observations, ["value", "cluster", "seg", "position"]) == [
+        ("m1", "a", 3, "1:0"), ("m1", "b", -1, None)]
 
 
 @pytest.mark.parametrize(("file", "column", "schema"), [
