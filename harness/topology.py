@@ -33,8 +33,9 @@ class Topology:
     more; shorter, it knows within a run that it is cut."""
     controller_step_pause_s: float = 0.0
     """A fault control of the reference brokers (`--controller-step-pause-ms`): the
-    scalable-topic controller's pause between terminating a change's parents and writing
-    the layout, so that a fault can fall in the window; 0, no pause."""
+    scalable-topic controller's pause between terminating a change's parents (and its last
+    check that it leads) and writing the layout, so that a fault can fall in the window;
+    0, no pause."""
     auth: str = "none"
     """`token`: brokers require tokens and check permissions; the harness presents a
     superuser's (harness/targets/run_auth.py)."""

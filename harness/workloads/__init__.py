@@ -34,6 +34,7 @@ KNOB_READERS: dict[str, tuple[str, ...]] = {
     "processes": ("topic", "geo", "migration"),
     "edge_key_share": ("scalable",),
     "layout_lag_ms": ("scalable",),
+    "late_subscription": ("scalable",),
     "process_ms": ("scalable", "topic"),
     "receiver_queue": ("topic",),
     "nack_share": ("topic",),

@@ -22,7 +22,10 @@ loop of its own thread):
 - **Layout** (harness/workloads/scalable_layout.py): the admin driver's `split`/`merge`,
   the observer's `layout` per epoch.
 - **Drain**: consumers keep reading after the final heal until none received anything for
-  `drain_quiet_s` and no segment has a backlog in either subscription.
+  `drain_quiet_s` and no segment has a backlog in any subscription. With
+  `late_subscription`, a third subscription, `late`, made with the others, gets its one
+  `QueueConsumer` only now: it reads the topic as the stored layout describes it after
+  the load, which the live consumers, following every pushed epoch, never test.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ log = logging.getLogger(__name__)
 SUBSCRIPTIONS: dict[str, type[StreamConsumer] | type[QueueConsumer]] = {
     "stream": StreamConsumer, "queue": QueueConsumer}
 """Subscription name (also its mode in the history) -> the client that reads it."""
+LATE = "late"
+"""The subscription `late_subscription` adds, read by a `QueueConsumer` (mode `queue`)."""
 CLIENT_TIMEOUT_S = 60.0
 """How long a client keeps retrying through broker failures (registration, lookups)."""
 OPEN_TIMEOUT_S = 60.0
@@ -152,7 +157,9 @@ class ScalableWorkload:
         self._until(deadline, f"create {c.topic}", self._create_topic)
         self._until(deadline, f"read the layout of {c.topic}", self._observer.poll)
         for subscription in SUBSCRIPTIONS:
-            self._subscribe(subscription, deadline)
+            self._subscribe(subscription, subscription, deadline)
+        if c.settings.late_subscription:
+            self._subscribe(LATE, "queue", deadline)
         self._loop = loop = ClientLoop("scalable-client")
         self._consumers = [
             loop.call(self._start_consumer(kind, subscription, n), OPEN_TIMEOUT_S)
@@ -195,13 +202,13 @@ class ScalableWorkload:
                 raise WorkloadOpenFailed(f"could not {what} in time: {problem}")
             time.sleep(RETRY_S)
 
-    def _subscribe(self, subscription: str, deadline: float) -> None:
+    def _subscribe(self, subscription: str, mode: str, deadline: float) -> None:
         """Create the subscription, recording each attempt: it exists from the first `ok`
         (a cursor at the end of every active segment)."""
         c = self.context
         process = ClientProcess(c.history, self.ids)
         fields = {"topic": c.topic, "cluster": c.cluster, "subscription": subscription,
-                  "value": subscription, "detail": {"mode": subscription}}
+                  "value": subscription, "detail": {"mode": mode}}
         while True:
             process.invoke("subscribe", **fields)
             try:
@@ -291,9 +298,20 @@ class ScalableWorkload:
 
     def drain(self) -> bool:
         c = self.context
-        c.history.record("harness", "invoke", "drain", **drain_fields(c))
+        fields = drain_fields(c)
+        c.history.record("harness", "invoke", "drain", **fields)
         self._observer.poll()
-        return wait_until_drained(c, time.monotonic(), self.deliveries, self._backlogs)
+        started = time.monotonic()
+        if c.settings.late_subscription:
+            try:
+                self._consumers.append(self._running().call(
+                    self._start_consumer(QueueConsumer, LATE, 0), OPEN_TIMEOUT_S))
+            except Exception as exc:  # no late reader: nothing can be judged lost
+                c.history.record("harness", "info", "drain", error="late-subscribe-failed",
+                                 detail={"message": f"{type(exc).__name__}: {exc}"},
+                                 **fields)
+                return False
+        return wait_until_drained(c, started, self.deliveries, self._backlogs)
 
     def _backlogs(self) -> dict[str, int] | None:
         """`segment/subscription` -> its backlog, None while some segment's owner does not

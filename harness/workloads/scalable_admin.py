@@ -6,6 +6,8 @@ skipped for the next one."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +17,8 @@ from urllib3.exceptions import NewConnectionError
 from harness.credentials import admin_headers
 from wire.admin_session import ClusterAdminSession
 from wire.topic_names import ScalableTopicName
+
+log = logging.getLogger(__name__)
 
 TIMEOUT = 15.0
 """Per request; covers the leader's own wait of up to 10 s for a controller to lead."""
@@ -38,6 +42,8 @@ class ScalableTopicAdmin:
         name = ScalableTopicName.parse(topic)
         self.paths = f"/admin/v2/scalable/{name.tenant}/{name.namespace}/{name.local_name}"
         self._urls = list(admin_urls)
+        self._order = threading.Lock()
+        """Guards `_urls`: the layout driver and the observer ask from their own threads."""
         self._http = ClusterAdminSession(admin_headers())
 
     def create(self, segments: int) -> dict[str, Any]:
@@ -74,17 +80,22 @@ class ScalableTopicAdmin:
         leader it redirected to), or that answered 503 (nobody leads), did not apply it
         either, so the next one is asked, and when none took it the request is refused
         with 503. Any other failure of a mutation (a timeout, a connection lost
-        mid-request) leaves its outcome unknown and is not repeated; a read moves on."""
+        mid-request) leaves its outcome unknown and is not repeated; a read moves on.
+        A broker that gave no answer is asked last from then on, as a load balancer stops
+        sending to a broker that hangs: one frozen broker costs one request's timeout,
+        not every request's."""
         what = f"{method} {self.paths}{suffix}"
         problems = []
         unknown = False
-        for url in self._urls:
+        for url in list(self._urls):
             try:
                 response = self._http.request(method, url + self.paths + suffix, json=body,
                                               timeout=TIMEOUT)
             except requests.RequestException as exc:
-                problems.append(f"{url}: {type(exc).__name__}")
+                silent = _silent_broker(exc, url)
+                problems.append(f"{silent}: {type(exc).__name__}")
                 unknown = unknown or not _not_sent(exc)
+                self._ask_last(silent)
             else:
                 if 400 <= response.status_code < 500:
                     raise AdminRefused(what, response.status_code, _reason(response))
@@ -97,6 +108,22 @@ class ScalableTopicAdmin:
         if unknown:
             raise AdminUnreachable(f"{what}: no definite answer ({'; '.join(problems)})")
         raise AdminRefused(what, 503, f"no broker took it ({'; '.join(problems)})")
+
+    def _ask_last(self, silent: str) -> None:
+        """Move the broker whose URL begins `silent` to the end of the order."""
+        with self._order:
+            for url in self._urls:
+                if silent.startswith(url):
+                    log.info("admin: %s gave no answer; it is asked last from now on", url)
+                    self._urls.remove(url)
+                    self._urls.append(url)
+                    return
+
+
+def _silent_broker(exc: requests.RequestException, asked: str) -> str:
+    """The URL that gave no answer: the one a redirect led to, else the one asked."""
+    request = exc.request
+    return str(request.url) if request is not None and request.url else asked
 
 
 def _not_sent(exc: requests.RequestException) -> bool:

@@ -53,6 +53,13 @@ class WorkloadSettings:
     pushed DAG n times this long after it arrives, so around a split or merge one producer
     writes to the children while another still writes to the parents, which a correct
     controller has terminated by then."""
+    late_subscription: bool = False
+    """A third subscription of the `scalable` workload, `late` (mode `queue`), made with the
+    others but read only in the drain, by a consumer that starts then and follows the
+    topic's DAG as the stored metadata gives it: a client that arrives after the load. A
+    segment the stored layout lost, whose writes the live consumers read as they came,
+    is missing for it: `lost`. Off by default, as it reads the whole run again in the
+    drain."""
     process_ms: float = 0.0
     """How long a consumer works on each message before it acknowledges it (`scalable` and
     `topic` workloads): above the time between messages, the consumers fall behind; a

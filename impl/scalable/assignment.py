@@ -4,8 +4,8 @@ the rule is one place that the coordinator applies and tests can state.
 PIP-468 "Rebalancing": segments sorted by hash-range start, consumers sorted by name,
 dealt round-robin. For an ordered (stream) subscription the dealt segments are PIP-460's
 frontier rather than simply the active ones: a sealed segment stays assigned until the
-subscription has drained it, and a segment is held back until every parent is drained, so
-a key's messages in a parent are delivered before its messages in a child.
+subscription has drained it, and a segment is held back until every ancestor is drained,
+so a key's messages in a parent are delivered before its messages in a child.
 """
 
 from __future__ import annotations
@@ -19,25 +19,29 @@ DrainedTest = Callable[[SegmentInfo], bool]
 
 def assignable_segments(layout: SegmentLayout, *, ordered: bool, drained: DrainedTest
                         ) -> list[SegmentInfo]:
-    """The segments to deal out, in hash-range order. `drained` is asked about sealed
-    segments only (an active segment can still take writes, so it is never drained); a
-    parent pruned from the layout counts as drained."""
+    """The segments to deal out, in hash-range order. A sealed segment counts as drained
+    once `drained` says so and its parents count as drained: an empty segment is at its
+    end without ever being read, and were that enough, its children would be dealt while
+    a grandparent still held a key's earlier messages. `drained` is asked about sealed
+    segments only, and only once their parents are drained (an active segment can still
+    take writes, so it is never drained); a parent pruned from the layout counts as
+    drained."""
     if not ordered:
         return list(layout.active_segments)
-    known: dict[int, bool] = {}
+    done: set[int] = set()
 
     def is_drained(segment_id: int) -> bool:
-        segment = layout.segments.get(segment_id)
-        if segment is None:
-            return True
-        if segment.is_active:
-            return False
-        if segment_id not in known:
-            known[segment_id] = drained(segment)
-        return known[segment_id]
+        return segment_id in done or segment_id not in layout.segments
 
-    frontier = [s for s in layout.segments.values()
-                if not is_drained(s.segment_id) and all(map(is_drained, s.parent_ids))]
+    frontier = []
+    # Children are made after their parents, with higher ids: parents are decided first.
+    for segment in sorted(layout.segments.values(), key=lambda s: s.segment_id):
+        if not all(map(is_drained, segment.parent_ids)):
+            continue
+        if not segment.is_active and drained(segment):
+            done.add(segment.segment_id)
+        else:
+            frontier.append(segment)
     return sorted(frontier, key=lambda s: (s.hash_range.start, s.segment_id))
 
 

@@ -13,6 +13,7 @@ terminated parent never stays active in the layout.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -48,6 +49,8 @@ from wire.topic_names import ScalableTopicName
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+_NAP = 0.05
+"""Seconds of one nap of `ControllerConfig.step_pause`."""
 LayoutListener = Callable[[SegmentLayout], None]
 
 
@@ -62,10 +65,14 @@ class ControllerConfig:
     leader_wait: float = 10.0
     """How long a request waits for a just-elected leader to finish restoring."""
     step_pause: float = 0.0
-    """Seconds a change waits before its layout compare-and-set (step 4), after the
-    parents were terminated: a fault control, never set in production, that makes the
-    window in which a leader's failure leaves a change half done wide enough for a test
-    run's nemesis to hit (PIP-468's roll-forward, the mutant `no-roll-forward`)."""
+    """Seconds a change holds before its layout compare-and-set (step 4): after the
+    parents were terminated and after its leader's last check that it still leads. A
+    fault control, never set in production, that widens two windows enough for a test
+    run's nemesis to hit: a leader that dies there leaves a change half done (PIP-468's
+    roll-forward, the mutant `no-roll-forward`), and one frozen there past its session
+    resumes to write a layout its successor has since replaced (the compare-and-set, the
+    mutant `layout-without-cas`). The pause passes in short naps, so a process frozen in
+    it resumes with the rest of the pause still ahead, as one frozen mid-work would."""
 
 
 class ScalableTopicController:
@@ -353,11 +360,10 @@ class ScalableTopicController:
 
         def update_layout() -> None:
             # Step 4, a compare-and-set on the version this plan was made against: a layout
-            # anyone stored since then makes it fail, and the change is planned again. The
-            # mutant writes whatever version is there, overwriting that layout.
-            if self._config.step_pause:
-                time.sleep(self._config.step_pause)
-                self._ensure_term(term, what)  # a leader deposed meanwhile writes nothing
+            # anyone stored since then makes it fail, and the change is planned again (by a
+            # deposed leader, which then finds it no longer leads). The mutant writes
+            # whatever version is there, overwriting that layout.
+            self._hold()
             expected = -1 if self._mutants.on("layout-without-cas") else version
             self._resources.replace_layout(change.result, expected)
 
@@ -367,6 +373,12 @@ class ScalableTopicController:
         for step in steps:
             self._ensure_term(term, what)
             step()
+
+    def _hold(self) -> None:
+        """`ControllerConfig.step_pause`, in naps of about `_NAP` seconds."""
+        naps = math.ceil(self._config.step_pause / _NAP)
+        for _ in range(naps):
+            time.sleep(self._config.step_pause / naps)
 
     def _discover_subscriptions(self, change: LayoutChange) -> set[str]:
         # Step 1; a merge takes the union of both parents' subscriptions.

@@ -58,10 +58,13 @@ class Harness:
         self.coordinator.refresh()
 
     def is_drained(self, segment_id: int) -> bool:
+        """Drained as the ordering rule means it: read to its end, and every ancestor too
+        (an empty segment is at its end unread, before its parents may be)."""
         segment = self.layout.segments.get(segment_id)
         return segment is None or (
             not segment.is_active
-            and (SUBSCRIPTION, TOPIC.segment_topic(segment)) in self.drain.drained)
+            and (SUBSCRIPTION, TOPIC.segment_topic(segment)) in self.drain.drained
+            and all(self.is_drained(p) for p in segment.parent_ids))
 
     def owners(self) -> dict[int, list[str]]:
         owners: dict[int, list[str]] = {}
@@ -213,6 +216,20 @@ def test_children_wait_until_their_parent_is_drained() -> None:
     assert harness.coordinator.drain_status() == type(status)((2, 3, 1), ())
     assert sorted(harness.owners()) == [1, 2, 3]
     assert harness.connections["c-a"].pushes[len(pushes_to_a):], "the change was pushed"
+
+
+def test_an_empty_segment_at_its_end_holds_its_children_until_its_parents_drain() -> None:
+    """Segment 2 was split before anything was written to it: it is at its end though
+    nobody read it. Its children wait for segment 0 too, or a key's messages in 0 would
+    be read after its messages in 4 or 5."""
+    harness = _split_with_two_consumers()
+    harness.change_layout(harness.layout.split_segment(2))
+    harness.mark_drained(harness.layout.segment(2))
+    assert sorted(harness.owners()) == [0, 1]
+
+    harness.mark_drained(harness.layout.segment(0))
+
+    assert sorted(harness.owners()) == [1, 3, 4, 5]
 
 
 def test_mutant_children_before_parent_drained_hands_out_children_early() -> None:

@@ -123,6 +123,44 @@ def test_the_step_pause_holds_a_split_between_terminating_and_writing_the_layout
     _assert_split_completed(deployment, {"sub-a"})
 
 
+@pytest.mark.parametrize("mutants", [NONE, Mutants.of(["layout-without-cas"])],
+                         ids=["cas", "layout-without-cas"])
+def test_a_leader_deposed_inside_the_step_pause_never_overwrites_its_successor(
+        deploy: Deploy, mutants: Mutants) -> None:
+    """The pause comes after the leader's last check that it leads, as a process stalled
+    between its check and its write would: only the compare-and-set stops a deposed
+    leader's layout from replacing a newer one."""
+    deployment = deploy(2)
+    leader = deployment.controller(BROKER_A, step_pause=3.0, mutants=mutants)
+    successor = deployment.controller(BROKER_B)
+    leader.create_subscription("sub-a")
+    split = threading.Thread(target=_ignore_errors(lambda: leader.split_segment(0)))
+    split.start()
+    eventually(lambda: deployment.segments.state(deployment.segment_topic(0))["terminated"],
+               what="the parent terminated, the leader in its pause")
+    expire_session_of(deployment.stores[BROKER_A])
+    eventually(lambda: successor.is_leader, what="B takes over")
+    successor.split_segment(1)  # after rolling A's split forward: epoch 2
+    assert deployment.resources.read_layout().layout.epoch == 2
+    split.join(timeout=10)
+
+    layout = deployment.resources.read_layout().layout
+    if mutants.enabled:
+        # A's epoch-1 layout replaced B's: segment 1 is ACTIVE again, its children gone.
+        assert layout.epoch == 1 and layout.segment(1).is_active
+        return
+    assert layout.epoch == 2 and not layout.segment(1).is_active
+
+
+def _ignore_errors(action: Callable[[], object]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            action()
+        except (MetadataError, ScalableTopicError):
+            pass  # a deposed leader's request fails; what it stored is the question
+    return run
+
+
 @pytest.mark.parametrize("mutants", [NONE, Mutants.of(["no-grace-period"])],
                          ids=["grace-period", "no-grace-period"])
 def test_consumer_sessions_survive_a_failover_within_the_grace_period(
