@@ -193,6 +193,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
     Mutant("update-creates-at-latest", "replicated subscriptions",
            "002: a subscription created by an update marker starts where the snapshot says",
            "messages between the snapshot and creation are lost in the remote cluster"),
+    # --- tenant migration --------------------------------------------------------------
+    Mutant("migration-out-of-order", "lookup service (tenant migration)",
+           "003's five migration steps: switch the tenant's clients (step 4) only once "
+           "each subscription's progress is in the target (step 3)",
+           "clients switched before their progress reach a target that lacks the messages "
+           "they had not acknowledged yet in the source: lost"),
 )}
 
 

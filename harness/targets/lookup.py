@@ -1,9 +1,11 @@
 """Our lookup service (`python -m impl.lookup`) as part of a deployment: the migration
 workload's clients use it as their service URL. It runs on this machine (on loopback),
 keeps its records under a chroot of the first cluster's ZooKeeper, and sends clients on to
-the clusters' brokers, which it reaches as the harness does. With the run's
-authentication it checks tokens with the run's key, takes changes from the superuser only
-and closes its ZooKeeper nodes with the run's digest (harness/targets/run_auth.py)."""
+the clusters' brokers, which it reaches as the harness does, and moves tenants through
+their admin APIs. With the run's authentication it checks tokens with the run's key, takes
+changes from the superuser only, presents the brokers' client token to the clusters and
+closes its ZooKeeper nodes with the run's digest (harness/targets/run_auth.py). The run's
+mutants go to it as to every node (`migration-out-of-order` is its own)."""
 
 from __future__ import annotations
 
@@ -60,8 +62,10 @@ class DeployedLookup:
     stopped before them, its log in the run directory's `logs/lookup.log`; the run's
     credentials, if any, in a private directory of its own while it runs."""
 
-    def __init__(self, wanted: bool, run_dir: Path, auth: RunAuth | None = None) -> None:
+    def __init__(self, wanted: bool, run_dir: Path, auth: RunAuth | None = None,
+                 mutants: tuple[str, ...] = ()) -> None:
         self._wanted = wanted
+        self._mutants = mutants
         self._log = run_dir / "logs" / "lookup.log"
         self._auth = auth
         self._credentials: Path | None = None
@@ -74,10 +78,10 @@ class DeployedLookup:
             raise EnvironmentProblem("the lookup service needs the first cluster's "
                                      "metadata store, and the deployment offers none")
         self._log.parent.mkdir(parents=True, exist_ok=True)
-        args: tuple[str, ...] = ()
+        args: tuple[str, ...] = ("--mutants", ",".join(self._mutants))
         if self._auth is not None:
             self._credentials = Path(tempfile.mkdtemp(prefix="starquake-lookup-"))
-            args = self._auth.local_lookup_args(self._credentials)
+            args += self._auth.local_lookup_args(self._credentials)
         self._service = LookupService(metadata_store + CHROOT, self._log, args)
         self._service.start()
 

@@ -77,10 +77,13 @@ class RunAuth:
 
     def local_lookup_args(self, directory: Path) -> tuple[str, ...]:
         """Write the lookup service's files into `directory`; its flags: tokens checked
-        with the run's key, changes by the superuser only, the ZooKeeper credentials."""
-        _write_private(directory, {SECRET_KEY_FILE: self.secret})
+        with the run's key, changes by the superuser only, the brokers' client token for
+        its migrations' admin requests, the ZooKeeper credentials."""
+        _write_private(directory, self.broker_files())
         return ("--token-secret-key", str(directory / SECRET_KEY_FILE),
-                "--superuser-roles", SUPERUSER_ROLE, *self.local_metadata_args(directory))
+                "--superuser-roles", SUPERUSER_ROLE,
+                "--broker-client-token-file", str(directory / BROKER_CLIENT_TOKEN_FILE),
+                *self.local_metadata_args(directory))
 
 
 def _write_private(directory: Path, files: dict[str, str]) -> None:

@@ -38,7 +38,7 @@ KNOB_READERS: dict[str, tuple[str, ...]] = {
     "process_ms": ("scalable", "topic"),
     "receiver_queue": ("topic",),
     "nack_share": ("topic",),
-    "consumer_lag_s": ("geo",),
+    "consumer_lag_s": ("geo", "migration"),
     "failover_every_s": ("geo",),
     "groups": ("contract",),
 }

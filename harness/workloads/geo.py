@@ -65,6 +65,7 @@ from harness.workloads.official_client import (
     record_and_acknowledge,
     retry_until,
     subscribe_recorded,
+    wait_out_lag,
 )
 from harness.workloads.stats import subscription_backlogs
 from history.writer import ClientProcess, SequentialIds
@@ -233,8 +234,7 @@ class GeoWorkload:
             message = next_message(consumer, reader.stop)
             if message is None:
                 continue
-            due = message.publish_timestamp() / 1000 + reader.lag_s
-            if reader.stop.wait(max(0.0, due - time.time())):
+            if not wait_out_lag(message, reader.lag_s, reader.stop):
                 return
             self._deliveries.tick()
             record_and_acknowledge(process, consumer, message, fields, self._cursors)

@@ -1,6 +1,8 @@
-"""The `migration` workload: the tenant-migration article's migration (harness/migration.py), run
-once in the middle of the load while the tenant's producers and consumers keep going
-through the lookup service, with the official `pulsar-client`.
+"""The `migration` workload: the tenant-migration article's migration, which the Target's
+lookup service runs (`POST /lookup/v2/tenants/{tenant}/migration`; ours is
+impl/lookup/migration.py), asked for once in the middle of the load while the tenant's
+producers and consumers keep going through the lookup service, with the official
+`pulsar-client`.
 
 The run's first cluster is the source, its second the target. The Target's lookup service
 (for ours, `harness/targets/lookup.py`) knows both and sends the tenant `starquake-move` to
@@ -9,17 +11,21 @@ service URL is the lookup service's. Producers send keyed messages one at a time
 subscription `live` (made with `replicate_subscription_state`, which step 3 needs) is
 read by the scenario's consumers throughout.
 
-A third of the way into the load, the admin driver runs the five steps, each recorded by
-process `admin` as f `migrate`: `invoke` with the step's name as `value` and `detail`
-`{"step": ..., "from": source, "to": target}`, then `ok`, or `info` with the error when
-it did not finish (the migration then stops there). At the switch the source unloads
-the namespace, the clients look their topic up again and land in the target.
+A third of the way into the load, the admin driver asks the lookup service to move the
+tenant to the target and follows the migration's report (`GET` every `POLL_S`). Each step
+it sees is recorded by process `admin` as f `migrate`, in the order the service ran
+them: `invoke` with the step's name as `value` and `detail`
+`{"step": ..., "from": source, "to": target}`, then `ok`, or `info` with the service's
+message when it failed (the migration then stops there). At the switch the source
+unloads the namespace, the clients look their topic up again and land in the target.
 
-A client does not learn which cluster served it. Operations record as `cluster` the
-cluster the lookup service assigned the tenant when they began, and record no
+A client does not learn which cluster served it. Sends record as `cluster` the cluster
+the lookup service assigned the tenant when they began; deliveries the source until the
+target shows itself after the switch began (`_delivered_from`). No operation records a
 `position`: a position means something only in its cluster, so `forked-position` has
 nothing to judge here. What this workload proves is `lost` (nothing sent `ok` is
-missing from `live`, wherever it was read) and `unexpected`.
+missing from `live`, wherever it was read), `unexpected`, and with an ordered
+subscription mode `order` within each cluster.
 
 Acknowledgements are settled by the source cluster's cursor of `live`
 (`harness.workloads.cursors`), compared with the position the client was given, until
@@ -42,8 +48,6 @@ import pulsar
 
 from harness.admin_api import AdminError, admin_request
 from harness.credentials import client_authentication
-from harness.migration import ClusterEndpoint, MigrationPlan, MigrationStuck, migrate_tenant
-from harness.target import TargetCluster
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.cursors import CursorObserver
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
@@ -58,6 +62,7 @@ from harness.workloads.official_client import (
     record_and_acknowledge,
     retry_until,
     subscribe_recorded,
+    wait_out_lag,
 )
 from harness.workloads.stats import subscription_backlogs
 from history.writer import ClientProcess, SequentialIds
@@ -72,11 +77,28 @@ STARTS_AT = 1 / 3
 """The migration starts this far into the load."""
 STEP_TIMEOUT_S = 30.0
 """How long each waiting step of the migration may wait."""
+STEPS = 5
+POLL_S = 0.1
+"""How often the admin driver reads the migration's report: the switch must be seen
+before a client served by the target acknowledges (see above)."""
 MIGRATE = "migrate"
 
 
-def _endpoint(cluster: TargetCluster) -> ClusterEndpoint:
-    return ClusterEndpoint(cluster.name, cluster.admin_urls[0], cluster.service_urls[0])
+def step_changes(steps: list[dict[str, str]],
+                 seen: dict[str, str]) -> list[tuple[str, str, str]]:
+    """What a migration report shows beyond `seen` (each step's state as recorded, which
+    this updates), as `(kind, step, message)` in the order the service ran the steps:
+    `invoke` for a step first seen, then `ok` once it is done or `info` once it failed."""
+    changes = []
+    for step in steps:
+        name, state = step["step"], step["state"]
+        if name not in seen:
+            changes.append(("invoke", name, ""))
+            seen[name] = "running"
+        if seen[name] == "running" and state != "running":
+            changes.append(("ok" if state == "done" else "info", name, step.get("message", "")))
+            seen[name] = state
+    return changes
 
 
 class MigrationWorkload:
@@ -95,6 +117,11 @@ class MigrationWorkload:
         self._producers: list[pulsar.Producer] = []
         self._serving = self.source.name
         """The cluster the lookup service sends the tenant to."""
+        self._delivery_lock = threading.Lock()
+        self._received: set[str] = set()
+        self._switching = False
+        self._delivering = self.source.name
+        """The cluster the consumers are served by, as their deliveries show it."""
         self._closing = threading.Event()
         self._consumers: list[tuple[threading.Thread, pulsar.Consumer]] = []
         self._deliveries = DeliveryClock()
@@ -107,7 +134,8 @@ class MigrationWorkload:
         c = self.context
         for cluster in (self.source, self.target):
             admin_request(self._lookup.admin_url, "PUT", f"/lookup/v2/clusters/{cluster.name}",
-                          {"brokerServiceUrl": cluster.service_urls[0]})
+                          {"brokerServiceUrl": cluster.service_urls[0],
+                           "serviceUrl": cluster.admin_urls[0]})
         admin_request(self._lookup.admin_url, "PUT", f"/lookup/v2/tenants/{self.tenant}",
                       {"cluster": self.source.name})
         source_admin = self.source.admin_urls[0]
@@ -161,31 +189,48 @@ class MigrationWorkload:
         return {"key": key, "topic": self.topic, "cluster": self._serving}
 
     def _migrate(self) -> None:
-        """The five steps, each an `admin` `migrate` operation."""
+        """Ask for the migration, then record each step as the service reports it."""
         history = self.context.history
         detail = {"from": self.source.name, "to": self.target.name}
-        steps: list[str] = []
-
-        def begin(step: str) -> None:
-            if step == "switch":  # from here a position may be either cluster's
-                self._cursors.unwatch(self.source.name, self.topic)
-            if steps:
-                self._step_done(steps[-1], detail)
-            steps.append(step)
-            history.record("admin", "invoke", MIGRATE, value=step,
-                           detail={"step": step, **detail})
-
-        plan = MigrationPlan(self.tenant, (NAMESPACE,), _endpoint(self.source),
-                             _endpoint(self.target), self._lookup.admin_url,
-                             timeout=STEP_TIMEOUT_S)
+        path = f"/lookup/v2/tenants/{self.tenant}/migration"
+        seen: dict[str, str] = {}
+        """Each reported step's state as recorded."""
         try:
-            migrate_tenant(plan, on_step=begin)
-        except (MigrationStuck, AdminError, OSError) as exc:
-            log.warning("migration step %s failed: %s", steps[-1], exc)
-            history.record("admin", "info", MIGRATE, value=steps[-1], error=type(exc).__name__,
-                           detail={"step": steps[-1], "message": str(exc), **detail})
-            return
-        self._step_done(steps[-1], detail)
+            report = admin_request(self._lookup.admin_url, "POST", path,
+                                   {"cluster": self.target.name,
+                                    "timeoutSeconds": STEP_TIMEOUT_S})
+            deadline = time.monotonic() + STEPS * STEP_TIMEOUT_S + 30
+            while True:
+                self._record_steps(report["steps"], seen, detail)
+                if report["state"] != "running":
+                    return
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the migration still runs after {STEPS} steps' "
+                                       f"timeouts; last report {report}")
+                time.sleep(POLL_S)
+                report = admin_request(self._lookup.admin_url, "GET", path)
+        except (AdminError, OSError, KeyError, TypeError) as exc:
+            log.warning("migration failed: %s", exc)
+            step = next(reversed(seen), "start")
+            history.record("admin", "info", MIGRATE, value=step, error=type(exc).__name__,
+                           detail={"step": step, "message": str(exc), **detail})
+
+    def _record_steps(self, steps: list[dict[str, str]], seen: dict[str, str],
+                      detail: dict[str, str]) -> None:
+        history = self.context.history
+        for kind, name, message in step_changes(steps, seen):
+            if kind == "invoke":
+                if name == "switch":  # from here a position may be either cluster's
+                    self._cursors.unwatch(self.source.name, self.topic)
+                    with self._delivery_lock:
+                        self._switching = True
+                history.record("admin", "invoke", MIGRATE, value=name,
+                               detail={"step": name, **detail})
+            elif kind == "ok":
+                self._step_done(name, detail)
+            else:
+                history.record("admin", "info", MIGRATE, value=name, error="MigrationFailed",
+                               detail={"step": name, "message": message, **detail})
 
     def _step_done(self, step: str, detail: dict[str, str]) -> None:
         self.context.history.record("admin", "ok", MIGRATE, value=step,
@@ -196,16 +241,32 @@ class MigrationWorkload:
     # --- consuming -----------------------------------------------------------------------
 
     def _consume(self, process: ClientProcess, consumer: pulsar.Consumer, name: str) -> None:
-        """Receive, record, acknowledge, until `close()`; the client follows the topic to
-        the target cluster by itself."""
+        """Receive, wait out `consumer_lag_s`, record, acknowledge, until `close()`; the
+        client follows the topic to the target cluster by itself."""
         while not self._closing.is_set():
             message = next_message(consumer, self._closing)
             if message is None:
                 continue
+            serving = self._delivered_from(message.data().decode(errors="replace"))
+            if not wait_out_lag(message, self.context.settings.consumer_lag_s, self._closing):
+                return
             self._deliveries.tick()
             record_and_acknowledge(process, consumer, message, {
                 "topic": self.topic, "subscription": LIVE, "consumer": name,
-                "cluster": self._serving}, self._cursors, position=False)
+                "cluster": serving}, self._cursors, position=False)
+
+    def _delivered_from(self, value: str) -> str:
+        """The cluster a message just taken from the client's queue came from. Until the
+        switch begins, the source. After it, the queue goes on handing out what the
+        source sent until the client has reconnected, which it does not report; the
+        target shows itself by starting over from its copy of the subscription, which
+        lies at or before the source's position: the first value received a second
+        time marks the move, for every consumer."""
+        with self._delivery_lock:
+            if self._switching and value in self._received:
+                self._delivering = self.target.name
+            self._received.add(value)
+            return self._delivering
 
     # --- drain and close -----------------------------------------------------------------
 
@@ -223,6 +284,6 @@ class MigrationWorkload:
         self._cursors.finish()
         self._closing.set()
         for thread, _ in self._consumers:
-            thread.join(RECEIVE_POLL_MS / 1000 * 5 + 1)
+            thread.join(RECEIVE_POLL_MS / 1000 * 5 + self.context.settings.consumer_lag_s + 1)
         client, self._client = self._client, None
         close_client(client)

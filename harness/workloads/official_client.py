@@ -222,6 +222,13 @@ def next_message(consumer: pulsar.Consumer, stop: threading.Event) -> pulsar.Mes
         return None
 
 
+def wait_out_lag(message: pulsar.Message, lag_s: float, stop: threading.Event) -> bool:
+    """Wait until `lag_s` after the message's publication (a consumer that handles each
+    message that long after it was sent); False if `stop` was set first."""
+    due = message.publish_timestamp() / 1000 + lag_s
+    return not stop.wait(max(0.0, due - time.time()))
+
+
 def record_delivery(process: ClientProcess, message: pulsar.Message, fields: dict[str, Any],
                     *, position: bool = True) -> str:
     """The `recv` of one delivered message; its value. `fields`: the topic, subscription,

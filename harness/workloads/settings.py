@@ -80,10 +80,10 @@ class WorkloadSettings:
     which no other loop exercises: every other consumer acknowledges all it receives."""
     consumer_lag_s: float = 1.5
     """How long after its publication the replicated subscription's consumers handle a
-    message (`geo` workload): at a failover the messages of the last this-many seconds were
-    delivered but not acknowledged, and the cluster taken over must deliver them again; the
-    longer it is, the further a cluster's copy of the subscription trails the newest
-    messages."""
+    message (`geo` and `migration` workloads): at a failover or a migration's switch the
+    messages of the last this-many seconds were delivered but not acknowledged, and the
+    cluster taken over must deliver them again; the longer it is, the further a cluster's
+    copy of the subscription trails the newest messages."""
     failover_every_s: float = 6.0
     """About how often the replicated subscription's consumers move to the next cluster
     (`geo` workload), evenly spaced over the load, at least once."""

@@ -1,12 +1,16 @@
-"""`python -m impl.lookup --port P --admin-port Q --zk HOSTS[/chroot]`: the lookup service.
+"""`python -m impl.lookup --port P --admin-port Q --zk HOSTS[/chroot] [--mutants a,b]`: the
+lookup service.
 
-Its store holds only the tenant and cluster records (`impl/lookup/directory.py`). SIGTERM
-or SIGINT: close and exit 0.
+Its store holds only the tenant and cluster records (`impl/lookup/directory.py`); it also
+moves tenants between clusters (`impl/lookup/migration.py`). SIGTERM or SIGINT: close and
+exit 0.
 
 Security, off unless given, with the brokers' flags: `--metadata-digest-file` (ZooKeeper
 digest credentials; the nodes it creates only that user may read or change),
 `--token-secret-key` with `--superuser-roles` (clients and admin requests must carry a
-token signed with the key; only those roles may change the records).
+token signed with the key; only those roles may change the records),
+`--broker-client-token-file` (the token a migration presents to the clusters' admin APIs,
+whose superusers must include its role).
 """
 
 from __future__ import annotations
@@ -19,12 +23,15 @@ import sys
 
 from aiohttp import web
 
+from impl.admin.broker_client import broker_client_session
 from impl.lookup.admin import build_lookup_app
 from impl.lookup.directory import TenantDirectory
+from impl.lookup.migration import Migrations
 from impl.lookup.server import LookupServer
 from impl.metadata.store import MetadataStore, read_digest
+from impl.mutants import Mutants
 from impl.security.authorization import NoPermissions
-from impl.security.config import OPEN, SecurityConfig, parse_roles
+from impl.security.config import SecurityConfig, parse_roles
 from impl.security.guard import Guard
 
 log = logging.getLogger("impl.lookup")
@@ -33,24 +40,28 @@ log = logging.getLogger("impl.lookup")
 def security(args: argparse.Namespace) -> SecurityConfig:
     """Tokens checked, and only superusers' changes taken, once a key is given."""
     if args.token_secret_key is None:
-        return OPEN
+        return SecurityConfig(broker_client_token_file=args.broker_client_token_file)
     return SecurityConfig(authentication_enabled=True, authorization_enabled=True,
                           token_secret_key=args.token_secret_key,
-                          superuser_roles=args.superuser_roles)
+                          superuser_roles=args.superuser_roles,
+                          broker_client_token_file=args.broker_client_token_file)
 
 
 async def serve(args: argparse.Namespace) -> int:
-    guard = Guard(security(args), NoPermissions())
+    config = security(args)
+    guard = Guard(config, NoPermissions())
+    session = broker_client_session(config.broker_client_token())
     digest = (None if args.metadata_digest_file is None
               else read_digest(args.metadata_digest_file))
     store = await asyncio.to_thread(MetadataStore.connect, args.zk,
                                     session_timeout=args.session_timeout_ms / 1000,
                                     digest=digest)
+    directory = TenantDirectory(store)
+    migrations = Migrations(directory, session, Mutants.parse(args.mutants))
     try:
-        directory = TenantDirectory(store)
         server = LookupServer(directory, guard)
         await server.start(args.bind_host, args.port)
-        admin = web.AppRunner(build_lookup_app(directory, guard), access_log=None)
+        admin = web.AppRunner(build_lookup_app(directory, migrations, guard), access_log=None)
         await admin.setup()
         await web.TCPSite(admin, args.bind_host, args.admin_port).start()
         stop = asyncio.Event()
@@ -63,6 +74,8 @@ async def serve(args: argparse.Namespace) -> int:
         await admin.cleanup()
         return 0
     finally:
+        await migrations.close()
+        await session.close()
         store.close()
 
 
@@ -82,6 +95,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--superuser-roles", type=parse_roles, default=frozenset(),
                         help="comma-separated roles that may change the records (needed "
                              "with --token-secret-key)")
+    parser.add_argument("--broker-client-token-file", default=None,
+                        help="file with the token a migration presents to the clusters' "
+                             "admin APIs")
+    parser.add_argument("--mutants", default="",
+                        help="comma-separated mutants to switch on (impl/mutants.py)")
     args = parser.parse_args(argv)
     if args.token_secret_key is not None and not args.superuser_roles:
         parser.error("--token-secret-key needs --superuser-roles: nobody could change "

@@ -2,13 +2,15 @@
 
 | method and path | body | does |
 | --- | --- | --- |
-| `PUT /lookup/v2/clusters/{name}` | `{"brokerServiceUrl": "pulsar://..."}` | register or move a cluster |
+| `PUT /lookup/v2/clusters/{name}` | `{"brokerServiceUrl": "pulsar://...", "serviceUrl": "http://..."}` | register or move a cluster (`serviceUrl`, its admin API, is needed only to migrate) |
 | `PUT /lookup/v2/tenants/{tenant}` | `{"cluster": name}` | send the tenant's lookups to that cluster (412: unknown cluster) |
 | `GET /lookup/v2/tenants/{tenant}` | | `{"cluster", "brokerServiceUrl"}` (404: unknown tenant) |
+| `POST /lookup/v2/tenants/{tenant}/migration` | `{"cluster": name, "timeoutSeconds": 120}` | 202: move the tenant there by the five steps (`impl/lookup/migration.py`); 404 unknown tenant or cluster, 409 already there or moving, 412 a cluster without `serviceUrl` |
+| `GET /lookup/v2/tenants/{tenant}/migration` | | the latest migration: `{"tenant", "from", "to", "state", "steps": [{"step", "state", "message"}]}` (404: none) |
 | `GET /lookup/v2/health` | | `ok` |
 
 With a guard that authenticates (`--token-secret-key`), every path but the health check
-needs `Authorization: Bearer <token>` (401 without a valid one); the changes (PUT) need a
+needs `Authorization: Bearer <token>` (401 without a valid one); the changes (PUT, POST) need a
 superuser (403 for another role), as the clusters of a broker's admin API do; reads, like
 reading a broker's clusters, any authenticated role.
 """  # noqa: E501 (a Markdown table)
@@ -23,10 +25,13 @@ from impl.admin.access_control import Needs, access_middleware, read_by_any_role
 from impl.admin.bodies import json_object
 from impl.admin.errors import error_response, errors_middleware
 from impl.lookup.directory import TenantDirectory, UnknownCluster, UnknownTenant
+from impl.lookup.migration import MigrationRefused, Migrations
 from impl.security.guard import OPEN_GUARD, Guard
 
 DIRECTORY: web.AppKey[TenantDirectory] = web.AppKey("starquake.lookup.directory",
                                                     TenantDirectory)
+MIGRATIONS: web.AppKey[Migrations] = web.AppKey("starquake.lookup.migrations", Migrations)
+DEFAULT_STEP_TIMEOUT_S = 120.0
 routes = web.RouteTableDef()
 HEALTH_PATH = "/lookup/v2/health"
 
@@ -40,8 +45,11 @@ def _text_field(body: dict[str, object], name: str) -> str:
 
 @routes.put("/lookup/v2/clusters/{name}")
 async def put_cluster(request: web.Request) -> web.Response:
-    url = _text_field(await json_object(request), "brokerServiceUrl")
-    await asyncio.to_thread(request.app[DIRECTORY].set_cluster, request.match_info["name"], url)
+    body = await json_object(request)
+    url = _text_field(body, "brokerServiceUrl")
+    admin_url = _text_field(body, "serviceUrl") if "serviceUrl" in body else ""
+    await asyncio.to_thread(request.app[DIRECTORY].set_cluster, request.match_info["name"],
+                            url, admin_url)
     return web.Response(status=204)
 
 
@@ -68,6 +76,32 @@ async def get_tenant(request: web.Request) -> web.Response:
     return web.json_response({"cluster": cluster, "brokerServiceUrl": url})
 
 
+@routes.post("/lookup/v2/tenants/{tenant}/migration")
+async def start_migration(request: web.Request) -> web.Response:
+    body = await json_object(request)
+    target = _text_field(body, "cluster")
+    timeout_s = body.get("timeoutSeconds", DEFAULT_STEP_TIMEOUT_S)
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or timeout_s <= 0:
+        raise ValueError("timeoutSeconds must be a positive number")
+    try:
+        migration = await request.app[MIGRATIONS].start(request.match_info["tenant"], target,
+                                                        float(timeout_s))
+    except (UnknownTenant, UnknownCluster) as exc:
+        return error_response(404, str(exc))
+    except MigrationRefused as exc:
+        return error_response(exc.status, str(exc))
+    return web.json_response(migration.report(), status=202)
+
+
+@routes.get("/lookup/v2/tenants/{tenant}/migration")
+async def get_migration(request: web.Request) -> web.Response:
+    tenant = request.match_info["tenant"]
+    migration = request.app[MIGRATIONS].of(tenant)
+    if migration is None:
+        return error_response(404, f"no migration of tenant {tenant} in this lookup service")
+    return web.json_response(migration.report())
+
+
 @routes.get(HEALTH_PATH)
 async def health(_request: web.Request) -> web.Response:
     return web.Response(text="ok")
@@ -78,9 +112,11 @@ def lookup_needs(method: str, _path: str) -> Needs:
     return read_by_any_role(method)
 
 
-def build_lookup_app(directory: TenantDirectory, guard: Guard = OPEN_GUARD) -> web.Application:
+def build_lookup_app(directory: TenantDirectory, migrations: Migrations,
+                     guard: Guard = OPEN_GUARD) -> web.Application:
     app = web.Application(middlewares=[
         errors_middleware, access_middleware(guard, lookup_needs, (HEALTH_PATH,))])
     app[DIRECTORY] = directory
+    app[MIGRATIONS] = migrations
     app.add_routes(routes)
     return app

@@ -5,6 +5,7 @@ answers the same and a switch is one write."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from impl.metadata import paths
 from impl.metadata.errors import AlreadyExists, NotFound
@@ -23,21 +24,36 @@ class UnknownCluster(LookupError):
         self.cluster = cluster
 
 
+@dataclass(frozen=True)
+class ClusterRecord:
+    name: str
+    broker_service_url: str
+    admin_url: str
+    """Its admin API (`serviceUrl`); empty when it was registered without one, which only a
+    migration needs."""
+
+
 class TenantDirectory:
     """Blocking calls (ZooKeeper); asyncio callers run them in a thread."""
 
     def __init__(self, store: MetadataStore) -> None:
         self.store = store
 
-    def set_cluster(self, name: str, broker_service_url: str) -> None:
-        self._put(paths.lookup_cluster(name), {"brokerServiceUrl": broker_service_url})
+    def set_cluster(self, name: str, broker_service_url: str, admin_url: str = "") -> None:
+        record = {"brokerServiceUrl": broker_service_url}
+        if admin_url:
+            record["serviceUrl"] = admin_url
+        self._put(paths.lookup_cluster(name), record)
+
+    def cluster(self, name: str) -> ClusterRecord:
+        try:
+            data = json.loads(self.store.get(paths.lookup_cluster(name)).data)
+        except NotFound:
+            raise UnknownCluster(name) from None
+        return ClusterRecord(name, str(data["brokerServiceUrl"]), str(data.get("serviceUrl", "")))
 
     def broker_service_url(self, cluster: str) -> str:
-        try:
-            data = self.store.get(paths.lookup_cluster(cluster)).data
-        except NotFound:
-            raise UnknownCluster(cluster) from None
-        return str(json.loads(data)["brokerServiceUrl"])
+        return self.cluster(cluster).broker_service_url
 
     def assign(self, tenant: str, cluster: str) -> None:
         """From now on, lookups of the tenant's topics go to `cluster` (migration step 4)."""

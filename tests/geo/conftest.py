@@ -4,21 +4,16 @@ ZooKeeper, bookie and broker) started side by side, and the lookup service of do
 
 from __future__ import annotations
 
-import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import pytest
 
-from harness.ports import free_ports
-from harness.targets.local.cluster import HOST, ClusterSettings, LocalCluster, NodeStartFailed
-from harness.targets.local.processes import LocalProcess, wait_serving
+from harness.targets.local.cluster import ClusterSettings, LocalCluster
+from harness.targets.lookup import LookupService
 from tests.fixtures.cluster import pulsar_client  # noqa: F401  (a fixture)
 from tests.geo.geo_clusters import link
 
@@ -55,38 +50,18 @@ def geo_clusters(tmp_path: Path) -> Iterator[Callable[..., list[LocalCluster]]]:
         cluster.stop()
 
 
-@dataclass(frozen=True)
-class LookupService:
-    service_url: str
-    admin_url: str
-
-
 @pytest.fixture
-def lookup_service(tmp_path: Path) -> Iterator[Callable[[str], LookupService]]:
-    """`lookup_service(zk_connect_string)`: a started `python -m impl.lookup`, stopped after
-    the test."""
-    processes: list[LocalProcess] = []
+def lookup_service(tmp_path: Path) -> Iterator[Callable[..., LookupService]]:
+    """`lookup_service(zk_connect_string, *flags)`: a started `python -m impl.lookup`,
+    stopped after the test."""
+    services: list[LookupService] = []
 
-    def start(zk: str) -> LookupService:
-        port, admin_port = free_ports(2, HOST)
-        process = LocalProcess("lookup", [
-            sys.executable, "-m", "impl.lookup", "--port", str(port),
-            "--admin-port", str(admin_port), "--zk", zk], tmp_path / "lookup" / "lookup.log")
-        processes.append(process)
-        process.start()
-        service = LookupService(f"pulsar://{HOST}:{port}", f"http://{HOST}:{admin_port}")
-
-        def healthy() -> bool:
-            try:
-                with urllib.request.urlopen(f"{service.admin_url}/lookup/v2/health",
-                                            timeout=1.0) as response:
-                    return bool(response.status == 200)
-            except (urllib.error.URLError, OSError):
-                return False
-
-        wait_serving(process, healthy, 30, NodeStartFailed)
+    def start(zk: str, *flags: str) -> LookupService:
+        service = LookupService(zk, tmp_path / "lookup" / f"lookup-{len(services)}.log", flags)
+        services.append(service)
+        service.start()
         return service
 
     yield start
-    for process in processes:
-        process.stop()
+    for service in services:
+        service.stop()

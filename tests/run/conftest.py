@@ -16,13 +16,14 @@ MUTANTS_SUITE = (
         "topic-ack-before-durable", "contract-deliver-at-ignored", "geo-markers-dispatched",
         "scalable-skip-terminate", "scalable-child-cursor-at-latest",
         "scalable-children-before-parent-drained", "scalable-admin-range-start-exclusive",
-        "scalable-no-roll-forward", "scalable-layout-without-cas")),
+        "scalable-no-roll-forward", "scalable-layout-without-cas",
+        "migration-out-of-order")),
     "tests/run/scenarios/topic-consumers-mutants.toml",
 )
 """CI's short mutants suite, on local processes: mutants of storage, the client contract,
 replication, the scalable controller (one caught only as unavailability, one only by a
-reader that starts after the load) and coordinator, the admin API and the subscription,
-each caught by its named anomaly. (Their clean twins
+reader that starts after the load) and coordinator, the admin API, the subscription and
+the lookup service's tenant migration, each caught by its named anomaly. (Their clean twins
 are the detection table's, docs/detection.md; `update-past-mark-delete` is caught in
 tests/geo/test_failover.py.)"""
 

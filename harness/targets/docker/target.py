@@ -25,7 +25,7 @@ class DockerTarget:
     def __init__(self, topology: Topology, mutants: tuple[str, ...], run_dir: Path,
                  lookup_service: bool = False, auth: RunAuth | None = None) -> None:
         self._topology = topology
-        self._lookup = DeployedLookup(lookup_service, run_dir, auth)
+        self._lookup = DeployedLookup(lookup_service, run_dir, auth, mutants)
         # Connecting here raises EngineUnavailable (exit 4) before anything starts.
         self._deployment = DockerDeployment(
             topology, settings=NodeSettings(

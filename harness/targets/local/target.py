@@ -76,7 +76,7 @@ class LocalTarget:
     def __init__(self, topology: Topology, mutants: tuple[str, ...], run_dir: Path,
                  lookup_service: bool = False, auth: RunAuth | None = None) -> None:
         self._topology = topology
-        self._lookup = DeployedLookup(lookup_service, run_dir, auth)
+        self._lookup = DeployedLookup(lookup_service, run_dir, auth, mutants)
         self._run_dir = run_dir
         self._base = Path(tempfile.mkdtemp(prefix="starquake-run-"))
         broker_args: tuple[str, ...] = (
