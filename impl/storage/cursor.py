@@ -94,7 +94,7 @@ class ManagedCursorImpl:
         if rewinds == self._rewinds:  # a rewind during the read stands
             self._read_position = max(self._read_position,
                                       self._ledger.sequence.next_position(positions[-1]))
-        return entries
+        return self._still_unacknowledged(entries)
 
     def has_more(self) -> bool:
         return self._ledger.sequence.exists(self._first_unacked(self._read_position))
@@ -119,7 +119,7 @@ class ManagedCursorImpl:
         sequence = self._ledger.sequence
         wanted = [p for p in sorted(set(positions))
                   if p > self._mark_delete and not self._acks.contains(p) and sequence.exists(p)]
-        return await self._ledger.read(wanted)
+        return self._still_unacknowledged(await self._ledger.read(wanted))
 
     async def reset(self, read_from: Position) -> None:
         self._place_before(read_from)
@@ -156,6 +156,13 @@ class ManagedCursorImpl:
         return (p for p in sequence.positions_from(start) if not self._acks.contains(p))
 
     # --- internals ---------------------------------------------------------------------
+
+    def _still_unacknowledged(self, entries: list[Entry]) -> list[Entry]:
+        """`entries` less those acknowledged while they were read: a consumer that had a
+        message from the topic's previous owner may acknowledge it here while this owner
+        reads it for the first time, and it must not go out again after that."""
+        return [e for e in entries
+                if e.position > self._mark_delete and not self._acks.contains(e.position)]
 
     def _place_before(self, read_from: Position) -> None:
         """Mark-delete just before `read_from`, kept between "nothing acknowledged" and
