@@ -31,6 +31,9 @@ class CheckSettings:
     whose `meta` sets one are judged."""
 
 
+ANOMALY_ROWS = "checker string, run string, sort_key long, weight long, example string"
+"""The schema of every finder's rows (see the module's docstring)."""
+
 Finder = Callable[[HistoryFrames, CheckSettings], DataFrame]
 """Anomaly rows of one or more checkers, each naming its checker."""
 
@@ -69,5 +72,4 @@ def anomalies(checker: str | Column, frame: DataFrame, sort_key: str | Column,
 
 def no_anomalies(spark: SparkSession) -> DataFrame:
     """A checker's answer when the history cannot have its anomaly (no layout, no failover)."""
-    return spark.createDataFrame(
-        [], "checker string, run string, sort_key long, weight long, example string")
+    return spark.createDataFrame([], ANOMALY_ROWS)

@@ -27,6 +27,7 @@ from checkers.frames import HistoryFrames
 from checkers.load import PreparedHistory
 from checkers.per_value import PRODUCER_RETRY
 from checkers.segments import segment_checks
+from checkers.sessions import reassigned
 from checkers.stalled import stalled_subscriptions
 from checkers.stats import run_stats
 
@@ -47,6 +48,7 @@ CHECKERS = (
     Checker("multi-position", deliveries),
     Checker("ack-unapplied", deliveries, needs_drain=True),
     Checker("unavailable", unavailable, judges=unavailable_bounds),
+    Checker("reassigned", reassigned),
 )
 UNDECIDED_ROWS = {"contract": (UNDECIDED, "probes could not run or be judged")}
 """Checkers whose finder also reports the units it could not judge, as rows under another

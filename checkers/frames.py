@@ -34,6 +34,9 @@ ACK_SCOPE = ["run", "topic", "subscription", "cluster"]
 CursorScope = tuple[str, str | None, str | None, str | None]
 """`ACK_SCOPE`'s values: where a cursor reading holds."""
 
+SESSION_EVENTS = frozenset({"register", "assign", "unregister"})
+"""What a scalable consumer's session with its controller leaves in the history."""
+
 ROWS_PER_PARTITION = 1000000
 """About how many events one partition of a by-key shuffle holds: a Python worker takes a
 whole partition as one Arrow table, so this bounds its memory."""
@@ -67,6 +70,7 @@ class SmallFact:
     done_time: int | None
     done_index: int | None
     segment: int | None
+    consumer: str | None
 
 
 def closing_op(nemesis: list[SmallFact], n: int,
@@ -122,6 +126,9 @@ class HistoryFrames:
     cumulative_ack_runs: set[str] = field(default_factory=set)
     """Runs with at least one cumulative ack: only they need the coverage walk."""
     subscriptions: list[Subscription] = field(default_factory=list)
+    sessions: list[SmallFact] = field(default_factory=list)
+    """Scalable consumers' completed `register`s and `unregister`s and their `assign`
+    observations, by run and index (`checkers.sessions`)."""
     first_writes: dict[tuple[str, str | None, int], FirstWrite] = field(default_factory=dict)
     """By run, topic and segment (see `checkers.pairing`)."""
 
@@ -177,6 +184,8 @@ class HistoryFrames:
                 created = first.setdefault((fact.run, fact.topic, fact.subscription), fact)
                 if _done_index(fact) < _done_index(created):
                     first[(fact.run, fact.topic, fact.subscription)] = fact
+            elif fact.f in SESSION_EVENTS:
+                self.sessions.append(fact)
             elif fact.f == "cumulative-ack":
                 self.cumulative_ack_runs.add(fact.run)
             elif fact.f == "first-write":

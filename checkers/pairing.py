@@ -46,10 +46,13 @@ FACTS_SCHEMA = pa.schema([
     ("subscription", pa.string()), ("cluster", pa.string()), ("position", pa.string()),
     ("detail", pa.string()), ("done_detail", pa.string()),
     ("index", pa.int64()), ("time", pa.int64()), ("outcome", pa.string()),
-    ("done_time", pa.int64()), ("done_index", pa.int64()), ("segment", pa.int64())])
-"""Layouts, meta and cursor readings (`outcome` ok; a subscription's cursor is read about
-once a second, so they stay few); completed drains, subscribes (`subscription` falls back
-to the value) and failovers; every nemesis operation; one `cumulative-ack` row (index -1)
+    ("done_time", pa.int64()), ("done_index", pa.int64()), ("segment", pa.int64()),
+    ("consumer", pa.string())])
+"""Layouts, meta, cursor readings and pushed assignments (`outcome` ok; a subscription's
+cursor is read about once a second and an assignment changes with the layout, so they
+stay few); completed drains, subscribes (`subscription` falls back to the value) and
+failovers; every registration and unregistration, and every nemesis operation, however
+it ended; one `cumulative-ack` row (index -1)
 when some completed ack was cumulative; and per topic and segment, its first acknowledged
 write (`first-write`: the send's completion as `index`, `time`, `done_*`), which
 `dual-write` compares every send against."""
@@ -59,8 +62,9 @@ PAIRED_FILES = (OPERATIONS_FILE, OBSERVATIONS_FILE, FACTS_FILE)
 _ROW_GROUP = 1 << 18
 _DISTINCT_TEXT = frozenset({"value", "position", "done_position", "detail", "done_detail"})
 _OBSERVATIONS = pa.array(sorted(OBSERVATIONS))
-_FACT_OBSERVATIONS = pa.array(["layout", "meta", "cursor"])
+_FACT_OBSERVATIONS = pa.array(["layout", "meta", "cursor", "assign"])
 _FACT_OPERATIONS = pa.array(["drain", "subscribe", "failover"])
+_SESSION_OPERATIONS = pa.array(["register", "unregister"])
 _WRITES = ["topic", "segment", "outcome", "done_time", "done_index"]
 _FIRST = ["topic", "segment"]
 
@@ -163,10 +167,12 @@ class OperationPairer:
         operations = pa.table(columns, schema=OPERATIONS_SCHEMA)
         self._operations.write(operations)
         completed = pc.equal(operations["done_type"], "ok")
-        # Kleene logic, as in SQL: a nemesis operation that never completed is kept.
-        wanted = pc.or_kleene(
+        # Kleene logic, as in SQL: a nemesis operation or a session's step that never
+        # completed is kept.
+        wanted = pc.or_kleene(pc.or_kleene(
             pc.and_kleene(pc.is_in(operations["f"], _FACT_OPERATIONS), completed),
-            pc.equal(operations["process"], "nemesis"))
+            pc.equal(operations["process"], "nemesis")),
+            pc.is_in(operations["f"], _SESSION_OPERATIONS))
         facts = operations.filter(wanted)
         sends = SENDS.table(operations, _WRITES)
         self._first_writes.append(_earliest(sends.filter(pc.and_(

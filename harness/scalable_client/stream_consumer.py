@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from harness.scalable_client.errors import NotController
 from harness.scalable_client.retry import retrying
 from harness.scalable_client.segment_consumer import MessageHandler
 from harness.scalable_client.segment_reader import SegmentReader
+from harness.scalable_client.session_events import Assignment, SessionEvents, Unrecorded
 from wire.connection import ClientConnection
 from wire.errors import ClientError, broker_error
 from wire.frames import Frame
@@ -43,9 +45,10 @@ controller that is just taking over)."""
 class StreamConsumer(SegmentReader):
     def __init__(self, service_urls: list[str], topic: str, subscription: str,
                  consumer_name: str, on_message: MessageHandler, timeout: float = 60.0,
-                 token: str | None = None) -> None:
+                 token: str | None = None, events: SessionEvents | None = None) -> None:
         super().__init__(service_urls, topic, subscription, consumer_name, on_message, timeout,
                          token)
+        self._events = events or Unrecorded()
         self._controller: ClientConnection | None = None
         self._consumer_id = 0
         self.assigned: tuple[int, ...] = ()
@@ -77,20 +80,34 @@ class StreamConsumer(SegmentReader):
             consumer_id, request_id = connection.next_id(), connection.next_id()
             self._lost.clear()
             connection.register(_KINDS, consumer_id, self._pushed, self._lost.set)
-            frame = await connection.request(BaseCommand(
-                type=BaseCommand.SCALABLE_CONSUMER_REGISTER,
-                scalableConsumerRegister=CommandScalableConsumerRegister(
-                    request_id=request_id, consumer_id=consumer_id, topic=str(self.topic),
-                    subscription=self.subscription, consumer_name=self.name,
-                    subscription_type=ScalableSubscriptionType.SCALABLE_STREAM)), request_id)
-            answer = frame.command.scalableConsumerAssignment
-            if answer.HasField("error"):
-                connection.unregister(_KINDS, consumer_id)
-                if answer.error == ServerError.ServiceNotReady:
-                    raise NotController(answer.message, answer.leader_broker_url or None)
-                raise broker_error(answer.error, answer.message)
-            self._controller, self._consumer_id = connection, consumer_id
-            await self._apply(frame)
+            told = False
+
+            def tell(assignment: Assignment) -> None:
+                nonlocal told
+                told = True
+                self._events.registered(assignment, None)
+
+            self._events.registering()
+            try:
+                frame = await connection.request(BaseCommand(
+                    type=BaseCommand.SCALABLE_CONSUMER_REGISTER,
+                    scalableConsumerRegister=CommandScalableConsumerRegister(
+                        request_id=request_id, consumer_id=consumer_id, topic=str(self.topic),
+                        subscription=self.subscription, consumer_name=self.name,
+                        subscription_type=ScalableSubscriptionType.SCALABLE_STREAM)),
+                    request_id)
+                answer = frame.command.scalableConsumerAssignment
+                if answer.HasField("error"):
+                    connection.unregister(_KINDS, consumer_id)
+                    if answer.error == ServerError.ServiceNotReady:
+                        raise NotController(answer.message, answer.leader_broker_url or None)
+                    raise broker_error(answer.error, answer.message)
+                self._controller, self._consumer_id = connection, consumer_id
+                await self._apply(frame, tell)
+            except BaseException as exc:
+                if not told:
+                    self._events.registered(None, type(exc).__name__)
+                raise
             self.registered.append(self.assigned)
         await retrying(f"registering {self.name}", attempt, loop.time() + self._timeout,
                        retry_on=(ClientError, OSError, TimeoutError))
@@ -111,18 +128,23 @@ class StreamConsumer(SegmentReader):
                 self._controller.unregister(_KINDS, self._consumer_id)
             self._lost.set()
             return
-        task = asyncio.create_task(self._apply(frame))
+        task = asyncio.create_task(self._apply(frame, self._events.pushed))
         self._pushes.add(task)
         task.add_done_callback(self._pushes.discard)
 
-    async def _apply(self, frame: Frame) -> None:
-        """Follow an assignment; one at a time, in arrival order (closing a segment's
-        consumer waits for the broker, and the next assignment must not start meanwhile)."""
+    async def _apply(self, frame: Frame, tell: Callable[[Assignment], None]) -> None:
+        """Follow an assignment (a registration's answer or a push); one at a time, in
+        arrival order (closing a segment's consumer waits for the broker, and the next
+        assignment must not start meanwhile). `tell` hears of it first, so that whoever
+        records assignments records them in the order they are followed."""
         async with self._applying:
             answer = frame.command.scalableConsumerAssignment
             wanted = {s.segment_id: s.segment_topic for s in answer.segments}
             self.assigned = tuple(sorted(wanted))
             self.assignments.append(self.assigned)
+            assignment = Assignment(
+                answer.layout_epoch if answer.HasField("layout_epoch") else None, self.assigned)
+            tell(assignment)
             for segment_id in [i for i in self._segments if i not in wanted]:
                 await self._segments.pop(segment_id).close()
             for segment_id, topic in wanted.items():
@@ -151,6 +173,7 @@ class StreamConsumer(SegmentReader):
         connection = self._controller
         if unregister and connection is not None and not connection.closed:
             request_id = connection.next_id()
+            self._events.unregistering()
             try:
                 await connection.request(BaseCommand(
                     type=BaseCommand.SCALABLE_CONSUMER_UNREGISTER,
@@ -159,4 +182,7 @@ class StreamConsumer(SegmentReader):
                     timeout=5.0)
             except Exception as exc:
                 log.info("unregistering %s: %s", self.name, exc)
+                self._events.unregistered(type(exc).__name__)
+            else:
+                self._events.unregistered(None)
         await self._close_all()

@@ -42,6 +42,7 @@ from harness.credentials import client_token
 from harness.scalable_client.producer import ScalableProducer, SendResult
 from harness.scalable_client.queue_consumer import QueueConsumer
 from harness.scalable_client.segment_consumer import AckListener, Message
+from harness.scalable_client.session_events import Assignment
 from harness.scalable_client.stream_consumer import StreamConsumer
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.client_loop import ClientLoop
@@ -131,6 +132,59 @@ class _Deliveries:
                              error=None if confirmed else "unconfirmed", **self._fields)
             self._idle.append(process)
         return settled
+
+
+class _Session:
+    """A stream consumer's session with the controller, in the history: each registration
+    attempt a `register` (its `ok` with the assignment answered), each pushed assignment
+    an `assign` observation, the unregistration at close an `unregister`; `reassigned`
+    reads them. An attempt the close cut short ends `info` before the `unregister`."""
+
+    def __init__(self, workload: ScalableWorkload, subscription: str, consumer: str) -> None:
+        c = workload.context
+        self._process = ClientProcess(c.history, workload.ids)
+        self._fields = {"topic": c.topic, "cluster": c.cluster, "subscription": subscription,
+                        "consumer": consumer}
+        self._consumer = consumer
+        self._pending: str | None = None
+
+    def _invoke(self, f: str) -> None:
+        if self._pending is not None:
+            self._complete("info", error="superseded")
+        self._pending = f
+        self._process.invoke(f, value=self._consumer, **self._fields)
+
+    def _complete(self, type: str, **fields: Any) -> None:
+        if self._pending is None:  # already ended by a later invoke
+            return
+        self._pending = None
+        self._process.complete(type, value=self._consumer, **self._fields, **fields)
+
+    @staticmethod
+    def _assigned(assignment: Assignment) -> dict[str, Any]:
+        return {"epoch": assignment.epoch, "detail": {"segments": list(assignment.segments)}}
+
+    def registering(self) -> None:
+        self._invoke("register")
+
+    def registered(self, assignment: Assignment | None, error: str | None) -> None:
+        if assignment is None:
+            self._complete("info", error=error)
+        else:
+            self._complete("ok", **self._assigned(assignment))
+
+    def pushed(self, assignment: Assignment) -> None:
+        self._process.observe("assign", value=self._consumer, **self._fields,
+                              **self._assigned(assignment))
+
+    def unregistering(self) -> None:
+        self._invoke("unregister")
+
+    def unregistered(self, error: str | None) -> None:
+        if error is None:
+            self._complete("ok")
+        else:
+            self._complete("info", error=error)
 
 
 class ScalableWorkload:
@@ -227,10 +281,13 @@ class ScalableWorkload:
     async def _start_consumer(self, kind: type[StreamConsumer] | type[QueueConsumer],
                               subscription: str, n: int) -> StreamConsumer | QueueConsumer:
         name = f"{subscription}-{n}"
-        consumer = kind(rotated(self._urls, n), self.context.topic, subscription, name,
-                        _Deliveries(self, subscription, name), CLIENT_TIMEOUT_S,
-                        client_token())
-        return await consumer.start()
+        urls, handler = rotated(self._urls, n), _Deliveries(self, subscription, name)
+        if kind is StreamConsumer:
+            return await StreamConsumer(urls, self.context.topic, subscription, name, handler,
+                                        CLIENT_TIMEOUT_S, client_token(),
+                                        _Session(self, subscription, name)).start()
+        return await kind(urls, self.context.topic, subscription, name, handler,
+                          CLIENT_TIMEOUT_S, client_token()).start()
 
     async def _start_producer(self, n: int) -> ScalableProducer:
         settings = self.context.settings

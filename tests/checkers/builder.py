@@ -87,6 +87,32 @@ class History:
             detail={"individually_deleted": ranges or [], "backlog": backlog,
                     "consumers": consumers, "unacked": unacked})
 
+    # A scalable stream consumer's session with its controller, under process `r-<name>`.
+
+    def registering(self, consumer: str, sub: str = "s") -> None:
+        self.now_ms += 1
+        self.writer.record(f"r-{consumer}", "invoke", "register",
+                           **_session_fields(consumer, sub))
+
+    def registered(self, consumer: str, segments: list[int], sub: str = "s") -> None:
+        self.now_ms += 1
+        self.writer.record(f"r-{consumer}", "ok", "register", epoch=1,
+                           detail={"segments": segments}, **_session_fields(consumer, sub))
+
+    def register(self, consumer: str, segments: list[int], sub: str = "s") -> None:
+        self.registering(consumer, sub)
+        self.registered(consumer, segments, sub)
+
+    def assign(self, consumer: str, segments: list[int], sub: str = "s") -> None:
+        """An assignment the controller pushed."""
+        self.now_ms += 1
+        self.writer.record(f"r-{consumer}", "ok", "assign", epoch=1,
+                           detail={"segments": segments}, **_session_fields(consumer, sub))
+
+    def unregister(self, consumer: str, sub: str = "s") -> None:
+        fields = _session_fields(consumer, sub)
+        self.op(f"r-{consumer}", "unregister", invoke=fields, done=fields)
+
     def nemesis(self, f: str, **detail: Any) -> None:
         self.op("nemesis", f, invoke={"value": f}, done={"detail": detail})
 
@@ -96,6 +122,11 @@ class History:
     def close(self) -> Path:
         self.writer.close()
         return self.writer.path
+
+
+def _session_fields(consumer: str, sub: str) -> dict[str, str]:
+    return {"value": consumer, "consumer": consumer, "subscription": sub,
+            "topic": "topic://t/ns/T", "cluster": "a"}
 
 
 def prepared_cases(builds: Mapping[str, Callable[[History], None]], root: Path,

@@ -528,6 +528,61 @@ def _not_judged(h: History) -> None:
     h.drain()
 
 
+def _dealt_to_c0_then_shared(h: History) -> None:
+    """c0 registers and is dealt every segment; c1 registers, and c0 gives half back while
+    c1's registration is answered."""
+    h.register("c0", [0, 1, 2, 3])
+    h.registering("c1")
+    h.assign("c0", [0, 2])
+    h.registered("c1", [1, 3])
+
+
+@case("reassigned", reassigned=2)
+def _reassigned(h: History) -> None:
+    """A new controller leader forgot the sessions: c0, registering again first, is dealt
+    c1's segments too, and gives them back when c1 registers again."""
+    _dealt_to_c0_then_shared(h)
+    h.nemesis("kill-controller-leader")
+    _dealt_to_c0_then_shared(h)
+    h.drain()
+
+
+@case("reassigned-legal-sessions-kept")
+def _reassigned_legal_kept(h: History) -> None:
+    _dealt_to_c0_then_shared(h)
+    h.nemesis("kill-controller-leader")
+    h.register("c1", [1, 3])
+    h.register("c0", [0, 2])
+    h.drain()
+
+
+@case("reassigned-legal-segments-changed")
+def _reassigned_legal_layout(h: History) -> None:
+    """Segment 1 drained and its children 4 and 5 dealt out: what is dealt changed, and
+    c0 takes 3 from c1 in the same rebalance."""
+    _dealt_to_c0_then_shared(h)
+    h.assign("c0", [0, 2, 4])
+    h.assign("c1", [3, 5])
+    h.drain()
+
+
+@case("reassigned-legal-push-after-the-answer")
+def _reassigned_legal_push_late(h: History) -> None:
+    """The rebalance a join causes reaches c0 after the joiner heard its answer."""
+    h.register("c0", [0, 1, 2, 3])
+    h.register("c1", [1, 3])
+    h.assign("c0", [0, 2])
+    h.drain()
+
+
+@case("reassigned-legal-consumer-left")
+def _reassigned_legal_left(h: History) -> None:
+    _dealt_to_c0_then_shared(h)
+    h.unregister("c1")
+    h.assign("c0", [0, 1, 2, 3])
+    h.drain()
+
+
 @pytest.fixture(scope="module")
 def results(spark, tmp_path_factory) -> dict[str, dict]:
     histories = prepared_cases({name: build for name, (build, _) in CASES.items()},

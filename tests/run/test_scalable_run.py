@@ -6,12 +6,14 @@ children early (`children-before-parent-drained`) once the consumers lag, and an
 whose ranges disagree with the DAG at the segments' first hashes
 (`admin-range-start-exclusive`), which only the edge keys reach; a controller leader that
 forgets its predecessor's half-done change (`no-roll-forward`) leaves keys unwritable
-for longer than the scenario's bound. (A valid scalable run,
+for longer than the scenario's bound, and one that forgets the consumers' sessions
+(`no-grace-period`) moves segments between them. (A valid scalable run,
 with the history contract of a scalable topic, is in test_smoke_suite.py.)"""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +29,20 @@ def _made_segments(events: list[dict]) -> set[int]:
     final = max((e for e in events if e["f"] == "layout"), key=lambda e: e["epoch"])
     return {int(s) for s, segment in json.loads(final["detail"])["segments"].items()
             if segment["parentIds"]}
+
+
+def _the_only_finding(run_dir: Path, checker: str) -> dict:
+    """The run's result for `checker`, which found something, and no other checker did."""
+    results = json.loads((run_dir / "results.json").read_text())
+    found = results["checkers"][checker]
+    assert results["valid"] is False and found["count"] > 0
+    assert {c for c, r in results["checkers"].items() if r["valid"] is False} == {checker}
+    return found
+
+
+def _first_leader_kill(events: list[dict]) -> dict:
+    """The completion of the nemesis's first kill of the controller's leader."""
+    return next(e for e in events if e["f"] == "kill-leader" and e["type"] == "ok")
 
 
 def _stored_in(events: list[dict]) -> dict[str, int]:
@@ -144,13 +160,27 @@ def test_a_change_the_next_leader_forgets_leaves_its_keys_unwritable(
     keys of the parents' range take no write again, so their sends wait past the bound
     (`unavailable`) until the load ends, with no success to end the wait."""
     run_dir = mutants_suite.run("scalable-no-roll-forward")
-    results = json.loads((run_dir / "results.json").read_text())
-    unavailable = results["checkers"]["unavailable"]
-    assert results["valid"] is False and unavailable["count"] > 0
-    assert {c for c, r in results["checkers"].items() if r["valid"] is False} == {"unavailable"}
-    events = _events(run_dir)
-    killed = next(e for e in events if e["f"] == "kill-leader" and e["type"] == "ok")
+    unavailable = _the_only_finding(run_dir, "unavailable")
+    killed = _first_leader_kill(_events(run_dir))
     examples = unavailable["examples"]
     assert all(e["written"] is False and e["wait_ms"] > e["bound_ms"] == 20000 for e in examples)
     # The parents were terminated before the leader died: the first wait began then.
     assert min(e["from_ms"] for e in examples) < killed["time"] / 1e6
+
+
+def test_a_controller_that_forgets_sessions_moves_segments_between_consumers(
+        mutants_suite: SuiteRuns) -> None:
+    """`no-grace-period`: each new controller leader evicts the sessions it restores, so
+    the first stream consumer to register again is dealt every segment and gives the
+    other's back when it registers. Nothing is lost, reordered or delivered twice: the
+    one finding is `reassigned`, every example a consumer of `stream` whose segments
+    moved after the controller's leader was killed."""
+    run_dir = mutants_suite.run("scalable-no-grace-period")
+    reassigned = _the_only_finding(run_dir, "reassigned")
+    events = _events(run_dir)
+    first_kill = _first_leader_kill(events)
+    consumers = {e["consumer"] for e in events if e["f"] == "register"}
+    for example in reassigned["examples"]:
+        assert example["subscription"] == "stream" and example["consumer"] in consumers
+        assert example["before"] != example["after"]
+        assert example["events"][1] > first_kill["index"]

@@ -1,0 +1,160 @@
+"""A consumer's segments moved while nothing called for it: `reassigned`.
+
+PIP-468's ordered subscriptions deal segments out to registered consumers, and the
+registration is a session: a consumer whose connection drops, or whose controller's
+leader dies, and that registers again within the grace period, resumes with the same
+assignment, "no rebalance, no other consumer disturbed" ("Consumer Session Lifecycle").
+Segments move only when what is dealt out changes (a split, a merge, a parent drained) or
+who it is dealt to changes (a consumer joins, unregisters, or stays away past the grace
+period). A controller that forgets sessions instead hands a reconnecting consumer's
+segments to the others and takes them back a moment later. Nothing is lost or reordered
+by that, each segment's Failover subscription sees to it, but every consumer is
+disturbed, messages in flight are delivered again elsewhere, and a consumer's own state
+keyed by segment is thrown away: the harm the session exists to prevent.
+
+The history shows each consumer's assignment: the `ok` of each `register` (the answer)
+and each `assign` (a push). A change of one consumer's assignment is an anomaly when the
+union of every consumer's latest assignment is the same before and after it (what is
+dealt out did not change), and no consumer of the subscription began to join (its first
+`register`'s invoke) or to leave (an `unregister`'s invoke) since that consumer's last
+change that such an event explained (each explains one change of each other consumer:
+the rebalance it causes). A consumer away past the grace
+period is evicted legitimately, and the history cannot tell how long that is; no run of
+ours keeps a consumer away that long, and docs/history.md says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from checkers.anomaly import ANOMALY_ROWS, CheckSettings
+from checkers.frames import HistoryFrames, SmallFact
+from history.schema import detail_object
+
+CHECKER = "reassigned"
+Scope = tuple[str, str | None, str | None, str | None]
+"""Run, topic, subscription and cluster: one subscription's consumers."""
+
+
+@dataclass(frozen=True)
+class _Assigned:
+    index: int
+    consumer: str
+    segments: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Reassignment:
+    scope: Scope
+    consumer: str
+    before: frozenset[int]
+    after: frozenset[int]
+    previous_index: int
+    index: int
+
+    def example(self) -> dict[str, object]:
+        return {"events": [self.previous_index, self.index], "consumer": self.consumer,
+                "subscription": self.scope[2], "before": sorted(self.before),
+                "after": sorted(self.after)}
+
+
+def _segments(detail: str | None) -> frozenset[int]:
+    return frozenset(int(s) for s in detail_object(detail).get("segments", []))
+
+
+def _scope(fact: SmallFact) -> Scope:
+    return (fact.run, fact.topic, fact.subscription, fact.cluster)
+
+
+def _membership_changes(facts: list[SmallFact]) -> list[tuple[int, str]]:
+    """When consumers began to join or leave, by index: a consumer's first `register`
+    invoke, each `unregister` invoke."""
+    joined: dict[str, int] = {}
+    left = []
+    for fact in facts:
+        if fact.consumer is None:
+            continue
+        if fact.f == "unregister":
+            left.append((fact.index, fact.consumer))
+        elif fact.f == "register":
+            joined[fact.consumer] = min(joined.get(fact.consumer, fact.index), fact.index)
+    return sorted([(index, consumer) for consumer, index in joined.items()] + left)
+
+
+def _assignments(facts: list[SmallFact]) -> list[_Assigned]:
+    assigned = []
+    for fact in facts:
+        if fact.consumer is None:
+            continue
+        if fact.f == "assign":
+            assigned.append(_Assigned(fact.index, fact.consumer, _segments(fact.detail)))
+        elif fact.f == "register" and fact.outcome == "ok" and fact.done_index is not None:
+            assigned.append(_Assigned(fact.done_index, fact.consumer,
+                                      _segments(fact.done_detail)))
+    return sorted(assigned, key=lambda a: a.index)
+
+
+def _left(facts: list[SmallFact]) -> dict[int, str]:
+    """Completed unregistrations: event index -> the consumer, which holds nothing after."""
+    return {f.done_index: f.consumer for f in facts
+            if f.f == "unregister" and f.outcome == "ok" and f.done_index is not None
+            and f.consumer is not None}
+
+
+def _judge(scope: Scope, facts: list[SmallFact]) -> list[Reassignment]:
+    """A membership change explains the first change of each other consumer's assignment
+    at or after it began (its rebalance reaches them while the joiner's answer, or the
+    leaver's, may still be on its way), and no later one."""
+    changes = _membership_changes(facts)
+    left = _left(facts)
+    current: dict[str, frozenset[int]] = {}
+    since: dict[str, int] = {}
+    explained_up_to: dict[str, int] = defaultdict(lambda: -1)
+    """Per consumer: the index of the last membership change one of its changes used."""
+    found = []
+    steps = sorted([(a.index, a) for a in _assignments(facts)]
+                   + [(index, consumer) for index, consumer in left.items()],
+                   key=lambda step: step[0])
+    for index, step in steps:
+        if isinstance(step, str):
+            current.pop(step, None)
+            continue
+        old = current.get(step.consumer)
+        if old is None:  # its first: what changed before is no concern of its
+            explained_up_to[step.consumer] = index
+        elif old != step.segments:
+            others = frozenset().union(*(s for c, s in current.items() if c != step.consumer))
+            same_dealt = others | old == others | step.segments
+            unused = [start for start, member in changes
+                      if explained_up_to[step.consumer] < start <= index
+                      and member != step.consumer]
+            if unused:
+                explained_up_to[step.consumer] = max(unused)
+            elif same_dealt:
+                found.append(Reassignment(scope, step.consumer, old, step.segments,
+                                          since[step.consumer], index))
+        current[step.consumer] = step.segments
+        since[step.consumer] = index
+    return found
+
+
+def reassignments(facts: Iterable[SmallFact]) -> list[Reassignment]:
+    """Every anomalous change of a consumer's assignment (see the module's docstring)."""
+    by_scope: dict[Scope, list[SmallFact]] = defaultdict(list)
+    for fact in facts:
+        by_scope[_scope(fact)].append(fact)
+    return [found for scope, scoped in sorted(by_scope.items(), key=lambda i: str(i[0]))
+            for found in _judge(scope, scoped)]
+
+
+def reassigned(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
+    """The anomaly rows of `reassigned`: one per assignment change, found on the driver
+    (a run has a few assignments per consumer and layout)."""
+    rows = [(CHECKER, r.scope[0], r.index, 1, json.dumps(r.example()))
+            for r in reassignments(frames.sessions)]
+    return frames.spark.createDataFrame(rows, ANOMALY_ROWS)
