@@ -38,11 +38,15 @@ def left_behind(client: DockerClient, run_id: str | None) -> list[str]:
     container attached, and it still refuses removal) is the engine's fault, which
     teardown only warns about; any other network counts."""
     return ([c.name for c in run_containers(client, run_id)]
-            + [n.name for n in run_networks(client, run_id) if not _stale(n)])
+            + [n.name for n in run_networks(client, run_id) if not _gone_or_stale(n)])
 
 
-def _stale(network: Network) -> bool:
-    network.reload()  # a listing leaves out the containers attached
+def _gone_or_stale(network: Network) -> bool:
+    """Removed since the listing (a reaper at work while we look), or stale."""
+    try:
+        network.reload()  # a listing leaves out the containers attached
+    except docker.errors.NotFound:
+        return True
     if network.attrs.get("Containers"):
         return False
     try:
