@@ -43,6 +43,10 @@ DEFINITIONS = {
                      "does not hold as acknowledged, and that was never delivered again.",
     "unavailable": "A send that waited longer than the bound for its key to take a write "
                    "(its own success or a later send's).",
+    "contract": "A probe of the client contract that observed something other than what "
+                "it expected.",
+    "reassigned": "A consumer's segments changed while neither the segments dealt out nor "
+                  "the consumers did: a session the controller forgot.",
 }
 VERDICT_TEXT = {
     "valid": "Every checker passed.",

@@ -1,5 +1,6 @@
 """Whether a run met its expectation: the expected verdict, reached through every anomaly
-its scenario names (a mutant caught by some other anomaly is not the catch it is about)."""
+its scenario names (a mutant caught by some other anomaly is not the catch it is about);
+and every checker a verdict can name is explained in the report."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from history.checker_names import CHECKER_NAMES
+from reports.report import DEFINITIONS
 from reports.run_dir import RunDirectory
 
 RESULTS = {"valid": False, "checkers": {"lost": {"valid": True, "count": 0},
@@ -28,3 +31,7 @@ def test_an_invalid_run_meets_its_expectation_only_through_the_named_anomalies(
 
 def test_the_wrong_verdict_never_meets_it() -> None:
     assert not _run({"expected": "valid"}).met_expectation
+
+
+def test_every_checker_has_a_definition_in_the_report() -> None:
+    assert set(DEFINITIONS) == set(CHECKER_NAMES)
