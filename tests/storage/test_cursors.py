@@ -6,12 +6,13 @@ cross ledger boundaries."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 import pytest
 
 from impl.metadata.errors import Unavailable
-from impl.storage.api import InitialPosition, Position
+from impl.storage.api import InitialPosition, ManagedCursor, Position
 from impl.storage.factory import ManagedLedgerFactory
 from impl.storage.managed_ledger import ManagedLedgerImpl
 from tests.storage.conftest import Bookie
@@ -22,6 +23,16 @@ pytestmark = [pytest.mark.zk, pytest.mark.cluster]
 Factories = Callable[..., ManagedLedgerFactory]
 StartBookie = Callable[..., Bookie]
 NAME = "public/default/persistent/cursors"
+
+
+@asynccontextmanager
+async def _cursor_over(make_factory: Factories, entries: int) -> AsyncIterator[
+        tuple[ManagedLedgerImpl, ManagedCursor, list[Position]]]:
+    """A subscription's cursor at Earliest, then `entries` entries written."""
+    async with owner(make_factory, NAME) as ledger:
+        assert isinstance(ledger, ManagedLedgerImpl)
+        cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
+        yield ledger, cursor, [await ledger.add_entry(b"m%d" % i) for i in range(entries)]
 
 
 def test_acknowledgements_persist_across_a_new_owner(start_bookie: StartBookie,
@@ -64,10 +75,7 @@ def test_an_acknowledgement_is_persisted_when_its_write_lands(
     start_bookie()
 
     async def scenario() -> None:
-        async with owner(make_factory, NAME) as ledger:
-            assert isinstance(ledger, ManagedLedgerImpl)
-            cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
-            p = [await ledger.add_entry(b"m%d" % i) for i in range(3)]
+        async with _cursor_over(make_factory, 3) as (ledger, cursor, p):
             store = ledger.context.store
             real_set = store.set
 
@@ -103,10 +111,7 @@ def test_an_entry_acknowledged_while_it_is_read_is_not_returned(
     start_bookie()
 
     async def scenario() -> None:
-        async with owner(make_factory, NAME) as ledger:
-            assert isinstance(ledger, ManagedLedgerImpl)
-            cursor = await ledger.open_cursor("sub", InitialPosition.EARLIEST)
-            p = [await ledger.add_entry(b"m%d" % i) for i in range(3)]
+        async with _cursor_over(make_factory, 3) as (ledger, cursor, p):
             real_read = ledger.read
 
             async def acknowledged_meanwhile(positions: list[Position]) -> list:
