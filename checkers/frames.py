@@ -127,8 +127,8 @@ class HistoryFrames:
     """Runs with at least one cumulative ack: only they need the coverage walk."""
     subscriptions: list[Subscription] = field(default_factory=list)
     sessions: list[SmallFact] = field(default_factory=list)
-    """Scalable consumers' completed `register`s and `unregister`s and their `assign`
-    observations, by run and index (`checkers.sessions`)."""
+    """Scalable consumers' `register`s and `unregister`s, however they ended, and their
+    `assign` observations, by run and index (`checkers.sessions`)."""
     first_writes: dict[tuple[str, str | None, int], FirstWrite] = field(default_factory=dict)
     """By run, topic and segment (see `checkers.pairing`)."""
 

@@ -138,7 +138,8 @@ class _Session:
     """A stream consumer's session with the controller, in the history: each registration
     attempt a `register` (its `ok` with the assignment answered), each pushed assignment
     an `assign` observation, the unregistration at close an `unregister`; `reassigned`
-    reads them. An attempt the close cut short ends `info` before the `unregister`."""
+    reads them. An attempt the close cut short ends `info` before the `unregister`, and
+    what the attempt reports afterwards is dropped."""
 
     def __init__(self, workload: ScalableWorkload, subscription: str, consumer: str) -> None:
         c = workload.context
@@ -150,12 +151,12 @@ class _Session:
 
     def _invoke(self, f: str) -> None:
         if self._pending is not None:
-            self._complete("info", error="superseded")
+            self._complete(self._pending, "info", error="superseded")
         self._pending = f
         self._process.invoke(f, value=self._consumer, **self._fields)
 
-    def _complete(self, type: str, **fields: Any) -> None:
-        if self._pending is None:  # already ended by a later invoke
+    def _complete(self, f: str, type: str, **fields: Any) -> None:
+        if self._pending != f:  # already ended by a later invoke
             return
         self._pending = None
         self._process.complete(type, value=self._consumer, **self._fields, **fields)
@@ -169,9 +170,9 @@ class _Session:
 
     def registered(self, assignment: Assignment | None, error: str | None) -> None:
         if assignment is None:
-            self._complete("info", error=error)
+            self._complete("register", "info", error=error)
         else:
-            self._complete("ok", **self._assigned(assignment))
+            self._complete("register", "ok", **self._assigned(assignment))
 
     def pushed(self, assignment: Assignment) -> None:
         self._process.observe("assign", value=self._consumer, **self._fields,
@@ -182,9 +183,9 @@ class _Session:
 
     def unregistered(self, error: str | None) -> None:
         if error is None:
-            self._complete("ok")
+            self._complete("unregister", "ok")
         else:
-            self._complete("info", error=error)
+            self._complete("unregister", "info", error=error)
 
 
 class ScalableWorkload:

@@ -118,7 +118,7 @@ class ManagedCursorImpl:
     async def read_positions(self, positions: list[Position]) -> list[Entry]:
         sequence = self._ledger.sequence
         wanted = [p for p in sorted(set(positions))
-                  if p > self._mark_delete and not self._acks.contains(p) and sequence.exists(p)]
+                  if self._unacknowledged(p) and sequence.exists(p)]
         return self._still_unacknowledged(await self._ledger.read(wanted))
 
     async def reset(self, read_from: Position) -> None:
@@ -157,12 +157,14 @@ class ManagedCursorImpl:
 
     # --- internals ---------------------------------------------------------------------
 
+    def _unacknowledged(self, position: Position) -> bool:
+        return position > self._mark_delete and not self._acks.contains(position)
+
     def _still_unacknowledged(self, entries: list[Entry]) -> list[Entry]:
         """`entries` less those acknowledged while they were read: a consumer that had a
         message from the topic's previous owner may acknowledge it here while this owner
         reads it for the first time, and it must not go out again after that."""
-        return [e for e in entries
-                if e.position > self._mark_delete and not self._acks.contains(e.position)]
+        return [e for e in entries if self._unacknowledged(e.position)]
 
     def _place_before(self, read_from: Position) -> None:
         """Mark-delete just before `read_from`, kept between "nothing acknowledged" and
