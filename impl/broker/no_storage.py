@@ -53,6 +53,9 @@ class NoCursor:
     async def delete(self, positions: list[Position]) -> None:
         pass
 
+    async def flush(self) -> None:
+        pass
+
     def backlog(self) -> int:
         return 0
 

@@ -217,6 +217,9 @@ class Subscription:
                     await self._ack_cumulative(ack.message_id[0])
                 else:
                     await self._ack_individual(list(ack.message_id))
+                # A retried acknowledgement finds its position applied already, but the
+                # write that failed the first time may still be owed.
+                await self.cursor.flush()
             except (StorageError, MetadataError, AckRefused) as exc:
                 # A metadata store that is away (a lost ZooKeeper session) is answered
                 # too: the client retries after its back-off, not after its timeout.

@@ -135,6 +135,13 @@ class ManagedCursor(Protocol):
         """Individual acknowledgement; persisted; mark-delete advances over closed gaps."""
         ...
 
+    async def flush(self) -> None:
+        """Persist what is acknowledged in memory and not yet written; returns at once when
+        nothing is. An acknowledgement whose write failed stays applied in memory, so its
+        retry finds nothing new to apply: the retry must still wait for this before it is
+        answered, or the answer promises what a new owner would not find."""
+        ...
+
     def backlog(self) -> int:
         """Entries not yet acknowledged."""
         ...

@@ -143,6 +143,9 @@ class ManagedCursorImpl:
         self._after_ack()
         await self._persist()
 
+    async def flush(self) -> None:
+        await self._persist()
+
     def backlog(self) -> int:
         last = self._ledger.last_confirmed
         if last is None or last <= self._mark_delete:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 
+from impl.metadata.errors import Unavailable
 from impl.storage.api import Entry, InitialPosition, Position, TopicTerminated
 from impl.storage.ledger_info import CursorInfo
 
@@ -20,6 +21,20 @@ class MemoryCursor:
         self._acked: set[int] = set(range(start))
         self._read = start
         self._properties: dict[str, int] = {}
+        self._stored = self._state()
+        self.failing_writes = 0
+        """How many of the next writes fail as a lost metadata store does: applied in
+        memory, not stored, `Unavailable` raised."""
+
+    def _state(self) -> CursorInfo:
+        return CursorInfo(self.mark_delete_position, tuple(self.individually_deleted),
+                          tuple(sorted(self._properties.items())))
+
+    async def _store(self) -> None:
+        if self.failing_writes:
+            self.failing_writes -= 1
+            raise Unavailable("set", f"cursor {self.name}", "ConnectionLoss")
+        self._stored = self._state()
 
     @property
     def mark_delete_position(self) -> Position:
@@ -35,9 +50,8 @@ class MemoryCursor:
 
     @property
     def persisted(self) -> CursorInfo:
-        """Nothing is lost here: memory is the store."""
-        return CursorInfo(self.mark_delete_position, tuple(self.individually_deleted),
-                          tuple(sorted(self._properties.items())))
+        """The state as last stored; the same as in memory unless a write failed."""
+        return self._stored
 
     @property
     def read_position(self) -> Position:
@@ -49,6 +63,7 @@ class MemoryCursor:
 
     async def put_property(self, name: str, value: int) -> None:
         self._properties[name] = value
+        await self._store()
 
     def _unacked_from(self, index: int) -> list[int]:
         return [i for i in range(index, len(self._ledger.entries)) if i not in self._acked]
@@ -77,6 +92,7 @@ class MemoryCursor:
 
     async def reset(self, read_from: Position) -> None:
         self.place_at(read_from)
+        await self._store()
 
     def place_at(self, read_from: Position) -> None:
         """Everything before `read_from` acknowledged, nothing after it."""
@@ -93,9 +109,15 @@ class MemoryCursor:
         self._acked.update(range(position.entry_id + 1))
         if properties is not None:
             self._properties = dict(properties)
+        await self._store()
 
     async def delete(self, positions: list[Position]) -> None:
         self._acked.update(p.entry_id for p in positions)
+        await self._store()
+
+    async def flush(self) -> None:
+        if self._stored != self._state():
+            await self._store()
 
     def backlog(self) -> int:
         return len(self._unacked_from(0))
