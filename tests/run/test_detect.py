@@ -15,10 +15,12 @@ from history.errors import BadInput
 from history.writer import HistoryWriter
 from reports.run_dir import load_run, missing_anomalies
 from scenarios.format import Scenario, load_scenario
+from starquake.output import command_console
 from starquake.run.detect import (
     Clean,
     Detection,
     clean_table,
+    detections,
     earliest_observation_s,
     judged,
     reported,
@@ -27,6 +29,7 @@ from starquake.run.detect import (
     with_section,
 )
 from starquake.run.detect_ledger import Judged, Ledger
+from starquake.run.pipeline import RunOptions
 from starquake.run.suite import VERDICT_CODES, SuiteResult
 from tests.run.suite_runs import SuiteRuns
 
@@ -52,6 +55,27 @@ def test_clean_rows_count_valid_runs_and_name_what_the_others_reported() -> None
     assert "| `topic-faults` | 2/2 | - |" in text.splitlines()
     assert "| `geo-failover` | 1/3 | duplicate, exit 4 |" in text.splitlines()
     assert "2 of 5 runs not valid." in text
+
+
+def test_twins_run_only_in_the_first_twin_seeds(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every mutant run of seeds 1 to 3 and the twin of seed 1 in the ledger, a detect
+    over 3 seeds with one twin seed has nothing left to run, and its row says so."""
+    file = REPO / "scenarios/mutants/contract-deliver-at-ignored.toml"
+    scenario = load_scenario(file)
+    ledger = Ledger(tmp_path / "ledger.jsonl", "commit aaaaaaaaaaaa", resume=False)
+    for seed in (1, 2, 3):
+        ledger.add(Judged(scenario.name, seed, scenario.mutants, True, (), 2.0, f"m{seed}"))
+    ledger.add(Judged(scenario.name, 1, (), True, (), None, "twin1"))
+
+    def nothing_left(files: list[Path], *_: object) -> list[object]:
+        assert files == [], f"ran {files}"
+        return []
+
+    monkeypatch.setattr("starquake.run.detect.run_suite", nothing_left)
+    (row,), cleans, finished = detections([file], [], 3, 1, RunOptions(file), command_console(),
+                                          ledger)
+    assert (row.caught, row.twins_valid, cleans, finished) == ([True] * 3, [True], [], True)
 
 
 def _run_with(tmp_path: Path, checkers: dict[str, object]) -> Path:
