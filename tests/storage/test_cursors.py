@@ -35,6 +35,25 @@ async def _cursor_over(make_factory: Factories, entries: int) -> AsyncIterator[
         yield ledger, cursor, [await ledger.add_entry(b"m%d" % i) for i in range(entries)]
 
 
+async def _mark_delete_unanswered(ledger: ManagedLedgerImpl, cursor: ManagedCursor,
+                                  position: Position, monkeypatch: pytest.MonkeyPatch,
+                                  lands: bool) -> None:
+    """Mark-delete `position` while ZooKeeper's answer is lost: the write `lands` or never
+    reaches it, and either way the cursor sees `Unavailable`."""
+    store = ledger.context.store
+    real_set = store.set
+
+    def unanswered(path: str, data: bytes, expected_version: int) -> int:
+        if lands:
+            real_set(path, data, expected_version)
+        raise Unavailable("set", path, "ConnectionLoss")
+
+    monkeypatch.setattr(store, "set", unanswered)
+    with pytest.raises(Unavailable):
+        await cursor.mark_delete(position)
+    monkeypatch.undo()
+
+
 def test_acknowledgements_persist_across_a_new_owner(start_bookie: StartBookie,
                                                      make_factory: Factories) -> None:
     start_bookie()
@@ -76,17 +95,7 @@ def test_an_acknowledgement_is_persisted_when_its_write_lands(
 
     async def scenario() -> None:
         async with _cursor_over(make_factory, 3) as (ledger, cursor, p):
-            store = ledger.context.store
-            real_set = store.set
-
-            def reply_lost(path: str, data: bytes, expected_version: int) -> int:
-                real_set(path, data, expected_version)
-                raise Unavailable("set", path, "ConnectionLoss")
-
-            monkeypatch.setattr(store, "set", reply_lost)
-            with pytest.raises(Unavailable):
-                await cursor.mark_delete(p[0])
-            monkeypatch.undo()
+            await _mark_delete_unanswered(ledger, cursor, p[0], monkeypatch, lands=True)
             assert cursor.mark_delete_position == p[0]
             assert cursor.persisted.mark_delete < p[0]
 
@@ -98,6 +107,38 @@ def test_an_acknowledgement_is_persisted_when_its_write_lands(
             cursor = reopened.cursors()["sub"]
             assert cursor.mark_delete_position == p[0]
             assert cursor.individually_deleted == [(p[1], p[2])]
+
+    run(scenario())
+
+
+def test_flush_stores_an_acknowledgement_whose_write_failed(
+        start_bookie: StartBookie, make_factory: Factories,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ack's write never reaches ZooKeeper: the ack holds in memory only, `flush`
+    stores it (what the broker waits for before answering the client's retry), a new
+    owner finds it, and a flush with nothing owed writes nothing."""
+    start_bookie()
+
+    async def scenario() -> None:
+        async with _cursor_over(make_factory, 2) as (ledger, cursor, p):
+            await _mark_delete_unanswered(ledger, cursor, p[0], monkeypatch, lands=False)
+            assert cursor.persisted.mark_delete < p[0]
+
+            await cursor.flush()
+            assert cursor.persisted.mark_delete == p[0]
+            writes: list[str] = []
+            store, real_set = ledger.context.store, ledger.context.store.set
+
+            def counted(path: str, data: bytes, expected_version: int) -> int:
+                writes.append(path)
+                return real_set(path, data, expected_version)
+
+            monkeypatch.setattr(store, "set", counted)
+            await cursor.flush()
+            assert writes == []
+
+        async with owner(make_factory, NAME) as reopened:
+            assert reopened.cursors()["sub"].mark_delete_position == p[0]
 
     run(scenario())
 
