@@ -36,3 +36,20 @@ def test_without_the_kernels_range_the_kernel_picks(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(ports, "EPHEMERAL_RANGE", tmp_path / "absent")
     assert listening_range() is None
     assert len(set(free_ports(3))) == 3
+
+
+def test_a_port_handed_out_is_not_drawn_again_before_its_node_binds_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cluster draws its ZooKeeper's ports and then its brokers', and binds none of them
+    until it starts: the second draw must not repeat the first."""
+    probes = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(2)]
+    for probe in probes:
+        probe.bind(("127.0.0.1", 0))
+    pair = [probe.getsockname()[1] for probe in probes]
+    for probe in probes:
+        probe.close()
+    monkeypatch.setattr(ports, "listening_range", lambda: pair)
+    first, second = free_ports(1), free_ports(1)
+    assert sorted(first + second) == sorted(pair)
+    with pytest.raises(OSError, match="no 1 free ports"):
+        free_ports(1)
