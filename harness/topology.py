@@ -31,6 +31,10 @@ class Topology:
     """The brokers' replicator keep-alive (`--replication-keepalive-seconds`): Pulsar's 30 s,
     so a WAN cut that drops packets leaves a replicator looking connected for a minute or
     more; shorter, it knows within a run that it is cut."""
+    snapshot_timeout_s: float = 30.0
+    """The brokers' replicated-subscription snapshot timeout
+    (`--replicated-subscriptions-snapshot-timeout-seconds`): Pulsar's 30 s; shorter, a
+    run sees a topic ask again after a request that was never answered."""
     controller_step_pause_s: float = 0.0
     """A fault control of the reference brokers (`--controller-step-pause-ms`): the
     scalable-topic controller's pause between terminating a change's parents (and its last

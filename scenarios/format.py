@@ -110,9 +110,10 @@ def load_scenario(path: Path) -> Scenario:
     if scenario.workload.send_timeout_s < MIN_SEND_TIMEOUT_S:
         raise reader.fail("workload.send_timeout_s", f"at least {MIN_SEND_TIMEOUT_S} (seconds)",
                           scenario.workload.send_timeout_s)
-    if scenario.topology.replication_keepalive_s <= 0:
-        raise reader.fail("topology.replication_keepalive_s", "a number of seconds above 0",
-                          scenario.topology.replication_keepalive_s)
+    for seconds in ("replication_keepalive_s", "snapshot_timeout_s"):
+        if getattr(scenario.topology, seconds) <= 0:
+            raise reader.fail(f"topology.{seconds}", "a number of seconds above 0",
+                              getattr(scenario.topology, seconds))
     if scenario.workload.failover_every_s <= 0:
         raise reader.fail("workload.failover_every_s", "a number of seconds above 0",
                           scenario.workload.failover_every_s)

@@ -94,6 +94,11 @@ class ReplicatedSubscriptionsController:
         published = self._topic.last_published_position()
         if not remotes or published is None:
             return None  # nobody to ask, or nothing any subscription could move past
+        if not self.completed_snapshots and self._pending:
+            # As Pulsar: until one snapshot has completed, one is asked at a time. A cluster
+            # that never answers (its replicated subscriptions off, or its answers never
+            # sent back) is asked again only once the timeout abandons the request.
+            return None
         if self.completed_snapshots and published == self._covered:
             return None  # nothing new since the last completed snapshot
         in_reach = [c for c in remotes if self._topic.replicator_connected(c)]
@@ -114,7 +119,8 @@ class ReplicatedSubscriptionsController:
     def _drop_timed_out(self) -> None:
         # PIP-33: a snapshot a region does not answer within the timeout is aborted. The
         # mutant keeps every one: a request that was never written, or never answered,
-        # holds its builder for ever.
+        # holds its builder for ever, and a topic's first such request stops its snapshots
+        # for good (`_start_snapshot`).
         if self._mutants.on("snapshot-never-times-out"):
             return
         deadline = self._clock.monotonic() - self.config.snapshot_timeout_s

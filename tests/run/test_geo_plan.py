@@ -41,10 +41,12 @@ def test_a_wan_cut_needs_two_clusters(write_scenario: WriteScenario) -> None:
         schedule_for(scenario, 1)
 
 
-def test_the_replicators_keep_alive_is_a_topology_setting(write_scenario: WriteScenario) -> None:
-    scenario = write_scenario('[topology]\nclusters = ["a", "b"]\nreplication_keepalive_s = 2\n'
+@pytest.mark.parametrize("setting", ["replication_keepalive_s", "snapshot_timeout_s"])
+def test_the_replication_timers_are_topology_settings(write_scenario: WriteScenario,
+                                                      setting: str) -> None:
+    scenario = write_scenario(f'[topology]\nclusters = ["a", "b"]\n{setting} = 2\n'
                               '[workload]\nkind = "geo"\n')
-    assert scenario.topology.replication_keepalive_s == 2.0
-    with pytest.raises(ScenarioError, match=r"topology.replication_keepalive_s"):
-        write_scenario('[topology]\nclusters = ["a", "b"]\nreplication_keepalive_s = 0\n'
+    assert getattr(scenario.topology, setting) == 2.0
+    with pytest.raises(ScenarioError, match=f"topology.{setting}"):
+        write_scenario(f'[topology]\nclusters = ["a", "b"]\n{setting} = 0\n'
                        '[workload]\nkind = "geo"\n')

@@ -38,6 +38,8 @@ class NodeSettings:
     """The brokers' replicator keep-alive: Pulsar's 30 s by default, so a WAN cut that
     drops packets leaves replicators looking connected for a minute. Tests about what
     happens once a replicator knows it is cut shorten it."""
+    snapshot_timeout_s: float = 30.0
+    """The brokers' replicated-subscription snapshot timeout: Pulsar's 30 s."""
     controller_step_pause_ms: int = 0
     """`Topology.controller_step_pause_ms`."""
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
@@ -114,6 +116,8 @@ def broker_spec(image: NodeImage, cluster: str, zk_connect: str, advertised_host
                  "--session-timeout-ms", str(settings.session_timeout_ms),
                  "--session-expired-policy", session_expired_policy,
                  "--replication-keepalive-seconds", str(settings.replication_keepalive_s),
+                 "--replicated-subscriptions-snapshot-timeout-seconds",
+                 str(settings.snapshot_timeout_s),
                  "--controller-step-pause-ms", str(settings.controller_step_pause_ms),
                  *_mutant_args(settings), *(auth.broker_args(SECURITY_DIR) if auth else ()),
                  *_metadata_args(settings)),

@@ -31,6 +31,7 @@ class DockerTarget:
             topology, settings=NodeSettings(
                 session_timeout_ms=topology.session_timeout_ms, mutants=mutants, auth=auth,
                 replication_keepalive_s=topology.replication_keepalive_s,
+                snapshot_timeout_s=topology.snapshot_timeout_s,
                 controller_step_pause_ms=topology.controller_step_pause_ms), run_dir=run_dir)
         self._network: IptablesNetwork | None = None
         self.where = f"containers labelled starquake={self._deployment.run_id}"

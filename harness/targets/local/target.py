@@ -81,6 +81,8 @@ class LocalTarget:
         self._base = Path(tempfile.mkdtemp(prefix="starquake-run-"))
         broker_args: tuple[str, ...] = (
             "--replication-keepalive-seconds", str(topology.replication_keepalive_s),
+            "--replicated-subscriptions-snapshot-timeout-seconds",
+            str(topology.snapshot_timeout_s),
             "--controller-step-pause-ms", str(topology.controller_step_pause_ms))
         bookie_args: tuple[str, ...] = ()
         if auth is not None:
