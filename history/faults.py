@@ -32,6 +32,7 @@ NEMESIS_OPS: dict[str, NemesisOp] = {op.name: op for op in (
     NemesisOp("pause", "resume", "#1e88e5"),
     NemesisOp("expire-session", None, "#6d4c41"),
     NemesisOp("kill-leader", None, "#c62828"),
+    NemesisOp("unlink-replication", "relink-replication", "#00897b"),
 )}
 
 HEAL_OPS = frozenset(op.heal for op in NEMESIS_OPS.values() if op.heal is not None)

@@ -71,7 +71,8 @@ class NemesisRunner:
         self._topic = topic
         network = target.network
         self._context = FaultContext(target, ProcessFaults(),
-                                     Partitioner(network) if network is not None else None)
+                                     Partitioner(network) if network is not None else None,
+                                     topic)
         self.status = status or FaultStatus()
         self._begun: dict[FaultStep, tuple[str, ...]] = {}
 
@@ -109,7 +110,10 @@ class NemesisRunner:
     def heal(self) -> None:
         """Heal everything: the network first, then resume paused nodes and start killed
         ones. Each kind of repair is its own operation, so the statistics can close the
-        fault it ends; a `heal` is always recorded, marking the end of the fault phase."""
+        fault it ends; a `heal` is always recorded, marking the end of the fault phase.
+        Faults those repairs do not undo are ended first, each as its own end."""
+        for step in [s for s in self._begun if s.kind.outlives_heal]:
+            self._end(step)
         self.status.clear()
         self._begun.clear()
         partitioner = self._context.partitioner

@@ -14,13 +14,14 @@ from nemesis.faults.partitions import (
     RandomHalves,
 )
 from nemesis.faults.process import Kill, Pause
+from nemesis.faults.replication import UnlinkReplication
 from nemesis.faults.session import ExpireSession
 from nemesis.faults.wan import CutWan
 
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (
     Isolate(), RandomHalves(), Bridge(), MajoritiesRing(), BrokersFromZooKeeper(),
     IsolateControllerLeader(), CutWan(), CutClients(), Kill(), Pause(), ExpireSession(),
-    KillControllerLeader(),
+    KillControllerLeader(), UnlinkReplication(),
 )}
 
 FAULT_NAMES = tuple(FAULTS)

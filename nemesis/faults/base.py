@@ -67,6 +67,8 @@ class FaultContext:
     processes: ProcessFaults
     partitioner: Partitioner | None
     """None where the Target offers no network control."""
+    topic: str = ""
+    """The workload's topic (its namespace is what `unlink-replication` changes)."""
 
     def nodes(self, names: Sequence[str]) -> list[NodeControl]:
         return [self.target.control(name) for name in names]
@@ -90,6 +92,9 @@ class Fault:
     end_op: ClassVar[str | None] = None
     """The history operation its end records (`start`, `resume`, `heal`, ...); None for a
     fault that is over once injected."""
+    outlives_heal: ClassVar[bool] = False
+    """The final heal's network and process repairs do not undo it, so the runner ends it
+    there itself when it is still on (a run cut short)."""
 
     def check(self, surface: Surface, key: str) -> None:
         """Raise FaultPlanError naming `key` when `surface` cannot take this fault at all
@@ -113,3 +118,23 @@ class Fault:
     @property
     def instant(self) -> bool:
         return self.end_op is None
+
+
+class ClusterPair(Fault):
+    """A fault between clusters: two named as targets, or without targets the first and
+    all the others; the Target needs two clusters or more."""
+
+    cluster_targets: ClassVar[bool] = True
+    acts: ClassVar[str]
+    """What it does, for the error on a Target of one cluster."""
+    takes: ClassVar[str]
+    """What its targets are, for the error on targets that are not two clusters."""
+
+    def check(self, surface: Surface, key: str) -> None:
+        if len(surface.clusters) < 2:
+            raise FaultPlanError(f"{key}: {self.name} {self.acts}; the target has only "
+                                 f"{surface.clusters}")
+
+    def check_targets(self, surface: Surface, key: str, targets: Sequence[str]) -> None:
+        if targets and (len(targets) != 2 or targets[0] == targets[1]):
+            raise FaultPlanError(f"{key}: {self.name} {self.takes}; got {list(targets)}")

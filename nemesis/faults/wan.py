@@ -6,30 +6,19 @@ regions, the case where one region's messages reach a second but not a third).""
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
-from typing import ClassVar
 
 from nemesis.events import NemesisEvent
-from nemesis.faults.base import FaultContext, FaultPlanError, Surface
+from nemesis.faults.base import ClusterPair, FaultContext
 from nemesis.faults.partitions import _Partition
 from nemesis.partition import Partitioner
 
 
-class CutWan(_Partition):
+class CutWan(_Partition, ClusterPair):
     name = "cut-wan"
     op = "cut-wan"
     end_op = "heal-wan"
-    cluster_targets: ClassVar[bool] = True
-
-    def check(self, surface: Surface, key: str) -> None:
-        if len(surface.clusters) < 2:
-            raise FaultPlanError(f"{key}: {self.name} cuts clusters apart; the target has "
-                                 f"only {surface.clusters}")
-
-    def check_targets(self, surface: Surface, key: str, targets: Sequence[str]) -> None:
-        if targets and (len(targets) != 2 or targets[0] == targets[1]):
-            raise FaultPlanError(f"{key}: {self.name} cuts two clusters apart, or the first "
-                                 f"from all others without targets; got {list(targets)}")
+    acts = "cuts clusters apart"
+    takes = "cuts two clusters apart, or the first from all others without targets"
 
     def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
               rng: random.Random) -> NemesisEvent:

@@ -147,13 +147,14 @@ SELECT count(*) FROM dups d WHERE NOT EXISTS (
     "duplicate-window": """
 WITH nemesis AS (SELECT "index", f, time, coalesce(done_time, time) AS ended FROM ops
                  WHERE process = 'nemesis'),
--- A failover while the clusters are cut apart, or soon after they heal, is not judged.
+-- A failover during a replication outage, or soon after it ends, is not judged.
+outage_ops AS (SELECT * FROM (VALUES {outage_ops}) AS t(op, heal)),
 cuts AS (
   SELECT c.time AS cut,
          coalesce((SELECT arg_min(h.ended, h."index") FROM nemesis h
-                   WHERE h."index" > c."index" AND h.f IN {wan_heals}) + {recovery_ns},
+                   WHERE h."index" > c."index" AND h.f IN (o.heal, 'heal')) + {recovery_ns},
                   9223372036854775807) AS until
-  FROM nemesis c WHERE c.f = '{wan_cut}'),
+  FROM nemesis c JOIN outage_ops o ON c.f = o.op),
 judged AS (SELECT * FROM failovers f WHERE NOT EXISTS (
   SELECT 1 FROM cuts WHERE f.moved_at BETWEEN cuts.cut AND cuts.until)),
 windows AS (
@@ -351,10 +352,10 @@ def duckdb_counts(path: Path) -> DuckdbCounts:
     import duckdb
     from duckdb.sqltypes import VARCHAR
 
-    from checkers.duplicates import WAN_CUT, WAN_RECOVERY_MS
+    from checkers.duplicates import RECOVERY_MS, REPLICATION_OUTAGES
 
     modes = "(" + ", ".join(f"'{mode}'" for mode in ORDERED_MODES) + ")"
-    wan_heals = f"('{heal_of(WAN_CUT)}', 'heal')"
+    outage_ops = ", ".join(f"('{op}', '{heal_of(op)}')" for op in REPLICATION_OUTAGES)
     started = time.perf_counter()
     with duckdb.connect() as db:
         db.execute(_SETUP.format(path=path))
@@ -369,8 +370,7 @@ def duckdb_counts(path: Path) -> DuckdbCounts:
         counts = {}
         for name in QUERIED:
             row = db.execute(_QUERIES[name].format(
-                modes=modes, wan_cut=WAN_CUT, wan_heals=wan_heals,
-                recovery_ns=WAN_RECOVERY_MS * 1_000_000,
+                modes=modes, outage_ops=outage_ops, recovery_ns=RECOVERY_MS * 1_000_000,
                 default_bound_ms=DEFAULT_DUPLICATE_WINDOW_BOUND_MS,
                 stalled_bound_ms=DEFAULT_STALLED_SUBSCRIPTION_BOUND_MS)).fetchone()
             assert row is not None, "an aggregate query answers one row"

@@ -199,6 +199,22 @@ def _window_after_wan_recovery(h: History) -> None:
     _failover_after(h, ack_at_ms=100, failover_at_ms=100 + 10_000 + 3000)
 
 
+@case("duplicate-window-legal-while-replication-is-unlinked")
+def _window_in_an_unlink(h: History) -> None:
+    """A cluster that stops replicating to the one failed over from cannot answer its
+    snapshot requests: no bound either, until the relink and the recovery after it."""
+    h.at(50).nemesis("unlink-replication")
+    h.at(80).nemesis("relink-replication")
+    _failover_after(h, ack_at_ms=100, failover_at_ms=5100)
+
+
+@case("duplicate-window-after-the-relink-recovered", duplicate_window=1)
+def _window_after_relink_recovery(h: History) -> None:
+    h.at(50).nemesis("unlink-replication")
+    h.at(80).nemesis("relink-replication")
+    _failover_after(h, ack_at_ms=100, failover_at_ms=100 + 10_000 + 3000)
+
+
 def _split_topic(h: History) -> None:
     h.layout("T", {0: (0, 65535, []), 1: (0, 32767, [0]), 2: (32768, 65535, [0])})
     h.subscribe("s", "stream")
@@ -679,6 +695,8 @@ def test_a_failover_in_a_wan_cut_is_excused_by_name(results: dict[str, dict]) ->
     judged = results["duplicate-window-after-the-wan-recovered"]["checkers"]
     assert judged["duplicate-window"]["failovers_excused"] == []
     assert judged["duplicate-window"]["acks_judged"] == 1
+    unlinked = results["duplicate-window-legal-while-replication-is-unlinked"]["checkers"]
+    assert len(unlinked["duplicate-window"]["failovers_excused"]) == 1
 
 
 def test_failover_statistics(results: dict[str, dict]) -> None:
