@@ -48,6 +48,12 @@ class WorkloadContext:
 
 
 class Workload(Protocol):
+    @property
+    def topic(self) -> str:
+        """The topic it drives, which may not be the context's (the geo and migration
+        workloads move it into their own namespace): whose owner the nemesis's `owner`
+        target means, and whose namespace `unlink-replication` changes."""
+
     def open(self) -> None:
         """Connect and subscribe; raises EnvironmentProblem when the cluster will not take
         clients within a bounded time."""

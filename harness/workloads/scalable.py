@@ -205,6 +205,10 @@ class ScalableWorkload:
 
     # --- open ----------------------------------------------------------------------------
 
+    @property
+    def topic(self) -> str:
+        return self.context.topic
+
     def open(self) -> None:
         c = self.context
         self._log_the_client()

@@ -125,6 +125,10 @@ class TopicWorkload:
 
     # --- open ----------------------------------------------------------------------------
 
+    @property
+    def topic(self) -> str:
+        return self.context.topic
+
     def open(self) -> None:
         c = self.context
         c.client_log.parent.mkdir(parents=True, exist_ok=True)

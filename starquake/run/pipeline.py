@@ -169,8 +169,7 @@ def _execute(scenario: Scenario, schedule: Schedule, run_dir: Path, history: Cou
             workload = make_workload(_context(scenario, target, history, run_dir, topic))
             progress.phase("opening the workload")
             workload.open()
-            _load_under_faults(scenario, schedule, target, workload, history, faults, progress,
-                               topic)
+            _load_under_faults(scenario, schedule, target, workload, history, faults, progress)
             progress.phase("draining")
             drained = workload.drain()
             progress.phase("drained" if drained else
@@ -219,9 +218,9 @@ def workload_topic(scenario: Scenario, run_dir: Path, fresh: bool) -> str:
 
 def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Target,
                        workload: Workload, history: CountingHistory, faults: FaultStatus,
-                       progress: Progress, topic: str) -> None:
+                       progress: Progress) -> None:
     """The workload in a thread until the deadline; the nemesis in this thread (so Ctrl-C
-    reaches it) until the final heal."""
+    reaches it) until the final heal, aimed at the topic the workload drives."""
     stop = threading.Event()
     started = time.monotonic()
     deadline = started + scenario.duration_s
@@ -231,8 +230,7 @@ def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Target,
                    load_started=started)
     load.start()
     try:
-        NemesisRunner(schedule, target, history, topic, faults
-                      ).run(started, stop)
+        NemesisRunner(schedule, target, history, workload.topic, faults).run(started, stop)
     finally:
         stop.set()
         load.join(timeout=60)

@@ -74,6 +74,10 @@ class ContractWorkload:
         self._unfinished: list[str] = []
         """Groups that could not finish: their consumers may not have read everything."""
 
+    @property
+    def topic(self) -> str:
+        return self.context.topic
+
     def open(self) -> None:
         """Only the client: every group subscribes on its own topic when it runs."""
         self._clients.connect()
