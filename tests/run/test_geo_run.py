@@ -1,7 +1,8 @@
 """Runs of the `geo` workload on two clusters of local processes, from the short mutants
 suite (tests/run/conftest.py): with `markers-dispatched` the consumers receive the
-snapshot markers as messages nobody sent. (Valid geo and migration runs, in
-containers, are in test_smoke_suite.py.)"""
+snapshot markers as messages nobody sent; with `snapshot-never-times-out`, under
+`unlink-replication` and a killed owner, a failover repeats far more than a snapshot
+interval. (Valid geo and migration runs, in containers, are in test_smoke_suite.py.)"""
 
 from __future__ import annotations
 
@@ -29,3 +30,24 @@ def test_snapshot_markers_handed_to_consumers_are_messages_nobody_sent(
     assert nobody_sent and all(value.startswith("\n") for value in nobody_sent)
     assert {example["value"] for example in checkers["unexpected"]["examples"]} <= set(
         nobody_sent)
+
+
+def test_a_first_snapshot_never_answered_and_never_abandoned_stops_the_updates(
+        mutants_suite: SuiteRuns) -> None:
+    """`snapshot-never-times-out`: b stops replicating to a, and the broker of a that owns
+    the workload's topic (the geo namespace's, not the context's) is killed; the new
+    controller's first request is answered into the void and kept for ever, so the
+    failover a -> b, judged (past the allowance after the relink), repeats over 10 s of
+    acknowledged messages; nothing is lost."""
+    run_dir = mutants_suite.run("geo-snapshot-never-times-out")
+    checkers = json.loads((run_dir / "results.json").read_text())["checkers"]
+    assert checkers["lost"]["valid"] is True and checkers["duplicate-window"]["count"] == 1
+    (failover,) = checkers["duplicate-window"]["examples"]
+    assert (failover["from"], failover["to"]) == ("a", "b") and failover["window_ms"] > 10_000
+    nemesis = [e for e in _events(run_dir) if e["process"] == "nemesis" and e["type"] == "ok"]
+    assert [e["f"] for e in nemesis] == ["unlink-replication", "kill", "start",
+                                         "relink-replication", "heal"]
+    assert json.loads(nemesis[0]["detail"])["replication_clusters"] == {"b": ["b"]}
+    killed = json.loads(nemesis[1]["detail"])["targets"][0]
+    assert "loaded topic persistent://starquake/geo/" in (
+        run_dir / "logs" / f"{killed}.log").read_text()
