@@ -1,8 +1,9 @@
 """Runs of the `geo` workload on two clusters of local processes, from the short mutants
 suite (tests/run/conftest.py): with `markers-dispatched` the consumers receive the
-snapshot markers as messages nobody sent; with `snapshot-never-times-out`, under
-`unlink-replication` and a killed owner, a failover repeats far more than a snapshot
-interval. (Valid geo and migration runs, in containers, are in test_smoke_suite.py.)"""
+snapshot markers as messages nobody sent; and, in a suite of its own, with
+`snapshot-never-times-out`, under `unlink-replication` and a killed owner, a failover
+repeats far more than a snapshot interval. (Valid geo and migration runs, in
+containers, are in test_smoke_suite.py.)"""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import json
 
 import pytest
 
-from tests.run.suite_runs import SuiteRuns
+from tests.run.suite_runs import REPO, SuiteRuns
 from tests.run.test_run_local import _events
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
@@ -32,14 +33,23 @@ def test_snapshot_markers_handed_to_consumers_are_messages_nobody_sent(
         nobody_sent)
 
 
+@pytest.fixture(scope="module")
+def unanswered_snapshot(tmp_path_factory: pytest.TempPathFactory) -> SuiteRuns:
+    """`geo-snapshot-never-times-out` in a suite of its own: its minute of load would take
+    the short mutants suite past the 600 s a test may take to set up."""
+    return SuiteRuns(tmp_path_factory.mktemp("unanswered") / "runs",
+                     str(REPO / "scenarios/mutants/geo-snapshot-never-times-out.toml"),
+                     timeout_s=500)
+
+
 def test_a_first_snapshot_never_answered_and_never_abandoned_stops_the_updates(
-        mutants_suite: SuiteRuns) -> None:
+        unanswered_snapshot: SuiteRuns) -> None:
     """`snapshot-never-times-out`: b stops replicating to a, and the broker of a that owns
     the workload's topic (the geo namespace's, not the context's) is killed; the new
     controller's first request is answered into the void and kept for ever, so the
     failover a -> b, judged (past the allowance after the relink), repeats over 10 s of
     acknowledged messages; nothing is lost."""
-    run_dir = mutants_suite.run("geo-snapshot-never-times-out")
+    run_dir = unanswered_snapshot.run("geo-snapshot-never-times-out")
     checkers = json.loads((run_dir / "results.json").read_text())["checkers"]
     assert checkers["lost"]["valid"] is True and checkers["duplicate-window"]["count"] == 1
     (failover,) = checkers["duplicate-window"]["examples"]
