@@ -24,12 +24,23 @@ MUTANTS_SUITE = (
 replication, the scalable controller (one caught only as unavailability, one only by a
 reader that starts after the load) and coordinator (one caught only as segments moved
 between consumers), the admin API, the subscription and the lookup service's tenant
-migration, each caught by its named anomaly. It must run within the 600 s a test may take
-to set up, so longer scenarios have suites of their own (test_geo_run.py).
+migration, each caught by its named anomaly.
 (Their clean twins are the detection table's, docs/detection.md; `update-past-mark-delete`
 is caught in tests/geo/test_failover.py.)"""
 
 WriteScenario = Callable[[str], Scenario]
+
+SUITE_FIXTURES = ("mutants_suite", "smoke", "unanswered_snapshot")
+"""Fixtures that run a whole `starquake suite` (each bounds it itself, at most 1500 s)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The first test to ask for a suite fixture waits while the suite runs: it gets the
+    suite's own bound, not pytest-timeout's 600 s for one test, which a slow machine
+    passes with a dozen scenarios."""
+    for item in items:
+        if any(name in getattr(item, "fixturenames", ()) for name in SUITE_FIXTURES):
+            item.add_marker(pytest.mark.timeout(1800))
 
 
 @pytest.fixture

@@ -35,8 +35,8 @@ def test_snapshot_markers_handed_to_consumers_are_messages_nobody_sent(
 
 @pytest.fixture(scope="module")
 def unanswered_snapshot(tmp_path_factory: pytest.TempPathFactory) -> SuiteRuns:
-    """`geo-snapshot-never-times-out` in a suite of its own: its minute of load would take
-    the short mutants suite past the 600 s a test may take to set up."""
+    """`geo-snapshot-never-times-out` in a suite of its own, so that the short mutants suite
+    stays as short as it was."""
     return SuiteRuns(tmp_path_factory.mktemp("unanswered") / "runs",
                      str(REPO / "scenarios/mutants/geo-snapshot-never-times-out.toml"),
                      timeout_s=500)
