@@ -68,7 +68,6 @@ class NemesisRunner:
         self.schedule = schedule
         self._target = target
         self._history = history
-        self._topic = topic
         network = target.network
         self._context = FaultContext(target, ProcessFaults(),
                                      Partitioner(network) if network is not None else None,
@@ -145,7 +144,7 @@ class NemesisRunner:
         """`owner` -> the broker owning the topic now; `controller-leader` -> the broker
         leading the scalable topic's controller now; each asked of any broker that
         answers. When none does, a broker drawn from the step's seed."""
-        name = self._topic.split("://", 1)[-1]
+        name = self._context.topic.split("://", 1)[-1]
         keys: tuple[str, ...]
         if target == OWNER:
             path, keys = f"/lookup/v2/topic/persistent/{name}", ("nativeUrl", "brokerUrl")
@@ -166,5 +165,5 @@ class NemesisRunner:
                 if node is not None:
                     return node
         fallback = rng.choice(brokers)
-        log.warning("no broker named the %s of %s; using %s", target, self._topic, fallback)
+        log.warning("no broker named the %s of %s; using %s", target, self._context.topic, fallback)
         return fallback

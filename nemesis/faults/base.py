@@ -67,8 +67,9 @@ class FaultContext:
     processes: ProcessFaults
     partitioner: Partitioner | None
     """None where the Target offers no network control."""
-    topic: str = ""
-    """The workload's topic (its namespace is what `unlink-replication` changes)."""
+    topic: str
+    """The workload's topic: whose owner `owner` means, and whose namespace
+    `unlink-replication` changes."""
 
     def nodes(self, names: Sequence[str]) -> list[NodeControl]:
         return [self.target.control(name) for name in names]

@@ -18,6 +18,8 @@ from nemesis.partition import Partitioner
 from nemesis.process import ProcessFaults
 from nemesis.schedule import NemesisSettings, TimedFault, build_schedule
 
+TOPIC = "persistent://public/default/t"
+
 
 def test_every_fault_records_an_operation_the_readers_know() -> None:
     for fault in FAULTS.values():
@@ -76,7 +78,7 @@ def _expire(capabilities: frozenset[Capability]) -> tuple[list[str], dict[str, s
     target = ThirdParty(capabilities, calls)
     network = target.network
     ctx = FaultContext(target, ProcessFaults(),
-                       Partitioner(network) if network is not None else None)
+                       Partitioner(network) if network is not None else None, TOPIC)
     started = time.monotonic()
     event = FAULTS["expire-session"].inject(ctx, ("x-broker1",), random.Random(1))
     assert time.monotonic() - started >= 1.5 * target.session_timeout_s
@@ -131,7 +133,7 @@ def test_a_client_cut_acts_on_the_port_of_the_brokers_service_url() -> None:
     calls: list[str] = []
     target = ThirdParty(frozenset({"partition", "cut-clients"}), calls)
     assert target.network is not None
-    ctx = FaultContext(target, ProcessFaults(), Partitioner(target.network))
+    ctx = FaultContext(target, ProcessFaults(), Partitioner(target.network), TOPIC)
     event = FAULTS["cut-clients"].inject(ctx, ("x-broker1",), random.Random(1))
     assert calls == ["x-broker1 cuts its clients on 6650"]
     assert event.detail == {"port": 6650}
@@ -161,7 +163,7 @@ class ThreeRegions:
 def test_a_wan_cut_between_two_named_clusters_leaves_the_third_hearing_both() -> None:
     calls: list[str] = []
     target = ThreeRegions(calls)
-    ctx = FaultContext(target, ProcessFaults(), Partitioner(target.network))
+    ctx = FaultContext(target, ProcessFaults(), Partitioner(target.network), TOPIC)
     FAULTS["cut-wan"].inject(ctx, ("x", "z"), random.Random(1))
     assert sorted(calls) == ["x-broker1 drops z-broker1", "z-broker1 drops x-broker1"]
     calls.clear()
