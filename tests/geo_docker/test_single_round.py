@@ -31,6 +31,8 @@ ANSWERED_S = 2.5
 """How long c answers a's requests alone (at least two snapshot ticks)."""
 OVERTAKEN_S = 2.0
 """How long c's messages reach b but not a before b hears a's requests."""
+IN_FLIGHT = 1
+"""Snapshots a correct broker may complete after the release (see the first test)."""
 
 
 class AnswerOvertakesMessages:
@@ -88,7 +90,10 @@ def test_a_second_round_waits_for_c_and_the_failover_loses_nothing(
         pulsar_client: Callable[..., pulsar.Client]) -> None:
     outcome, released, at_end = _failover_after_an_overtaking_answer(
         geo_deployment, pulsar_client, ())
-    assert at_end == released  # c's second answers wait behind the stall
+    # c's second answers wait behind the stall. One snapshot may still complete after the
+    # release: one whose second request reached c before c's link stalled, but was caught
+    # on its way to b; c answered it while its messages still reached a, so it is sound.
+    assert at_end - released <= IN_FLIGHT
     assert outcome.lost == set()
 
 

@@ -5,6 +5,8 @@ so tests that share runs are what keeps CI within its budget."""
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -12,6 +14,27 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 STARQUAKE = [sys.executable, "-m", "starquake"]
+CLEAN_UP_S = 120
+"""How long a suite interrupted at its timeout has to stop its cluster before it is
+killed."""
+
+
+def _run_interruptibly(command: list[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """`command`'s outcome; past `timeout_s` it gets SIGINT, as a user's Ctrl-C, and
+    only then SIGKILL. `subprocess.run`'s timeout kills at once, which would leave a local
+    cluster's processes and a docker cluster's containers running after the test."""
+    with subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.communicate(timeout=CLEAN_UP_S)
+            finally:
+                process.kill()
+            raise
+        return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 class SuiteRuns:
@@ -20,9 +43,8 @@ class SuiteRuns:
 
     def __init__(self, top: Path, *paths: str, timeout_s: float) -> None:
         self.top = top
-        self.done = subprocess.run(
-            [*STARQUAKE, "suite", *paths, "--seed", "1", "--runs-dir", str(top)],
-            cwd=REPO, capture_output=True, text=True, timeout=timeout_s, check=False)
+        self.done = _run_interruptibly(
+            [*STARQUAKE, "suite", *paths, "--seed", "1", "--runs-dir", str(top)], timeout_s)
         cases = (self.junit().iter("testcase") if (top / "junit.xml").is_file() else ())
         self.passed = {str(case.get("classname")).removeprefix("starquake."):
                        case.find("failure") is None for case in cases}
@@ -33,8 +55,22 @@ class SuiteRuns:
         """The suite's run directory of scenario `name` (the first of its runs, should a
         test add a replay beside it), which must have met its expectation."""
         assert self.passed.get(name), (f"{name}: not passed in the suite\n"
-                                       f"{self.done.stdout[-6000:]}{self.done.stderr}")
+                                       f"{self.done.stdout[-6000:]}{self.done.stderr}"
+                                       f"{self._harness_trouble(name)}")
         return min((self.top / name).iterdir())
+
+    def _harness_trouble(self, name: str) -> str:
+        """The harness's `info` events of `name`'s runs (a drain that timed out names the
+        backlogs it left): what CI's log must show of a run that cannot be looked at
+        afterwards."""
+        lines = []
+        for history in sorted((self.top / name).glob("*/history.jsonl")):
+            with history.open(encoding="utf-8") as events:
+                for line in events:
+                    event = json.loads(line)
+                    if (event.get("process"), event.get("type")) == ("harness", "info"):
+                        lines.append(f"{history.parent.name}: {line.strip()}")
+        return "\n".join(["", *lines])
 
     def junit(self) -> ET.Element:
         return ET.parse(self.top / "junit.xml").getroot()
