@@ -30,6 +30,7 @@ from checkers.segments import segment_checks
 from checkers.sessions import reassigned
 from checkers.stalled import stalled_subscriptions
 from checkers.stats import run_stats
+from checkers.zombies import zombie_bounds, zombie_brokers
 
 CHECKERS = (
     Checker("lost", deliveries, needs_drain=True),
@@ -49,6 +50,7 @@ CHECKERS = (
     Checker("ack-unapplied", deliveries, needs_drain=True),
     Checker("unavailable", unavailable, judges=unavailable_bounds),
     Checker("reassigned", reassigned),
+    Checker("zombie-broker", zombie_brokers, judges=zombie_bounds),
 )
 UNDECIDED_ROWS = {"contract": (UNDECIDED, "probes could not run or be judged")}
 """Checkers whose finder also reports the units it could not judge, as rows under another

@@ -120,6 +120,8 @@ class HistoryFrames:
     """Each drained run's first completed drain: its `ok`'s index."""
     cursor_readings: list[SmallFact] = field(default_factory=list)
     """Every `cursor` observation, by run and index (a few per second of a run)."""
+    health_readings: list[SmallFact] = field(default_factory=list)
+    """Every `health` observation, by run and index (one per broker and second)."""
     nemesis: list[SmallFact] = field(default_factory=list)
     """Nemesis operations, by run and index."""
     failover_ops: list[SmallFact] = field(default_factory=list)
@@ -180,6 +182,8 @@ class HistoryFrames:
                 self.drain_ok_index.setdefault(fact.run, _done_index(fact))
             elif fact.f == "cursor":
                 self.cursor_readings.append(fact)
+            elif fact.f == "health":
+                self.health_readings.append(fact)
             elif fact.f == "subscribe":
                 created = first.setdefault((fact.run, fact.topic, fact.subscription), fact)
                 if _done_index(fact) < _done_index(created):

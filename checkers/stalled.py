@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame
 
 from checkers.anomaly import CheckSettings
 from checkers.frames import CursorScope, HistoryFrames, SmallFact
+from checkers.stretches import maximal_stretches
 from history.cursor import CursorReading, count_in
 from history.schema import DEFAULT_STALLED_SUBSCRIPTION_BOUND_MS, detail_object
 
@@ -77,22 +78,10 @@ def stalled_subscriptions(frames: HistoryFrames, settings: CheckSettings) -> Dat
 def _stalls(readings: list[_Reading]) -> list[tuple[_Reading, _Reading]]:
     """The first and last reading of each maximal stretch (in index order) of idle
     readings with the same cursor and a backlog not below the stretch's first."""
-    stretches: list[tuple[_Reading, _Reading]] = []
-    first: _Reading | None = None
-    last: _Reading | None = None
-    for reading in sorted(readings, key=lambda r: r.fact.index):
-        continues = (first is not None and reading.idle_with_backlog
-                     and reading.same_cursor(first)
-                     and reading.cursor.backlog >= first.cursor.backlog)
-        if continues:
-            last = reading
-            continue
-        if first is not None and last is not None:
-            stretches.append((first, last))
-        first = last = reading if reading.idle_with_backlog else None
-    if first is not None and last is not None:
-        stretches.append((first, last))
-    return stretches
+    return maximal_stretches(
+        sorted(readings, key=lambda r: r.fact.index), lambda r: r.idle_with_backlog,
+        lambda first, r: (r.idle_with_backlog and r.same_cursor(first)
+                          and r.cursor.backlog >= first.cursor.backlog))
 
 
 def _bound_ms(frames: HistoryFrames, run: str) -> float:

@@ -5,4 +5,4 @@ starting Spark (`checkers.check` holds the checkers themselves, in this order)."
 CHECKER_NAMES = (
     "lost", "unexpected", "failed-delivered", "duplicate", "duplicate-window", "dual-write",
     "forked-position", "misrouted", "order", "contract", "stalled-subscription",
-    "multi-position", "ack-unapplied", "unavailable", "reassigned")
+    "multi-position", "ack-unapplied", "unavailable", "reassigned", "zombie-broker")

@@ -41,7 +41,7 @@ ARROW_SCHEMA = pa.schema([pa.field(name, t) for name, (t, _) in FIELDS.items()])
 EVENT_TYPES = frozenset({"invoke", "ok", "fail", "info"})
 
 # Observations are single `ok` events with no invoke (spec, "Process rules").
-OBSERVATIONS = frozenset({"recv", "layout", "meta", "cursor", "assign"})
+OBSERVATIONS = frozenset({"recv", "layout", "meta", "cursor", "assign", "health"})
 
 # Subscription modes whose deliveries must keep a key's send order (spec, `order`).
 ORDERED_MODES = ("stream", "exclusive", "failover", "key_shared")

@@ -47,6 +47,9 @@ DEFINITIONS = {
                 "it expected.",
     "reassigned": "A consumer's segments changed while neither the segments dealt out nor "
                   "the consumers did: a session the controller forgot.",
+    "zombie-broker": "A broker that kept answering its health check that it cannot serve, "
+                     "without a break, for longer than the bound, instead of shutting "
+                     "down.",
 }
 VERDICT_TEXT = {
     "valid": "Every checker passed.",

@@ -49,6 +49,9 @@ class Checkers:
     duplicate_window_bound_ms: int = 2000
     unavailable_bound_ms: int | None = None
     """`unavailable` judges the run only when set."""
+    zombie_broker_bound_ms: int | None = None
+    """When set, the harness probes the brokers' health during the load and
+    `zombie-broker` judges the run."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,8 @@ def load_scenario(path: Path) -> Scenario:
             "kind": WORKLOADS, "subscription_mode": SUBSCRIPTION_MODES,
             "groups": (tuple, str)}),
         nemesis=_nemesis(reader, data),
-        checkers=reader.table(data, "checkers", Checkers, {"unavailable_bound_ms": int}),
+        checkers=reader.table(data, "checkers", Checkers, {"unavailable_bound_ms": int,
+                                                             "zombie_broker_bound_ms": int}),
         mutants=_mutants(reader, data),
         expected=reader.take(data, "expected", EXPECTED, default="valid"),
         expected_anomalies=_expected_anomalies(reader, data),

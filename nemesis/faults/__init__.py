@@ -7,6 +7,7 @@ from nemesis.faults.base import Fault
 from nemesis.faults.controller import IsolateControllerLeader, KillControllerLeader
 from nemesis.faults.partitions import (
     Bridge,
+    BrokerFromZooKeeper,
     BrokersFromZooKeeper,
     CutClients,
     Isolate,
@@ -20,6 +21,7 @@ from nemesis.faults.wan import CutWan
 
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (
     Isolate(), RandomHalves(), Bridge(), MajoritiesRing(), BrokersFromZooKeeper(),
+    BrokerFromZooKeeper(),
     IsolateControllerLeader(), CutWan(), CutClients(), Kill(), Pause(), ExpireSession(),
     KillControllerLeader(), UnlinkReplication(),
 )}

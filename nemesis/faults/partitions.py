@@ -49,7 +49,22 @@ class Isolate(_Partition):
         return partitioner.isolate(targets[0])
 
 
-class CutClients(_Partition):
+class _OneBroker(_Partition):
+    """A partition aimed at one broker: `owner`, `broker` (one drawn from the seed) or a
+    broker's name."""
+
+    defaults: ClassVar[tuple[str, ...]] = (OWNER, "broker")
+    acts: ClassVar[str]
+    """What it does to the broker, for the error on other targets."""
+
+    def check_targets(self, surface: Surface, key: str, targets: Sequence[str]) -> None:
+        brokers = [n.name for n in surface.nodes if n.role == "broker"]
+        if len(targets) != 1 or targets[0] not in (OWNER, "broker", *brokers):
+            raise FaultPlanError(f"{key}: {self.name} {self.acts} (`owner`, `broker` or "
+                                 f"one of {brokers}), got {list(targets)}")
+
+
+class CutClients(_OneBroker):
     """One broker stops hearing the clients on its binary port (its service URL's port):
     every client connection to it goes silent until the client's keep-alive gives up on
     it and reconnects, again and again while the cut lasts, while the broker still hears
@@ -59,14 +74,7 @@ class CutClients(_Partition):
 
     name = "cut-clients"
     needs = frozenset({"cut-clients"})
-    defaults: ClassVar[tuple[str, ...]] = (OWNER, "broker")
-
-    def check_targets(self, surface: Surface, key: str, targets: Sequence[str]) -> None:
-        brokers = [n.name for n in surface.nodes if n.role == "broker"]
-        if len(targets) != 1 or targets[0] not in (OWNER, "broker", *brokers):
-            raise FaultPlanError(f"{key}: {self.name} cuts the clients from one broker "
-                                 f"(`owner`, `broker` or one of {brokers}), got "
-                                 f"{list(targets)}")
+    acts = "cuts the clients from one broker"
 
     def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
               rng: random.Random) -> NemesisEvent:
@@ -112,6 +120,16 @@ class MajoritiesRing(_Partition):
         return partitioner.majorities_ring(rng)
 
 
+def _zookeepers(ctx: FaultContext) -> list[str]:
+    return [n.name for cluster in ctx.target.clusters for n in cluster.of_role("zookeeper")]
+
+
+def _check_zookeepers(fault: Fault, surface: Surface, key: str) -> None:
+    if not surface.of_role("zookeeper"):
+        raise FaultPlanError(f"{key}: {fault.name} needs the metadata store's nodes, and "
+                             f"the target names none")
+
+
 class BrokersFromZooKeeper(_Partition):
     """The brokers cannot reach their metadata store; everything else is intact."""
 
@@ -119,13 +137,25 @@ class BrokersFromZooKeeper(_Partition):
 
     def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
               rng: random.Random) -> NemesisEvent:
-        nodes = [n for cluster in ctx.target.clusters for n in cluster.nodes]
-        return partitioner.brokers_from_zookeeper(
-            [n.name for n in nodes if n.role == "broker"],
-            [n.name for n in nodes if n.role == "zookeeper"])
+        brokers = [n.name for cluster in ctx.target.clusters for n in cluster.of_role("broker")]
+        return partitioner.brokers_from_zookeeper(brokers, _zookeepers(ctx))
 
     def check(self, surface: Surface, key: str) -> None:
-        if not surface.of_role("zookeeper"):
-            raise FaultPlanError(f"{key}: {self.name} needs the metadata store's nodes, and "
-                                 f"the target names none")
+        _check_zookeepers(self, surface, key)
 
+
+class BrokerFromZooKeeper(_OneBroker):
+    """One broker cannot reach the metadata store, while it still hears the clients and
+    its peers: its session is lost, the other brokers take its topics, and PIP-57's
+    session policy decides what it does meanwhile (under `reconnect`, shut down once the
+    retries are spent, rather than stay up unable to serve)."""
+
+    name = "broker-from-zookeeper"
+    acts = "cuts one broker from the metadata store"
+
+    def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
+              rng: random.Random) -> NemesisEvent:
+        return partitioner.brokers_from_zookeeper(targets, _zookeepers(ctx))
+
+    def check(self, surface: Surface, key: str) -> None:
+        _check_zookeepers(self, surface, key)

@@ -25,6 +25,7 @@ from rich.console import Console
 
 from checkers.load import prepare
 from checkers.spark_settings import SparkSettings
+from harness.health_probe import probe_health
 from harness.signals import sigterm_interrupts
 from harness.target import Target
 from harness.targets import deploy
@@ -129,8 +130,7 @@ def run(options: RunOptions, console: Console, checks: CheckWorker | None = None
         "duplicate_window_bound_ms": scenario.checkers.duplicate_window_bound_ms,
         "mutants": list(scenario.mutants), "expected": scenario.expected,
         "expected_anomalies": list(scenario.expected_anomalies), "command": command,
-        **({} if scenario.checkers.unavailable_bound_ms is None
-           else {"unavailable_bound_ms": scenario.checkers.unavailable_bound_ms})})
+        **_optional_bounds(scenario)})
     faults = FaultStatus()
     ended = "cluster torn down" if options.target is None else "faults healed, target left running"
     started = time.monotonic()
@@ -157,6 +157,14 @@ def run(options: RunOptions, console: Console, checks: CheckWorker | None = None
     except KeyboardInterrupt:
         raise RunInterrupted(f"run interrupted while judging; {ended}, the whole history in "
                              f"{run_dir}: judge it with `starquake check {run_dir}`") from None
+
+
+def _optional_bounds(scenario: Scenario) -> dict[str, int]:
+    """The bounds of the optional checkers the scenario asks for, which the `meta` event
+    carries to them."""
+    bounds = {"unavailable_bound_ms": scenario.checkers.unavailable_bound_ms,
+              "zombie_broker_bound_ms": scenario.checkers.zombie_broker_bound_ms}
+    return {name: bound for name, bound in bounds.items() if bound is not None}
 
 
 def _execute(scenario: Scenario, schedule: Schedule, run_dir: Path, history: CountingHistory,
@@ -228,12 +236,19 @@ def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Target,
                             daemon=True)
     progress.phase(f"load for {scenario.duration_s:g} s, {len(schedule.steps)} faults scheduled",
                    load_started=started)
-    load.start()
+    watchers = [load]
+    if scenario.checkers.zombie_broker_bound_ms is not None:
+        watchers.append(threading.Thread(target=probe_health, args=(target, history, stop,
+                                                                    deadline),
+                                         name="health-probe", daemon=True))
+    for thread in watchers:
+        thread.start()
     try:
         NemesisRunner(schedule, target, history, workload.topic, faults).run(started, stop)
     finally:
         stop.set()
-        load.join(timeout=60)
+        for thread in watchers:
+            thread.join(timeout=60)
 
 
 def _judge(run_dir: Path, console: Console, checks: CheckWorker) -> RunOutcome:

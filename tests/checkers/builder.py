@@ -87,6 +87,12 @@ class History:
             detail={"individually_deleted": ranges or [], "backlog": backlog,
                     "consumers": consumers, "unacked": unacked})
 
+    def health(self, broker: str, answer: str, cluster: str = "a") -> int:
+        """A `health` observation: what `broker`'s health check answered the probe."""
+        self.now_ms += 1
+        return self.writer.record("observer", "ok", "health", value=broker, cluster=cluster,
+                                  detail={"broker": broker, "answer": answer})
+
     # A scalable stream consumer's session with its controller, under process `r-<name>`.
 
     def registering(self, consumer: str, sub: str = "s") -> None:

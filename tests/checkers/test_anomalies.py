@@ -488,6 +488,8 @@ def _still_out(h: History) -> None:
 
 
 UNAVAILABLE_BOUND = {"unavailable_bound_ms": 5000}
+OPTIONAL_BOUNDS = {"unavailable": "unavailable_bound_ms",
+                   "zombie-broker": "zombie_broker_bound_ms"}
 
 
 def _key_down(h: History, back_at_ms: float | None) -> None:
@@ -599,6 +601,51 @@ def _reassigned_legal_left(h: History) -> None:
     h.drain()
 
 
+ZOMBIE_BOUND = {"zombie_broker_bound_ms": 5000}
+
+
+def _health_each_second(h: History, answers: str, broker: str = "a-broker1") -> None:
+    """One reading of `broker` a second, `answers` read as u(nhealthy), h(ealthy),
+    d(own), ?(unknown); a healthy a-broker2 read between each."""
+    names = {"u": "unhealthy", "h": "healthy", "d": "down", "?": "unknown"}
+    for second, answer in enumerate(answers):
+        h.at(1000 * (second + 1)).health(broker, names[answer])
+        h.health("a-broker2", "healthy")
+    h.drain()
+
+
+@case("zombie-broker", meta=ZOMBIE_BOUND, zombie_broker=1)
+def _zombie(h: History) -> None:
+    _health_each_second(h, "hhuuuuuuuuh")  # unhealthy from 3 s to 10 s
+
+
+@case("zombie-broker-unanswered-readings-between", meta=ZOMBIE_BOUND, zombie_broker=1)
+def _zombie_unanswered(h: History) -> None:
+    """Readings without an answer (a probe timed out) neither break nor extend it."""
+    _health_each_second(h, "uu??uu??u")
+
+
+@case("zombie-broker-legal-shut-down-in-time", meta=ZOMBIE_BOUND)
+def _shut_down(h: History) -> None:
+    _health_each_second(h, "huuuuuddddd")  # 4 s, then nothing listens
+
+
+@case("zombie-broker-legal-restarted", meta=ZOMBIE_BOUND)
+def _restarted(h: History) -> None:
+    """Down between two spells: a new process, starting, is not the old one stuck."""
+    _health_each_second(h, "uuuuduuuuh")
+
+
+@case("zombie-broker-legal-healthy-between", meta=ZOMBIE_BOUND)
+def _recovered(h: History) -> None:
+    _health_each_second(h, "uuuuhuuuu")
+
+
+@case("zombie-broker-legal-no-bound")
+def _zombie_not_judged(h: History) -> None:
+    _health_each_second(h, "u" * 30)
+
+
 @pytest.fixture(scope="module")
 def results(spark, tmp_path_factory) -> dict[str, dict]:
     histories = prepared_cases({name: build for name, (build, _) in CASES.items()},
@@ -611,9 +658,10 @@ def results(spark, tmp_path_factory) -> dict[str, dict]:
 def test_counts(results: dict[str, dict], name: str) -> None:
     expected = CASES[name][1]
     counts = {checker: r["count"] for checker, r in results[name]["checkers"].items()}
-    # `unavailable` judges only the runs that set its bound, and only they list it.
+    # The checkers with a bound of their own judge only the runs that set it, and only
+    # they list them.
     judged = [c.name for c in CHECKERS
-              if c.name != "unavailable" or "unavailable_bound_ms" in META[name]]
+              if c.name not in OPTIONAL_BOUNDS or OPTIONAL_BOUNDS[c.name] in META[name]]
     assert counts == {checker: expected.get(checker, 0) for checker in judged}
     assert results[name]["valid"] is (not any(expected.values()))
 
@@ -716,3 +764,12 @@ def test_an_unavailable_send_names_its_wait_and_what_ended_it(
     (never,) = results["unavailable-never-written-again"]["checkers"]["unavailable"][
         "examples"]
     assert never["written"] is False and never["wait_ms"] == pytest.approx(5501, abs=2)
+
+
+@pytest.mark.spark
+def test_a_zombie_broker_names_the_broker_and_how_long_it_stayed_unable_to_serve(
+        results: dict[str, dict]) -> None:
+    (zombie,) = results["zombie-broker"]["checkers"]["zombie-broker"]["examples"]
+    assert (zombie["broker"], zombie["cluster"], zombie["bound_ms"]) == ("a-broker1", "a", 5000)
+    assert zombie["span_ms"] == pytest.approx(7000, abs=5)  # unhealthy from 3 s to 10 s
+    assert "zombie-broker" not in results["zombie-broker-legal-no-bound"]["checkers"]

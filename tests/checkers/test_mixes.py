@@ -157,7 +157,8 @@ def test_every_checker_counts_exactly_what_was_injected(
     results = checked[f"{name}-{label}"]
     injected = INJECTED if label == "injected" else {}
     counts = {checker: result["count"] for checker, result in results["checkers"].items()}
-    # An optional checker (`unavailable`) judges only runs that set its bound; none do here.
+    # The optional checkers (`unavailable`, `zombie-broker`) judge only runs that set their
+    # bounds; none do here.
     assert counts == {c.name: injected.get(c.name, 0) for c in CHECKERS if c.judges is None}
     assert results["valid"] is (label == "clean")
 

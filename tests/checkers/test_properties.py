@@ -44,7 +44,8 @@ def test_injected_anomalies_are_reported_exactly(spark, tmp_path_factory, specs)
     for result in results:
         spec = histories[result.run][0]
         counts = {name: c["count"] for name, c in result.results["checkers"].items()}
-        # An optional checker (`unavailable`) judges only runs that set its bound; none do.
+        # The optional checkers (`unavailable`, `zombie-broker`) judge only runs that set
+        # their bounds; none do.
         assert counts == {c.name: spec.inject.get(c.name, 0) for c in CHECKERS
                           if c.judges is None}, spec
         assert result.valid is (not spec.inject)

@@ -149,6 +149,43 @@ def test_a_client_cut_aimed_at_a_node_that_is_no_broker_is_refused() -> None:
                        "t.toml")
 
 
+class TwoBrokers:
+    """One cluster: two brokers and a metadata-store node, whose network drops what it is
+    told to."""
+
+    def __init__(self, calls: list[str]) -> None:
+        caps: frozenset[Capability] = frozenset({"partition"})
+        nodes = (Node("x-broker1", "broker", "x", "10.0.0.1", caps),
+                 Node("x-broker2", "broker", "x", "10.0.0.2", caps),
+                 Node("x-zk1", "zookeeper", "x", "10.0.0.3", caps))
+        self.clusters = (TargetCluster("x", ("pulsar://10.0.0.1:6650", "pulsar://10.0.0.2:6650"),
+                                       ("http://10.0.0.1:8080", "http://10.0.0.2:8080"),
+                                       "10.0.0.3:2181", nodes),)
+        self.network = Network([n.name for n in nodes], calls)
+
+
+@pytest.mark.parametrize(("fault", "targets", "cut"), [
+    ("broker-from-zookeeper", ("x-broker2",), ["x-broker2"]),
+    ("brokers-from-zookeeper", (), ["x-broker1", "x-broker2"]),
+])
+def test_a_cut_from_zookeeper_leaves_the_other_brokers_hearing_it(
+        fault: str, targets: tuple[str, ...], cut: list[str]) -> None:
+    calls: list[str] = []
+    target = TwoBrokers(calls)
+    ctx = FaultContext(target, ProcessFaults(), Partitioner(target.network), TOPIC)
+    FAULTS[fault].inject(ctx, targets, random.Random(1))
+    assert sorted(calls) == sorted([f"{b} drops x-zk1" for b in cut]
+                                   + [f"x-zk1 drops {','.join(cut)}"])
+
+
+def test_a_cut_from_zookeeper_aimed_at_a_node_that_is_no_broker_is_refused() -> None:
+    settings = NemesisSettings("timeline", timeline=(
+        TimedFault(1.0, "broker-from-zookeeper", 1.0, ("x-zk1",)),))
+    with pytest.raises(FaultPlanError, match="broker-from-zookeeper cuts one broker from the "
+                                             "metadata store"):
+        build_schedule(settings, _surface(frozenset({"partition"})), 1, 10.0, "t.toml")
+
+
 class ThreeRegions:
     """Three one-broker clusters x, y, z, whose network drops what it is told to."""
 
