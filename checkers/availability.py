@@ -30,14 +30,7 @@ _KEY_SCOPE = ["run", "topic", "cluster", "key"]
 
 def unavailable_bounds(frames: HistoryFrames, settings: CheckSettings) -> dict[str, float]:
     """The bound, in ms, of each run judged: the command line's, else the run's `meta`."""
-    bounds = {}
-    for run in frames.runs:
-        bound = settings.unavailable_bound_ms
-        chosen = float(bound) if bound is not None else frames.meta_number(
-            run, "unavailable_bound_ms")
-        if chosen is not None:
-            bounds[run] = chosen
-    return bounds
+    return frames.judged_bounds("unavailable_bound_ms", settings.unavailable_bound_ms)
 
 
 def unavailable(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:

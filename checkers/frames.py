@@ -246,6 +246,15 @@ class HistoryFrames:
             return None
         return float(value)
 
+    def judged_bounds(self, key: str, given: int | None = None) -> dict[str, float]:
+        """The bound, in ms, of each run an optional checker judges: `given` (the command
+        line's) for every run, else the number each run's `meta` carries under `key`;
+        runs with neither are left out."""
+        if given is not None:
+            return dict.fromkeys(self.runs, float(given))
+        bounds = {run: self.meta_number(run, key) for run in self.runs}
+        return {run: bound for run, bound in bounds.items() if bound is not None}
+
     def failover_table(self, ops: list[SmallFact] | None = None) -> pa.Table:
         """Completed failovers (`ops`, by default all), each with its clusters and its
         invoke's index and time: a small table the driver already holds, for the Python

@@ -16,12 +16,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame
 
 from checkers.anomaly import CheckSettings
-from checkers.frames import HistoryFrames, SmallFact, detail_field
+from checkers.frames import HistoryFrames, SmallFact
 from checkers.stretches import maximal_stretches
+from history.schema import detail_object
 
 _MS = 1_000_000
 _ANOMALY_ROWS = "checker string, run string, sort_key long, weight long, example string"
@@ -31,17 +33,16 @@ BOUND = "zombie_broker_bound_ms"
 @dataclass(frozen=True)
 class _Reading:
     fact: SmallFact
-    answer: str | None
+    detail: dict[str, Any]
 
     @property
     def unhealthy(self) -> bool:
-        return self.answer == "unhealthy"
+        return self.detail.get("answer") == "unhealthy"
 
 
 def zombie_bounds(frames: HistoryFrames, settings: CheckSettings) -> dict[str, float]:
     """The bound, in ms, of each run judged: its `meta`'s."""
-    bounds = {run: frames.meta_number(run, BOUND) for run in frames.runs}
-    return {run: bound for run, bound in bounds.items() if bound is not None}
+    return frames.judged_bounds(BOUND)
 
 
 def zombie_brokers(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
@@ -50,10 +51,10 @@ def zombie_brokers(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
     bounds = zombie_bounds(frames, settings)
     by_broker: dict[tuple[str, str | None, str | None], list[_Reading]] = defaultdict(list)
     for fact in frames.health_readings:
-        answer = detail_field(fact, "answer")
-        if fact.run in bounds and answer != "unknown":
-            by_broker[(fact.run, fact.cluster, detail_field(fact, "broker"))].append(
-                _Reading(fact, answer))
+        detail = detail_object(fact.detail)
+        if fact.run in bounds and detail.get("answer") != "unknown":
+            by_broker[(fact.run, fact.cluster, detail.get("broker"))].append(
+                _Reading(fact, detail))
     found = []
     for (run, cluster, broker), readings in by_broker.items():
         stretches = maximal_stretches(sorted(readings, key=lambda r: r.fact.index),
@@ -64,7 +65,6 @@ def zombie_brokers(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
                 example = {"events": [first.fact.index, last.fact.index], "broker": broker,
                            "cluster": cluster, "from_ms": first.fact.time / _MS,
                            "to_ms": last.fact.time / _MS, "span_ms": span_ms,
-                           "bound_ms": bounds[run],
-                           "reason": detail_field(last.fact, "reason")}
+                           "bound_ms": bounds[run], "reason": last.detail.get("reason")}
                 found.append(("zombie-broker", run, first.fact.index, 1, json.dumps(example)))
     return frames.spark.createDataFrame(found, _ANOMALY_ROWS)

@@ -59,7 +59,7 @@ def read_health(admin_url: str) -> dict[str, Any]:
             return {"answer": "unhealthy", "status": exc.status,
                     "reason": str(exc)[-REASON_CHARS:]}
         return {"answer": "unknown", "status": exc.status, "error": str(exc)[-REASON_CHARS:]}
-    except (urllib.error.URLError, OSError) as exc:
+    except OSError as exc:  # URLError among them
         cause = exc.reason if isinstance(exc, urllib.error.URLError) else exc
         if isinstance(cause, ConnectionRefusedError):
             return {"answer": "down"}

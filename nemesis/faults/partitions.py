@@ -120,31 +120,33 @@ class MajoritiesRing(_Partition):
         return partitioner.majorities_ring(rng)
 
 
-def _zookeepers(ctx: FaultContext) -> list[str]:
-    return [n.name for cluster in ctx.target.clusters for n in cluster.of_role("zookeeper")]
+class _FromZooKeeper(_Partition):
+    """A cut between brokers and the metadata store's nodes, which the Target must name."""
+
+    def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
+              rng: random.Random) -> NemesisEvent:
+        zookeepers = [n.name for c in ctx.target.clusters for n in c.of_role("zookeeper")]
+        return partitioner.brokers_from_zookeeper(self.brokers(ctx, targets), zookeepers)
+
+    def brokers(self, ctx: FaultContext, targets: tuple[str, ...]) -> list[str]:
+        raise NotImplementedError
+
+    def check(self, surface: Surface, key: str) -> None:
+        if not surface.of_role("zookeeper"):
+            raise FaultPlanError(f"{key}: {self.name} needs the metadata store's nodes, and "
+                                 f"the target names none")
 
 
-def _check_zookeepers(fault: Fault, surface: Surface, key: str) -> None:
-    if not surface.of_role("zookeeper"):
-        raise FaultPlanError(f"{key}: {fault.name} needs the metadata store's nodes, and "
-                             f"the target names none")
-
-
-class BrokersFromZooKeeper(_Partition):
+class BrokersFromZooKeeper(_FromZooKeeper):
     """The brokers cannot reach their metadata store; everything else is intact."""
 
     name = "brokers-from-zookeeper"
 
-    def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
-              rng: random.Random) -> NemesisEvent:
-        brokers = [n.name for cluster in ctx.target.clusters for n in cluster.of_role("broker")]
-        return partitioner.brokers_from_zookeeper(brokers, _zookeepers(ctx))
-
-    def check(self, surface: Surface, key: str) -> None:
-        _check_zookeepers(self, surface, key)
+    def brokers(self, ctx: FaultContext, targets: tuple[str, ...]) -> list[str]:
+        return [n.name for cluster in ctx.target.clusters for n in cluster.of_role("broker")]
 
 
-class BrokerFromZooKeeper(_OneBroker):
+class BrokerFromZooKeeper(_FromZooKeeper, _OneBroker):
     """One broker cannot reach the metadata store, while it still hears the clients and
     its peers: its session is lost, the other brokers take its topics, and PIP-57's
     session policy decides what it does meanwhile (under `reconnect`, shut down once the
@@ -153,9 +155,5 @@ class BrokerFromZooKeeper(_OneBroker):
     name = "broker-from-zookeeper"
     acts = "cuts one broker from the metadata store"
 
-    def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],
-              rng: random.Random) -> NemesisEvent:
-        return partitioner.brokers_from_zookeeper(targets, _zookeepers(ctx))
-
-    def check(self, surface: Surface, key: str) -> None:
-        _check_zookeepers(self, surface, key)
+    def brokers(self, ctx: FaultContext, targets: tuple[str, ...]) -> list[str]:
+        return list(targets)
