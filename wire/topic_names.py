@@ -14,6 +14,9 @@ from typing import Protocol
 
 SCALABLE_DOMAIN = "topic"
 SEGMENT_DOMAIN = "segment"
+SEGMENTS_ADMIN_API = "/admin/v2/segments"
+"""PIP-468's Segments admin API: what a segment topic's owner does to it (create with
+subscriptions, terminate, delete), for the controller and for any client of the API."""
 
 
 class InvalidTopicName(ValueError):
@@ -69,3 +72,12 @@ class ScalableTopicName:
 def segment_descriptor(segment: SegmentRange) -> str:
     """PIP-468's `{hexStart}-{hexEnd}-{segmentId}`, e.g. `0000-7fff-1`."""
     return f"{segment.hash_start:04x}-{segment.hash_end:04x}-{segment.segment_id}"
+
+
+def segment_admin_path(segment_topic: str) -> str:
+    """`segment://t/ns/name/0000-7fff-1` -> `/admin/v2/segments/t/ns/name/0000-7fff-1`."""
+    domain, _, rest = segment_topic.partition("://")
+    if domain != SEGMENT_DOMAIN or len(rest.split("/")) != 4 or not all(rest.split("/")):
+        raise InvalidTopicName(segment_topic, "expected segment://tenant/namespace/name/"
+                                              "descriptor")
+    return f"{SEGMENTS_ADMIN_API}/{rest}"

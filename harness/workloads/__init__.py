@@ -35,6 +35,7 @@ KNOB_READERS: dict[str, tuple[str, ...]] = {
     "edge_key_share": ("scalable",),
     "layout_lag_ms": ("scalable",),
     "late_subscription": ("scalable",),
+    "merge_union_probe": ("scalable",),
     "process_ms": ("scalable", "topic"),
     "receiver_queue": ("topic",),
     "nack_share": ("topic",),

@@ -376,8 +376,10 @@ class ScalableWorkload:
         return wait_until_drained(c, started, self.deliveries, self._backlogs)
 
     def _backlogs(self) -> dict[str, int] | None:
-        """`segment/subscription` -> its backlog, None while some segment's owner does not
-        answer (a segment topic that does not exist has nothing to read)."""
+        """`segment/subscription` -> its backlog for the workload's own subscriptions, None
+        while some segment's owner does not answer (a segment topic that does not exist
+        has nothing to read). Other cursors (the merge probe's) have no reader to wait
+        for."""
         try:
             stats = self._admin.stats()
         except (AdminRefused, AdminUnreachable):
@@ -390,7 +392,8 @@ class ScalableWorkload:
             if "error" in storage:
                 return None
             for subscription, cursor in storage.get("subscriptions", {}).items():
-                backlogs[f"{segment}/{subscription}"] = int(cursor.get("msgBacklog", 0))
+                if subscription in SUBSCRIPTIONS or subscription == LATE:
+                    backlogs[f"{segment}/{subscription}"] = int(cursor.get("msgBacklog", 0))
         return backlogs
 
     def close(self) -> None:

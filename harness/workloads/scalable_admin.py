@@ -2,7 +2,8 @@
 `scalable` workload calls it: any broker answers, a mutation that lands on a broker that
 does not lead is redirected to the leader (`requests` follows a 307 with its method and
 body, and the harness's bearer token with them), and a broker that does not answer is
-skipped for the next one."""
+skipped for the next one. The merge probe (harness/workloads/merge_probe.py) also makes
+one segment's cursor through the Segments admin API (`/admin/v2/segments`), the same way."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from urllib3.exceptions import NewConnectionError
 
 from harness.credentials import admin_headers
 from wire.admin_session import ClusterAdminSession
-from wire.topic_names import ScalableTopicName
+from wire.topic_names import ScalableTopicName, segment_admin_path
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,12 @@ class ScalableTopicAdmin:
     def create_subscription(self, subscription: str) -> None:
         self._call("PUT", f"/subscriptions/{subscription}", {"type": "STREAM"})
 
+    def create_segment_subscription(self, segment_topic: str, subscription: str) -> None:
+        """A cursor for `subscription` on one segment alone, through the Segments admin
+        API (PIP-468's body: the subscription names): what a controller leaves when it
+        stops between the segments of a subscription it is making."""
+        self._request("PUT", segment_admin_path(segment_topic), [subscription])
+
     def split(self, segment: int) -> dict[str, Any]:
         return self._object("POST", f"/split/{segment}")
 
@@ -75,6 +82,10 @@ class ScalableTopicAdmin:
         return answer
 
     def _call(self, method: str, suffix: str, body: Any = None) -> Any:
+        """`_request` on the topic's own path."""
+        return self._request(method, self.paths + suffix, body)
+
+    def _request(self, method: str, path: str, body: Any = None) -> Any:
         """The JSON answer of the first broker that gives a definite one. A 4xx is
         definite: refused, not applied. A broker that could not be connected to (nor the
         leader it redirected to), or that answered 503 (nobody leads), did not apply it
@@ -84,12 +95,12 @@ class ScalableTopicAdmin:
         A broker that gave no answer is asked last from then on, as a load balancer stops
         sending to a broker that hangs: one frozen broker costs one request's timeout,
         not every request's."""
-        what = f"{method} {self.paths}{suffix}"
+        what = f"{method} {path}"
         problems = []
         unknown = False
         for url in list(self._urls):
             try:
-                response = self._http.request(method, url + self.paths + suffix, json=body,
+                response = self._http.request(method, url + path, json=body,
                                               timeout=TIMEOUT)
             except requests.RequestException as exc:
                 silent = _silent_broker(exc, url)

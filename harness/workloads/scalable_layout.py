@@ -1,6 +1,7 @@
 """The layout side of the `scalable` workload: the observer that records every layout epoch
 it sees (process `observer`, `layout` with the topic's metadata), and the admin driver that
-splits and merges segments at seeded moments (process `admin`, `split` and `merge`).
+splits and merges segments at seeded moments (process `admin`, `split` and `merge`, and
+with `merge_union_probe` a `probe` after each merge: harness/workloads/merge_probe.py).
 
 The checkers take segment ranges and ancestry from the `layout` events only, so the
 observer records the metadata each split or merge answered with as well as what it polls:
@@ -18,6 +19,7 @@ from typing import Any
 
 from harness.workloads.base import WorkloadContext
 from harness.workloads.loops import seeded_moments
+from harness.workloads.merge_probe import MergeProbe
 from harness.workloads.scalable_admin import AdminRefused, AdminUnreachable, ScalableTopicAdmin
 
 POLL_S = 0.5
@@ -98,6 +100,8 @@ class LayoutDriver:
         self._admin = admin
         self._observer = observer
         self._rng = random.Random(f"{context.seed}:layout")
+        self._probe = (MergeProbe(context, admin) if context.settings.merge_union_probe
+                       else None)
 
     def run(self, deadline: float, stop: threading.Event) -> None:
         """Change the layout until `deadline` (a `time.monotonic()`), or `stop`; called as
@@ -114,6 +118,8 @@ class LayoutDriver:
     def _apply(self, change: LayoutChange) -> None:
         c = self._context
         fields = {"topic": c.topic, "cluster": c.cluster, "value": change.value}
+        prepared = (self._probe.prepare((change.segments[0], change.segments[1]))
+                    if self._probe is not None and change.f == "merge" else None)
         c.history.record("admin", "invoke", change.f, **fields)
         try:
             if change.f == "split":
@@ -134,3 +140,5 @@ class LayoutDriver:
         c.history.record("admin", "ok", change.f, epoch=metadata["epoch"], detail=detail,
                          **fields)
         self._observer.saw(metadata)
+        if self._probe is not None and prepared is not None:
+            self._probe.judge(prepared, children[0])

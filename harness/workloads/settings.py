@@ -60,6 +60,11 @@ class WorkloadSettings:
     segment the stored layout lost, whose writes the live consumers read as they came,
     is missing for it: `lost`. Off by default, as it reads the whole run again in the
     drain."""
+    merge_union_probe: bool = False
+    """Before each merge of the `scalable` workload, give each parent a subscription the
+    other has not (through the Segments admin API), and after it probe that the merged
+    segment holds both: PIP-468's union of the parents' subscriptions, which parents that
+    hold the same ones cannot show (harness/workloads/merge_probe.py)."""
     process_ms: float = 0.0
     """How long a consumer works on each message before it acknowledges it (`scalable` and
     `topic` workloads): above the time between messages, the consumers fall behind; a

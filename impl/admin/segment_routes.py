@@ -22,10 +22,11 @@ from impl.admin.redirect import require_owner
 from impl.ownership.topic_name import TopicName
 from impl.scalable.segment_storage import SegmentStorage
 from impl.storage.api import InitialPosition
+from wire.topic_names import SEGMENTS_ADMIN_API
 
 routes = web.RouteTableDef()
 
-SEGMENT = "/admin/v2/segments/{tenant}/{namespace}/{topic}/{descriptor}"
+SEGMENT = SEGMENTS_ADMIN_API + "/{tenant}/{namespace}/{topic}/{descriptor}"
 DESCRIPTOR = re.compile(r"^[0-9a-f]{4}-[0-9a-f]{4}-[0-9]+$")
 
 

@@ -15,11 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from impl.ownership.topic_name import TopicName
 from impl.storage.api import InitialPosition
 from wire.admin_session import ClusterAdminSession
-
-SEGMENTS_API = "/admin/v2/segments"
+from wire.topic_names import segment_admin_path
 
 
 class SegmentRequestFailed(Exception):
@@ -31,14 +29,6 @@ class SegmentRequestFailed(Exception):
         self.status = status
 
 
-def segment_path(segment_topic: str) -> str:
-    """`segment://t/ns/name/0000-7fff-1` -> `/admin/v2/segments/t/ns/name/0000-7fff-1`."""
-    topic = TopicName.parse(segment_topic)
-    if topic.domain != "segment":
-        raise ValueError(f"{segment_topic} is not a segment:// topic")
-    return f"{SEGMENTS_API}/{topic.tenant}/{topic.namespace}/{topic.local_name}"
-
-
 class AdminSegmentTopics:
     def __init__(self, admin_url: str, timeout: float = 30.0, token: str | None = None
                  ) -> None:
@@ -48,7 +38,7 @@ class AdminSegmentTopics:
 
     def _call(self, method: str, segment_topic: str, suffix: str = "",
               body: Any = None, missing_ok: bool = False) -> Any:
-        url = f"{self._base}{segment_path(segment_topic)}{suffix}"
+        url = f"{self._base}{segment_admin_path(segment_topic)}{suffix}"
         response = self._http.request(method, url, json=body, timeout=self._timeout)
         if response.status_code == 404 and missing_ok:
             return None

@@ -62,7 +62,7 @@ FEATURES: tuple[Feature, ...] = (
             "no forked position", outlast_session=True),
     Feature("scalable-topics", ("scalable",),
             "PIP-468 splits and merges under load: no dual-writable segment, key order "
-            "across splits, nothing lost"),
+            "across splits, nothing lost, merges keep both parents' subscriptions"),
     Feature("geo-replication", ("geo-replication",
                                                    "replicated-subscriptions"),
             "a replicated subscription failing over between clusters: nothing lost, "

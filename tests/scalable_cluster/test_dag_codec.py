@@ -6,10 +6,9 @@ import pytest
 
 from harness.scalable_client.layout import Layout, Segment
 from impl.broker.scalable_commands import dag_of
-from impl.scalable.admin_segments import segment_path
 from impl.scalable.layout import SegmentLayout
 from wire.pulsar_api_pb2 import ScalableTopicDAG
-from wire.topic_names import ScalableTopicName
+from wire.topic_names import ScalableTopicName, segment_admin_path
 
 
 def test_a_layout_survives_the_trip_through_the_protocol() -> None:
@@ -49,7 +48,8 @@ def test_the_client_names_segment_topics_as_the_brokers_do() -> None:
 
 
 def test_segment_topics_map_onto_the_segments_api() -> None:
-    assert segment_path("segment://acme/orders/payments/0000-7fff-1") == (
+    assert segment_admin_path("segment://acme/orders/payments/0000-7fff-1") == (
         "/admin/v2/segments/acme/orders/payments/0000-7fff-1")
-    with pytest.raises(ValueError, match="not a segment"):
-        segment_path("persistent://acme/orders/payments")
+    for wrong in ("persistent://acme/orders/payments", "segment://acme/orders/payments"):
+        with pytest.raises(ValueError, match="expected segment://"):
+            segment_admin_path(wrong)
