@@ -24,9 +24,12 @@ class SessionEvents(Protocol):
     def registering(self) -> None:
         """A registration request is about to be sent."""
 
-    def registered(self, assignment: Assignment | None, error: str | None) -> None:
+    def registered(self, assignment: Assignment | None, error: str | None,
+                   refused: bool = False) -> None:
         """That request was answered with `assignment`, or failed with `error` (the
-        exception's name): exactly one of the two is set."""
+        exception's name): exactly one of the two is set. `refused`: the broker answered
+        that it did not register the consumer (it does not lead the controller), where
+        other failures leave that unknown."""
 
     def pushed(self, assignment: Assignment) -> None:
         """The controller changed the assignment unasked."""
@@ -43,7 +46,8 @@ class Unrecorded:
     def registering(self) -> None:
         pass
 
-    def registered(self, assignment: Assignment | None, error: str | None) -> None:
+    def registered(self, assignment: Assignment | None, error: str | None,
+                   refused: bool = False) -> None:
         pass
 
     def pushed(self, assignment: Assignment) -> None:

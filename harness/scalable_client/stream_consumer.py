@@ -106,7 +106,8 @@ class StreamConsumer(SegmentReader):
                 await self._apply(frame, tell)
             except BaseException as exc:
                 if not told:
-                    self._events.registered(None, type(exc).__name__)
+                    self._events.registered(None, type(exc).__name__,
+                                            refused=isinstance(exc, NotController))
                 raise
             self.registered.append(self.assigned)
         await retrying(f"registering {self.name}", attempt, loop.time() + self._timeout,

@@ -136,7 +136,8 @@ class _Deliveries:
 
 class _Session:
     """A stream consumer's session with the controller, in the history: each registration
-    attempt a `register` (its `ok` with the assignment answered), each pushed assignment
+    attempt a `register` (its `ok` with the assignment answered; `fail` when a broker that
+    does not lead refused it, `info` when its fate is unknown), each pushed assignment
     an `assign` observation, the unregistration at close an `unregister`; `reassigned`
     reads them. An attempt the close cut short ends `info` before the `unregister`, and
     what the attempt reports afterwards is dropped."""
@@ -168,9 +169,10 @@ class _Session:
     def registering(self) -> None:
         self._invoke("register")
 
-    def registered(self, assignment: Assignment | None, error: str | None) -> None:
+    def registered(self, assignment: Assignment | None, error: str | None,
+                   refused: bool = False) -> None:
         if assignment is None:
-            self._complete("register", "info", error=error)
+            self._complete("register", "fail" if refused else "info", error=error)
         else:
             self._complete("register", "ok", **self._assigned(assignment))
 
