@@ -51,6 +51,13 @@ class SuiteRuns:
         """Scenario name -> whether its run ended as the scenario expects, as the JUnit file
         says (a run that could not finish has no case)."""
 
+    def outcome(self) -> str:
+        """The suite's output and the harness's trouble in every scenario that did not pass:
+        the message of an assertion on the whole suite."""
+        failed = sorted(name for name, passed in self.passed.items() if not passed)
+        return (f"{self.done.stdout[-6000:]}{self.done.stderr}"
+                + "".join(f"\n{name}:{self._harness_trouble(name)}" for name in failed))
+
     def run(self, name: str) -> Path:
         """The suite's run directory of scenario `name` (the first of its runs, should a
         test add a replay beside it), which must have met its expectation."""
