@@ -7,13 +7,16 @@ with the other per-value checks (`checkers.delivery`).
 PIP-33 takes a snapshot only while every cluster is connected, and promises nothing of a
 failover while they are not: the subscription's position in the other cluster stays
 where the last completed snapshot put it, however long ago. A failover invoked during a
-replication outage, or less than `RECOVERY_MS` after its end completed, is therefore not
-judged: it is *excused*, and counted as such. The outages are a `cut-wan` (after its
-heal the replicators reconnect with backoff and replay what the cut held back before a
-snapshot can complete) and an `unlink-replication` (a cluster that stops replicating to
-another cannot send its snapshot answers back; after the relink a request lost meanwhile
-must time out before the next is asked). Their duplicates still cannot be losses: `lost`
-judges those runs as any other."""
+replication outage, or in the recovery after its end completed, is therefore not judged:
+it is *excused*, and counted as such. The outages are a `cut-wan` and an
+`unlink-replication` (a cluster that stops replicating to another cannot send its
+snapshot answers back). Two things take time after one ends: the replicators reconnect
+with backoff and replay what the outage held back (`RECOVERY_MS` covers it), and a
+snapshot whose requests or answers the outage lost holds up the next until it times out,
+at most the run's snapshot timeout after the outage ended (its `meta`
+`snapshot_timeout_ms`, Pulsar's 30 s when a history has none), after which the next one
+needs a moment (`AFTER_TIMEOUT_MS`). The recovery is the longer of the two. Duplicates in
+an excused failover still cannot be losses: `lost` judges those runs as any other."""
 
 from __future__ import annotations
 
@@ -23,20 +26,33 @@ from history.faults import heal_of
 REPLICATION_OUTAGES = ("cut-wan", "unlink-replication")
 """The nemesis operations that keep snapshots from completing until they end."""
 RECOVERY_MS = 10_000
-"""After a replication outage ends, how long failovers stay excused (module docstring)."""
+"""After a replication outage ends, how long the replicators' reconnection and replay may
+keep snapshots from completing (module docstring)."""
+SNAPSHOT_TIMEOUT_MS = 30_000
+"""A run's snapshot timeout when its `meta` does not say: Pulsar's default."""
+AFTER_TIMEOUT_MS = 5_000
+"""From a lost snapshot's timeout to the next one's completion: the next snapshot interval
+(1 s by default) and a round trip between the clusters, with room to spare."""
 _MS = 1_000_000
+
+
+def recovery_ms(frames: HistoryFrames, run: str) -> float:
+    """How long after a replication outage of `run` ends its failovers stay excused."""
+    timeout = frames.meta_number(run, "snapshot_timeout_ms")
+    return max(RECOVERY_MS,
+               (SNAPSHOT_TIMEOUT_MS if timeout is None else timeout) + AFTER_TIMEOUT_MS)
 
 
 def replication_outages(frames: HistoryFrames) -> dict[str, list[tuple[int, int]]]:
     """Per run: (from, until) in nanoseconds of each replication outage, from its invoke to
-    `RECOVERY_MS` past the completion of the operation that ended it (its own end or a
-    general `heal`); an outage never ended lasts to the end of the history."""
+    the run's `recovery_ms` past the completion of the operation that ended it (its own
+    end or a general `heal`); an outage never ended lasts to the end of the history."""
     outages: dict[str, list[tuple[int, int]]] = {}
     for n, op in enumerate(frames.nemesis):
         if op.f not in REPLICATION_OUTAGES:
             continue
         healed = closing_op(frames.nemesis, n, {heal_of(op.f), "heal"})
-        until = ((healed.done_time or healed.time) + RECOVERY_MS * _MS
+        until = ((healed.done_time or healed.time) + int(recovery_ms(frames, op.run) * _MS)
                  if healed is not None else 2 ** 63 - 1)
         outages.setdefault(op.run, []).append((op.time, until))
     return outages

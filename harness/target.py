@@ -163,6 +163,12 @@ class Target(Protocol):
         """The brokers' metadata-store session timeout: how long a broker cut from the
         store, or paused, keeps its session."""
 
+    @property
+    def snapshot_timeout_s(self) -> float:
+        """How long a replicated subscription's snapshot waits for the other clusters'
+        answers (PIP-33). A snapshot whose requests a replication outage lost holds up the
+        next one this long, so the positions a failover relies on lag until then."""
+
     def control(self, node: str) -> NodeControl:
         """Process control of `node`; only for nodes with `kill` or `pause`."""
 

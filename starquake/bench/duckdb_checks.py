@@ -147,12 +147,19 @@ SELECT count(*) FROM dups d WHERE NOT EXISTS (
     "duplicate-window": """
 WITH nemesis AS (SELECT "index", f, time, coalesce(done_time, time) AS ended FROM ops
                  WHERE process = 'nemesis'),
--- A failover during a replication outage, or soon after it ends, is not judged.
+-- A failover during a replication outage, or in the recovery after it ends (the longer of
+-- the replicators' and the run's snapshot timeout and a moment), is not judged.
 outage_ops AS (SELECT * FROM (VALUES {outage_ops}) AS t(op, heal)),
+recovery AS (
+  SELECT CAST(greatest({recovery_ms}, coalesce(max(CAST(json_extract(
+           detail, '$.snapshot_timeout_ms') AS DOUBLE)), {snapshot_timeout_ms})
+         + {after_timeout_ms}) * 1000000 AS BIGINT) AS ns
+  FROM ev WHERE f = 'meta'),
 cuts AS (
   SELECT c.time AS cut,
          coalesce((SELECT arg_min(h.ended, h."index") FROM nemesis h
-                   WHERE h."index" > c."index" AND h.f IN (o.heal, 'heal')) + {recovery_ns},
+                   WHERE h."index" > c."index" AND h.f IN (o.heal, 'heal'))
+                  + (SELECT ns FROM recovery),
                   9223372036854775807) AS until
   FROM nemesis c JOIN outage_ops o ON c.f = o.op),
 judged AS (SELECT * FROM failovers f WHERE NOT EXISTS (
@@ -352,7 +359,12 @@ def duckdb_counts(path: Path) -> DuckdbCounts:
     import duckdb
     from duckdb.sqltypes import VARCHAR
 
-    from checkers.duplicates import RECOVERY_MS, REPLICATION_OUTAGES
+    from checkers.duplicates import (
+        AFTER_TIMEOUT_MS,
+        RECOVERY_MS,
+        REPLICATION_OUTAGES,
+        SNAPSHOT_TIMEOUT_MS,
+    )
 
     modes = "(" + ", ".join(f"'{mode}'" for mode in ORDERED_MODES) + ")"
     outage_ops = ", ".join(f"('{op}', '{heal_of(op)}')" for op in REPLICATION_OUTAGES)
@@ -370,7 +382,8 @@ def duckdb_counts(path: Path) -> DuckdbCounts:
         counts = {}
         for name in QUERIED:
             row = db.execute(_QUERIES[name].format(
-                modes=modes, outage_ops=outage_ops, recovery_ns=RECOVERY_MS * 1_000_000,
+                modes=modes, outage_ops=outage_ops, recovery_ms=RECOVERY_MS,
+                snapshot_timeout_ms=SNAPSHOT_TIMEOUT_MS, after_timeout_ms=AFTER_TIMEOUT_MS,
                 default_bound_ms=DEFAULT_DUPLICATE_WINDOW_BOUND_MS,
                 stalled_bound_ms=DEFAULT_STALLED_SUBSCRIPTION_BOUND_MS)).fetchone()
             assert row is not None, "an aggregate query answers one row"

@@ -130,6 +130,9 @@ def run(options: RunOptions, console: Console, checks: CheckWorker | None = None
         "duplicate_window_bound_ms": scenario.checkers.duplicate_window_bound_ms,
         "mutants": list(scenario.mutants), "expected": scenario.expected,
         "expected_anomalies": list(scenario.expected_anomalies), "command": command,
+        "snapshot_timeout_ms": round(1000 * (
+            scenario.topology.snapshot_timeout_s if options.target is None
+            else options.target.snapshot_timeout_s)),
         **_optional_bounds(scenario)})
     faults = FaultStatus()
     ended = "cluster torn down" if options.target is None else "faults healed, target left running"

@@ -98,9 +98,11 @@ def test_a_written_target_file_loads(tmp_path: Path) -> None:
     path = tmp_path / "written.toml"
     path.write_text(target_file_text("w", [cluster], 4.0, {"a-broker1": {"control": "hooks"}},
                                      header="a header\nof two lines",
-                                     hooks={"kill": "kill -9 {node}", "start": "true {node}"}))
+                                     hooks={"kill": "kill -9 {node}", "start": "true {node}"},
+                                     snapshot_timeout_s=2.5))
     loaded = load_target_file(path)
     assert loaded.name == "w" and loaded.session_timeout_s == 4.0
+    assert loaded.snapshot_timeout_s == 2.5
     assert [node.name for node in loaded.nodes] == ["a-broker1"]
 
 

@@ -27,6 +27,7 @@ from history.errors import BAD_INPUT, ENVIRONMENT
 VALID = """
 name = "two-brokers"
 session_timeout_s = 4
+snapshot_timeout_s = 5
 hook_timeout_s = 5
 
 [hooks]
@@ -81,7 +82,7 @@ def test_a_valid_file_becomes_a_target_with_capabilities_from_its_controls(
         tmp_path: Path) -> None:
     target = ExternalTarget(load_target_file(write(tmp_path, VALID)))
     assert target.file.name == "two-brokers"
-    assert target.session_timeout_s == 4.0
+    assert (target.session_timeout_s, target.snapshot_timeout_s) == (4.0, 5.0)
     assert target.lookup is None
     (cluster,) = target.clusters
     assert cluster.service_url == "pulsar://127.0.0.1:6650,127.0.0.2:6650"
@@ -108,7 +109,7 @@ admin_urls = ["http://10.1.0.5:8080", "https://broker-b.example"]
 """, "minimal.toml")
     target = ExternalTarget(load_target_file(path))
     assert target.file.name == "minimal"
-    assert target.session_timeout_s == 30.0
+    assert (target.session_timeout_s, target.snapshot_timeout_s) == (30.0, 30.0)
     assert target.network is None
     assert [(n.name, n.role, n.address, n.capabilities) for n in target.clusters[0].nodes] == [
         ("x-broker1", "broker", "10.1.0.5", frozenset()),
@@ -158,6 +159,8 @@ BAD = {
     "missing clusters": ('name = "x"\n', "clusters: missing"),
     "wrong type": (
         "session_timeout_s = 'soon'\n" + CLUSTER, "session_timeout_s: expected a number"),
+    "snapshot timeout not a number": (
+        "snapshot_timeout_s = true\n" + CLUSTER, "snapshot_timeout_s: expected a number"),
     "service url not a list": (
         CLUSTER.replace('["pulsar://10.0.0.5:6650"]', '"pulsar://10.0.0.5:6650"'),
         "clusters[0].service_urls: expected a non-empty list"),

@@ -19,4 +19,4 @@ def described_deployment(deployment: DockerDeployment, lookup: LookupEndpoint | 
         deployment.settings.session_timeout_ms / 1000, controls,
         header=f"Written by `starquake cluster up`: run {deployment.run_id}'s nodes, each "
                "controlled through\nits process container by name.",
-        lookup=lookup)
+        lookup=lookup, snapshot_timeout_s=deployment.settings.snapshot_timeout_s)

@@ -55,6 +55,10 @@ class DockerTarget:
     def session_timeout_s(self) -> float:
         return self._topology.session_timeout_ms / 1000
 
+    @property
+    def snapshot_timeout_s(self) -> float:
+        return self._topology.snapshot_timeout_s
+
     def control(self, node: str) -> NodeControl:
         return self._deployment.node(node)
 

@@ -8,6 +8,8 @@ missing`), exit code 3, so a typo never becomes a silently weaker test.
 ```toml
 name = "reference-in-containers"   # optional, for people; default: the file's stem
 session_timeout_s = 4.0            # the brokers' metadata-store session timeout; default 30
+snapshot_timeout_s = 30.0          # PIP-33 snapshot timeout (replicatedSubscriptionsSnapshot-
+                                   # TimeoutSeconds); default 30, Pulsar's
 hook_timeout_s = 30.0              # how long one hook command may run; default 30
 features = { scalable = false }    # optional claims, feature -> bool, overriding probes
 auth_token_file = "superuser.token"  # optional: a token (Pulsar's JWT) the harness presents
@@ -122,6 +124,8 @@ PEER_PLACEHOLDERS = ("peer", "peer_address", "port")
 """Only in the `partition` hook."""
 
 DEFAULT_SESSION_TIMEOUT_S = 30.0
+DEFAULT_SNAPSHOT_TIMEOUT_S = 30.0
+"""Pulsar's `replicatedSubscriptionsSnapshotTimeoutSeconds`."""
 DEFAULT_HOOK_TIMEOUT_S = 30.0
 SERVICE_SCHEMES = ("pulsar", "pulsar+ssl")
 DEFAULT_PORTS = {"pulsar": 6650, "pulsar+ssl": 6651, "http": 80, "https": 443}
@@ -183,6 +187,7 @@ class TargetFile:
     name: str
     clusters: tuple[ClusterEntry, ...]
     session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S
+    snapshot_timeout_s: float = DEFAULT_SNAPSHOT_TIMEOUT_S
     hook_timeout_s: float = DEFAULT_HOOK_TIMEOUT_S
     features: Mapping[Feature, bool] = field(default_factory=dict)
     compose_project: str | None = None
@@ -321,7 +326,8 @@ class _Loader:
     # --- the file -------------------------------------------------------------------------
 
     def load(self, data: dict[str, Any]) -> TargetFile:
-        self.table("", data, ("name", "session_timeout_s", "hook_timeout_s", "features",
+        self.table("", data, ("name", "session_timeout_s", "snapshot_timeout_s",
+                              "hook_timeout_s", "features",
                               "docker", "hooks", "lookup", "clusters", "auth_token",
                               "auth_token_file", "unprivileged_auth_token"))
         docker = self.table("docker", data.get("docker", {}), ("compose_project",))
@@ -339,6 +345,8 @@ class _Loader:
             clusters=clusters,
             session_timeout_s=self.optional(data, "session_timeout_s", "", self.number,
                                             DEFAULT_SESSION_TIMEOUT_S),
+            snapshot_timeout_s=self.optional(data, "snapshot_timeout_s", "", self.number,
+                                             DEFAULT_SNAPSHOT_TIMEOUT_S),
             hook_timeout_s=self.optional(data, "hook_timeout_s", "", self.number,
                                          DEFAULT_HOOK_TIMEOUT_S),
             features=self.features(data.get("features", {})),

@@ -118,6 +118,10 @@ class ExternalTarget:
     def session_timeout_s(self) -> float:
         return self.file.session_timeout_s
 
+    @property
+    def snapshot_timeout_s(self) -> float:
+        return self.file.snapshot_timeout_s
+
     def control(self, node: str) -> NodeControl:
         entry = self._entry(node)
         if entry.control == "docker":

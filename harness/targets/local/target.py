@@ -124,6 +124,10 @@ class LocalTarget:
     def session_timeout_s(self) -> float:
         return self._topology.session_timeout_ms / 1000
 
+    @property
+    def snapshot_timeout_s(self) -> float:
+        return self._topology.snapshot_timeout_s
+
     def control(self, node: str) -> NodeControl:
         return self._controls[node]
 
