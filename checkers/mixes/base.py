@@ -34,6 +34,11 @@ CURSOR_POLL = 750 * MS
 SNAPSHOT_LAG = 1000 * MS
 """How far a replicated subscription's cursor lags the other cluster's: what was acked in
 that last interval before a failover is delivered again after it."""
+SNAPSHOT_TIMEOUT = 3 * S
+"""The snapshot timeout a mix's `meta` names. The lag above holds at every failover, a WAN
+cut's aftermath included, as with brokers that abandon a lost snapshot this soon (the
+scenarios' `snapshot_timeout_s = 3`), so `duplicate-window` judges failovers from 10 s
+after a heal, as it would on such a cluster."""
 DRAIN_QUIET = 3 * S
 """The drain completes this long after the last delivery or ack."""
 assert SNAPSHOT_LAG < DEFAULT_DUPLICATE_WINDOW_BOUND_MS * MS

@@ -36,6 +36,7 @@ from checkers.mixes.base import (
     CLUSTERS,
     DRAIN_QUIET,
     MS,
+    SNAPSHOT_TIMEOUT,
     SUBSCRIPTIONS,
     TOPIC,
     S,
@@ -66,7 +67,8 @@ def _events(spec: MixSpec, run: _Run, sends: _Sends, positions: _Positions, vict
     events.add(np.array([20_000]), process=_HARNESS, type=_OK, f=_F["meta"],
                detail=events.detail(_compact({
                    "scenario": "mix", "seed": spec.seed,
-                   "duplicate_window_bound_ms": DEFAULT_DUPLICATE_WINDOW_BOUND_MS})))
+                   "duplicate_window_bound_ms": DEFAULT_DUPLICATE_WINDOW_BOUND_MS,
+                   "snapshot_timeout_ms": SNAPSHOT_TIMEOUT // MS})))
     _add_subscribes(events, run)
     entries = [_event_entries(sends, positions, victims, c) for c in range(len(CLUSTERS))]
     _add_sends(events, sends, positions, victims, entries)
