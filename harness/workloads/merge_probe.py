@@ -21,15 +21,12 @@ did not complete has no probe.
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from harness.workloads.base import WorkloadContext
 from harness.workloads.scalable_admin import AdminRefused, AdminUnreachable, ScalableTopicAdmin
-
-log = logging.getLogger(__name__)
 
 PROBE = "merge-keeps-parents-subscriptions"
 PREFIX = "merge-probe"
@@ -62,11 +59,10 @@ class MergeProbe:
         it could not be prepared."""
         self._made += 1
         try:
-            topics = {segment: _segment(self._admin.stats(), segment)["segmentTopic"]
-                      for segment in parents}
-            for segment, topic in topics.items():
+            before = self._admin.stats()
+            for segment in parents:
                 self._admin.create_segment_subscription(
-                    topic, f"{PREFIX}-{self._made}-{segment}")
+                    _segment(before, segment)["segmentTopic"], f"{PREFIX}-{self._made}-{segment}")
             stats = self._admin.stats()
             held = set().union(*(_subscriptions(stats, segment) for segment in parents))
         except (AdminRefused, AdminUnreachable, ProbeFailed, KeyError) as exc:
