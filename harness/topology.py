@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.target import ROLES, Capability, Node, Role
+from wire.keep_alive import KEEPALIVE_S
 
 NAME_INFIX: dict[Role, str] = {"broker": "broker", "bookie": "bookie", "zookeeper": "zk"}
 
@@ -27,7 +28,7 @@ class Topology:
     session_timeout_ms: int = 4000
     """The brokers' ZooKeeper session timeout: short, so a pause or partition past it
     expires the session within a run."""
-    replication_keepalive_s: float = 30.0
+    replication_keepalive_s: float = KEEPALIVE_S
     """The brokers' replicator keep-alive (`--replication-keepalive-seconds`): Pulsar's 30 s,
     so a WAN cut that drops packets leaves a replicator looking connected for a minute or
     more; shorter, it knows within a run that it is cut."""

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from wire.errors import ConnectionClosed, broker_error
 from wire.frames import Frame, FrameDecoder, encode_command
-from wire.keep_alive import Silence, keep_alive, ping, pong
+from wire.keep_alive import KEEPALIVE_S, Silence, keep_alive, ping, pong
 from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandConnect,
@@ -217,12 +217,16 @@ class ClientConnection:
 
 class ConnectionPool:
     """One live connection per broker URL, and topic lookups; `keepalive` and `token` as
-    for `ClientConnection.open`, for each of them."""
+    for `ClientConnection.open`, for each of them. Pulsar's clients keep every connection
+    alive by default, and so does a pool: a consumer waiting for messages sends nothing,
+    so without pings a connection whose broker vanished without a FIN (a container gone
+    with its network, a host cut off while the broker closed its side) would wait for
+    TCP's many minutes instead of reconnecting within two intervals."""
 
-    def __init__(self, service_urls: list[str], keepalive: float | None = None,
+    def __init__(self, service_urls: list[str], keepalive: float | None = KEEPALIVE_S,
                  token: str | None = None) -> None:
         self.service_urls = list(service_urls)
-        self._keepalive = keepalive
+        self.keepalive = keepalive
         self._token = token
         self._connections: dict[str, ClientConnection] = {}
         self._opening: dict[str, asyncio.Lock] = {}
@@ -234,7 +238,7 @@ class ConnectionPool:
             found = self._connections.get(url)
             if found is None or found.closed:
                 found = self._connections[url] = await ClientConnection.open(
-                    url, keepalive=self._keepalive, token=self._token)
+                    url, keepalive=self.keepalive, token=self._token)
             return found
 
     async def any_connection(self) -> ClientConnection:

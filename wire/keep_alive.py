@@ -11,6 +11,10 @@ from collections.abc import Callable
 
 from wire.pulsar_api_pb2 import BaseCommand, CommandPing, CommandPong
 
+KEEPALIVE_S = 30.0
+"""Pulsar's interval on both ends: the broker's `keepAliveIntervalSeconds` and its
+clients' (the Java and Python clients' `keep_alive_interval`)."""
+
 
 def ping() -> BaseCommand:
     return BaseCommand(type=BaseCommand.PING, ping=CommandPing())

@@ -44,13 +44,12 @@ from wire.frames import (
     MalformedFrame,
     encode_command,
 )
-from wire.keep_alive import Silence, keep_alive, ping, pong
+from wire.keep_alive import KEEPALIVE_S, Silence, keep_alive, ping, pong
 from wire.pulsar_api_pb2 import BaseCommand, ServerError
 
 log = logging.getLogger(__name__)
 
 READ_SIZE = 256 * 1024
-DEFAULT_KEEPALIVE = 30.0
 LIVENESS_TIMEOUT = 5.0
 """Seconds a connection has to answer the PING of a liveness check (Pulsar's
 `connectionLivenessCheckTimeoutMillis`)."""
@@ -60,7 +59,7 @@ CPP_CLIENT_PREFIX = "Pulsar-CPP-"
 
 class ServerConnection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE,
+                 service: BrokerService, keepalive: float = KEEPALIVE_S,
                  guard: Guard = OPEN_GUARD,
                  max_pending_publishes: int = DEFAULT_MAX_PENDING_PUBLISH_REQUESTS) -> None:
         self._reader = reader

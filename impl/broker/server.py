@@ -8,16 +8,17 @@ import asyncio
 import logging
 from collections import Counter
 
-from impl.broker.connection import DEFAULT_KEEPALIVE, ServerConnection
+from impl.broker.connection import ServerConnection
 from impl.broker.limits import DEFAULT_LIMITS, ConnectionLimits
 from impl.broker.service import BrokerService
 from impl.security.guard import OPEN_GUARD, Guard
+from wire.keep_alive import KEEPALIVE_S
 
 log = logging.getLogger(__name__)
 
 
 class BinaryServer:
-    def __init__(self, service: BrokerService, keepalive: float = DEFAULT_KEEPALIVE,
+    def __init__(self, service: BrokerService, keepalive: float = KEEPALIVE_S,
                  guard: Guard = OPEN_GUARD, limits: ConnectionLimits = DEFAULT_LIMITS) -> None:
         self._service = service
         self._keepalive = keepalive

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wire.keep_alive import KEEPALIVE_S
+
 
 class InvalidReplicationConfig(ValueError):
     """A setting outside its range; the message names the setting and the value."""
@@ -50,7 +52,7 @@ class GeoReplicationConfig:
     """A replicator that lost its remote retries after `backoff_initial_s`, doubling up to
     this bound (Pulsar's replicator backoff, shortened for test runs)."""
     connect_timeout_s: float = 5.0
-    keepalive_s: float = 30.0
+    keepalive_s: float = KEEPALIVE_S
     """The replicator's connection to a remote broker pings after this much silence and
     is given up after twice that (Pulsar's client `keepAliveIntervalSeconds`). Until then
     a WAN cut that drops packets leaves the replicator looking connected, and snapshots

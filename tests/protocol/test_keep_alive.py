@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 
 from tests.protocol.scripted_broker import ScriptedBroker, connect
+from wire.connection import ConnectionPool
+from wire.keep_alive import KEEPALIVE_S
 from wire.pulsar_api_pb2 import BaseCommand
 
 INTERVAL = 0.1
@@ -50,6 +52,29 @@ def test_without_keepalive_a_silent_peer_is_not_pinged() -> None:
         await asyncio.sleep(5 * INTERVAL)
         assert not connection.closed and broker.pings == 0
         connection.close()
+        server.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_pool_keeps_its_connections_alive_as_pulsars_clients_do() -> None:
+    """The harness's scalable-topics client makes its pools with the default: a consumer
+    that only waits for messages must still find out that its broker vanished."""
+    assert ConnectionPool(["pulsar://127.0.0.1:6650"]).keepalive == KEEPALIVE_S
+
+    async def scenario() -> None:
+        broker = ScriptedBroker()
+        broker.answering = False
+        server = await asyncio.start_server(broker.serve, "127.0.0.1", 0)
+        url = f"pulsar://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        pool = ConnectionPool([url], keepalive=INTERVAL)
+        first = await pool.connection(url)
+        async with asyncio.timeout(10 * INTERVAL):
+            while not first.closed:
+                await asyncio.sleep(INTERVAL / 2)
+        second = await pool.connection(url)  # the next request opens a fresh one
+        assert second is not first and not second.closed
+        pool.close()
         server.close()
 
     asyncio.run(scenario())

@@ -15,6 +15,7 @@ from harness.targets.local.zookeeper import CLASSPATH, JVM_FLAGS, MAIN_CLASS
 from harness.targets.local.zookeeper_config import ServerAddress, ZooKeeperSettings, render_zoo_cfg
 from harness.targets.run_auth import DIGEST_FILE, RunAuth
 from harness.waits import HttpStatus, TcpPort, ZooKeeperServing
+from wire.keep_alive import KEEPALIVE_S
 
 ZOOKEEPER_CLIENT_PORT = 2181
 ZOOKEEPER_PEER_PORT = 2888
@@ -34,7 +35,7 @@ class NodeSettings:
     session_timeout_ms: int = 4000
     """The brokers' ZooKeeper session timeout: short, so faults act within seconds."""
     mutants: tuple[str, ...] = ()
-    replication_keepalive_s: float = 30.0
+    replication_keepalive_s: float = KEEPALIVE_S
     """The brokers' replicator keep-alive: Pulsar's 30 s by default, so a WAN cut that
     drops packets leaves replicators looking connected for a minute. Tests about what
     happens once a replicator knows it is cut shorten it."""
