@@ -169,6 +169,13 @@ class Target(Protocol):
         answers (PIP-33). A snapshot whose requests a replication outage lost holds up the
         next one this long, so the positions a failover relies on lag until then."""
 
+    @property
+    def metadata_loss_shutdown_s(self) -> float | None:
+        """The longest a broker cut from its metadata store may stay up, answering its
+        health check that it cannot serve, before it shuts down (PIP-57: after its session
+        is lost and, under `reconnect`, its attempts at a new one); None where the Target
+        promises no such bound."""
+
     def control(self, node: str) -> NodeControl:
         """Process control of `node`; only for nodes with `kill` or `pause`."""
 

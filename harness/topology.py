@@ -15,6 +15,18 @@ from wire.keep_alive import KEEPALIVE_S
 
 NAME_INFIX: dict[Role, str] = {"broker": "broker", "bookie": "bookie", "zookeeper": "zk"}
 
+REFERENCE_RECONNECT_RETRIES = 3
+"""The reference brokers' `--session-reconnect-retries` default, which every deployment we
+start keeps."""
+
+
+def metadata_loss_shutdown_s(policy: str, session_timeout_s: float) -> float:
+    """How long a reference broker cut from its metadata store stays up, unable to serve,
+    before it shuts down (PIP-57): a session timeout before it gives its session up, then,
+    under `reconnect`, a session timeout for each attempt at a new one."""
+    retries = REFERENCE_RECONNECT_RETRIES if policy == "reconnect" else 0
+    return (1 + retries) * session_timeout_s
+
 
 @dataclass(frozen=True)
 class Topology:

@@ -26,6 +26,13 @@ from scenarios.plan import schedule_for
 
 SETTLE_S = 8.0
 """Load kept up after a fault of a stretched schedule ends, before the final heal."""
+HEALTH_SLACK_S = 5.0
+"""Added to a Target's shutdown bound to make `zombie-broker`'s: health is read once a
+second, and a reading may come late."""
+CUT_BEYOND_BOUND_S = 10.0
+"""How much longer than that bound a broker stays cut, beyond the session timeout it may
+take to notice the cut: a broker that never shuts down is unhealthy for about the cut less
+that time, well past the bound."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,10 @@ class Feature:
     outlast_session: bool = False
     """Its faults must last past the Target's metadata-store session timeout: the
     durations of the scenario's timeline (and the run, to fit) are stretched to it."""
+    shutdown_bound: bool = False
+    """It holds the Target to its `metadata_loss_shutdown_s` (`zombie-broker`): a Target
+    that declares none does not support it, and one that does has the bound and the cut
+    fitted to it."""
 
     def scenario_path(self) -> Path:
         return resolve_scenario(f"conformance/{self.name}")
@@ -60,6 +71,9 @@ FEATURES: tuple[Feature, ...] = (
     Feature("durability-metadata-cut", ("persistent",),
             "brokers cut from the metadata store past the session: nothing lost, "
             "no forked position", outlast_session=True),
+    Feature("metadata-loss-shutdown", ("persistent",),
+            "a broker cut from the metadata store shuts down within the bound the target "
+            "declares, instead of staying up unable to serve", shutdown_bound=True),
     Feature("scalable-topics", ("scalable",),
             "PIP-468 splits and merges under load: no dual-writable segment, key order "
             "across splits, nothing lost, merges keep both parents' subscriptions"),
@@ -97,6 +111,9 @@ def plan_feature(feature: Feature, target: Target,
         offered, why = support[need]
         if not offered:
             return PlannedFeature(feature, "unsupported", f"{need}: {why}")
+    if feature.shutdown_bound and target.metadata_loss_shutdown_s is None:
+        return PlannedFeature(feature, "unsupported",
+                              "the target declares no metadata_loss_shutdown_s")
     scenario = fit(load_scenario(feature.scenario_path()), feature, target)
     nodes = [node for cluster in target.clusters for node in cluster.nodes]
     try:
@@ -109,17 +126,35 @@ def plan_feature(feature: Feature, target: Target,
 
 def fit(scenario: Scenario, feature: Feature, target: Target) -> Scenario:
     """The scenario as it runs against `target`: the target's cluster names (the first
-    only, for a one-cluster workload, which acts on the first), and faults that outlast
-    its metadata session where the feature asks for that."""
+    only, for a one-cluster workload, which acts on the first); faults that outlast its
+    metadata session, and a `zombie-broker` bound of its own, where the feature asks for
+    them."""
     names = tuple(cluster.name for cluster in target.clusters)
     topology = dataclasses.replace(
         scenario.topology, clusters=names[:1] if scenario.workload.kind in ONE_CLUSTER else names)
     scenario = dataclasses.replace(scenario, topology=topology)
-    if not feature.outlast_session:
-        return scenario
-    # A timeline's faults last at least OUTLAST session timeouts, and the run lasts until
-    # SETTLE_S after the last of them ends.
-    least = round(OUTLAST * target.session_timeout_s, 1)
+    if feature.outlast_session:
+        scenario = _stretched(scenario, round(OUTLAST * target.session_timeout_s, 1))
+    if feature.shutdown_bound:
+        scenario = _held_to_shutdown_bound(scenario, target)
+    return scenario
+
+
+def _held_to_shutdown_bound(scenario: Scenario, target: Target) -> Scenario:
+    """`zombie-broker`'s bound the Target's declared one and HEALTH_SLACK_S, and the cut
+    longer than it (see CUT_BEYOND_BOUND_S)."""
+    declared = target.metadata_loss_shutdown_s
+    assert declared is not None, "planned as unsupported"
+    bound_s = declared + HEALTH_SLACK_S
+    checkers = dataclasses.replace(scenario.checkers,
+                                   zombie_broker_bound_ms=round(bound_s * 1000))
+    return _stretched(dataclasses.replace(scenario, checkers=checkers),
+                      round(bound_s + target.session_timeout_s + CUT_BEYOND_BOUND_S, 1))
+
+
+def _stretched(scenario: Scenario, least: float) -> Scenario:
+    """The timeline's faults lasting at least `least` seconds, and the run until SETTLE_S
+    after the last of them ends."""
     timeline = tuple(dataclasses.replace(step, duration_s=max(step.duration_s, least))
                      for step in scenario.nemesis.timeline)
     nemesis = dataclasses.replace(scenario.nemesis, timeline=timeline)

@@ -4,7 +4,9 @@ unsupported, skipped), each feature run as an ordinary scenario run aimed at the
 then `conformance.json`, `conformance.html` and `junit.xml`.
 
 Nothing here starts or stops the system under test: starquake did not start it. Faults
-end with the final heal of every run, so the target is left as it was found.
+end with the final heal of every run, so the target is left as it was found; after a
+feature that has a broker shut itself down (PIP-57), every broker the target lets us start
+is started again, as its supervisor would, before the next feature.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from checkers.spark_settings import SparkSettings
+from harness.health_probe import read_health
 from harness.target import Target
 from harness.targets.external.features import probe_features
 from harness.targets.external.file import FEATURES as SYSTEM_FEATURES
@@ -35,6 +38,10 @@ from starquake.conform.features import FEATURES, PlannedFeature, plan_feature
 from starquake.run.check_worker import CheckWorker
 from starquake.run.pipeline import INTERRUPTED, SEED_LIMIT, RunInterrupted, RunOptions
 from starquake.run.pipeline import run as run_scenario
+
+RESTART_WAIT_S = 60.0
+"""How long a broker started again after `metadata-loss-shutdown` may take to answer its
+health check before the next feature begins anyway."""
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "unknown": "yellow", "error": "yellow",
                 "unsupported": "dim", "skipped": "dim", "pending": "", "running": "bold"}
@@ -106,6 +113,8 @@ def conform(options: ConformOptions, console: Console) -> ConformOutcome:
             console.print(_table(rows))
             try:
                 _run_feature(plan, row, target, directory, options, seed, console, checks)
+                if plan.feature.shutdown_bound:
+                    _start_brokers_again(target, console)
             except RunInterrupted:
                 # What finished is kept and tabled; the interrupted run keeps its history.
                 row.status, row.reason = "error", "interrupted"
@@ -125,6 +134,28 @@ def _heal_leftovers(target: Target) -> None:
     if network is not None:
         for name in network.names:
             network.drop(name, ())
+
+
+def _start_brokers_again(target: Target, console: Console) -> None:
+    """Start every broker with process control (`start` leaves a running one alone) and
+    wait, up to RESTART_WAIT_S, while one is down or unhealthy: a broker that shut
+    down as PIP-57 asks stays down until something starts it, and the next feature would
+    find one broker fewer than this one did."""
+    startable = {node.name: cluster.broker_admin_urls[node.name]
+                 for cluster in target.clusters for node in cluster.of_role("broker")
+                 if "kill" in node.capabilities}
+    for name in startable:
+        target.control(name).start()
+    deadline = time.monotonic() + RESTART_WAIT_S
+    waiting = dict(startable)
+    while waiting and time.monotonic() < deadline:
+        waiting = {name: url for name, url in waiting.items()
+                   if read_health(url)["answer"] in ("down", "unhealthy")}
+        if waiting:
+            time.sleep(1.0)
+    if waiting:
+        console.print(f"  still down or unhealthy {RESTART_WAIT_S:g} s after a start: "
+                      f"{', '.join(sorted(waiting))}", markup=False)
 
 
 def _directory(runs_dir: Path, name: str, seed: int) -> Path:

@@ -110,6 +110,7 @@ admin_urls = ["http://10.1.0.5:8080", "https://broker-b.example"]
     target = ExternalTarget(load_target_file(path))
     assert target.file.name == "minimal"
     assert (target.session_timeout_s, target.snapshot_timeout_s) == (30.0, 30.0)
+    assert target.metadata_loss_shutdown_s is None  # nothing promised
     assert target.network is None
     assert [(n.name, n.role, n.address, n.capabilities) for n in target.clusters[0].nodes] == [
         ("x-broker1", "broker", "10.1.0.5", frozenset()),
@@ -161,6 +162,9 @@ BAD = {
         "session_timeout_s = 'soon'\n" + CLUSTER, "session_timeout_s: expected a number"),
     "snapshot timeout not a number": (
         "snapshot_timeout_s = true\n" + CLUSTER, "snapshot_timeout_s: expected a number"),
+    "shutdown bound not above 0": (
+        "metadata_loss_shutdown_s = 0\n" + CLUSTER,
+        "metadata_loss_shutdown_s: expected a number above 0"),
     "service url not a list": (
         CLUSTER.replace('["pulsar://10.0.0.5:6650"]', '"pulsar://10.0.0.5:6650"'),
         "clusters[0].service_urls: expected a non-empty list"),

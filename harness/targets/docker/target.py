@@ -14,7 +14,7 @@ from harness.targets.docker.iptables import IptablesNetwork
 from harness.targets.docker.node_specs import NodeSettings
 from harness.targets.lookup import DeployedLookup
 from harness.targets.run_auth import RunAuth
-from harness.topology import BACKEND_CAPABILITIES, Topology
+from harness.topology import BACKEND_CAPABILITIES, Topology, metadata_loss_shutdown_s
 
 CAPABILITIES = BACKEND_CAPABILITIES["docker"]
 
@@ -58,6 +58,11 @@ class DockerTarget:
     @property
     def snapshot_timeout_s(self) -> float:
         return self._topology.snapshot_timeout_s
+
+    @property
+    def metadata_loss_shutdown_s(self) -> float | None:
+        return metadata_loss_shutdown_s(self._topology.session_expired_policy,
+                                        self.session_timeout_s)
 
     def control(self, node: str) -> NodeControl:
         return self._deployment.node(node)

@@ -19,14 +19,18 @@ def target_file_text(name: str, clusters: Sequence[TargetCluster], session_timeo
                      controls: Mapping[str, Mapping[str, str]], *, header: str = "",
                      hooks: Mapping[str, str] | None = None,
                      lookup: LookupEndpoint | None = None,
-                     snapshot_timeout_s: float | None = None) -> str:
+                     snapshot_timeout_s: float | None = None,
+                     metadata_loss_shutdown_s: float | None = None) -> str:
     """The target file of `clusters`; `controls` gives each node's control keys
     (`control`, `container`, ...), and nodes it leaves out take no faults. Without
-    `snapshot_timeout_s` the file leaves it to the default, Pulsar's."""
+    `snapshot_timeout_s` the file leaves it to the default, Pulsar's; without
+    `metadata_loss_shutdown_s` it promises no shutdown bound."""
     lines = [f"# {line}" if line else "#" for line in header.splitlines()]
     lines += [f"name = {_value(name)}", f"session_timeout_s = {session_timeout_s:g}"]
     if snapshot_timeout_s is not None:
         lines.append(f"snapshot_timeout_s = {snapshot_timeout_s:g}")
+    if metadata_loss_shutdown_s is not None:
+        lines.append(f"metadata_loss_shutdown_s = {metadata_loss_shutdown_s:g}")
     if hooks:
         lines += ["", "[hooks]", *(f"{key} = {_value(text)}" for key, text in hooks.items())]
     if lookup is not None:

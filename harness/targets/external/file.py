@@ -10,6 +10,8 @@ name = "reference-in-containers"   # optional, for people; default: the file's s
 session_timeout_s = 4.0            # the brokers' metadata-store session timeout; default 30
 snapshot_timeout_s = 30.0          # PIP-33 snapshot timeout (replicatedSubscriptionsSnapshot-
                                    # TimeoutSeconds); default 30, Pulsar's
+metadata_loss_shutdown_s = 16.0    # optional: how long a broker cut from the metadata store
+                                   # may stay up unable to serve before it shuts down (PIP-57)
 hook_timeout_s = 30.0              # how long one hook command may run; default 30
 features = { scalable = false }    # optional claims, feature -> bool, overriding probes
 auth_token_file = "superuser.token"  # optional: a token (Pulsar's JWT) the harness presents
@@ -188,6 +190,8 @@ class TargetFile:
     clusters: tuple[ClusterEntry, ...]
     session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S
     snapshot_timeout_s: float = DEFAULT_SNAPSHOT_TIMEOUT_S
+    metadata_loss_shutdown_s: float | None = None
+    """What the Target promises (`Target.metadata_loss_shutdown_s`); None, nothing."""
     hook_timeout_s: float = DEFAULT_HOOK_TIMEOUT_S
     features: Mapping[Feature, bool] = field(default_factory=dict)
     compose_project: str | None = None
@@ -327,7 +331,7 @@ class _Loader:
 
     def load(self, data: dict[str, Any]) -> TargetFile:
         self.table("", data, ("name", "session_timeout_s", "snapshot_timeout_s",
-                              "hook_timeout_s", "features",
+                              "metadata_loss_shutdown_s", "hook_timeout_s", "features",
                               "docker", "hooks", "lookup", "clusters", "auth_token",
                               "auth_token_file", "unprivileged_auth_token"))
         docker = self.table("docker", data.get("docker", {}), ("compose_project",))
@@ -347,6 +351,8 @@ class _Loader:
                                             DEFAULT_SESSION_TIMEOUT_S),
             snapshot_timeout_s=self.optional(data, "snapshot_timeout_s", "", self.number,
                                              DEFAULT_SNAPSHOT_TIMEOUT_S),
+            metadata_loss_shutdown_s=self.optional(data, "metadata_loss_shutdown_s", "",
+                                                   self.number, None),
             hook_timeout_s=self.optional(data, "hook_timeout_s", "", self.number,
                                          DEFAULT_HOOK_TIMEOUT_S),
             features=self.features(data.get("features", {})),

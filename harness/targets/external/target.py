@@ -122,6 +122,10 @@ class ExternalTarget:
     def snapshot_timeout_s(self) -> float:
         return self.file.snapshot_timeout_s
 
+    @property
+    def metadata_loss_shutdown_s(self) -> float | None:
+        return self.file.metadata_loss_shutdown_s
+
     def control(self, node: str) -> NodeControl:
         entry = self._entry(node)
         if entry.control == "docker":

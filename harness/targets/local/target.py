@@ -24,7 +24,7 @@ from harness.target import (
 from harness.targets.local.cluster import BookieNode, BrokerNode, ClusterSettings, LocalCluster
 from harness.targets.lookup import DeployedLookup
 from harness.targets.run_auth import DIGEST_FILE, RunAuth
-from harness.topology import BACKEND_CAPABILITIES, Topology
+from harness.topology import BACKEND_CAPABILITIES, Topology, metadata_loss_shutdown_s
 
 CAPABILITIES = BACKEND_CAPABILITIES["local"]
 
@@ -127,6 +127,11 @@ class LocalTarget:
     @property
     def snapshot_timeout_s(self) -> float:
         return self._topology.snapshot_timeout_s
+
+    @property
+    def metadata_loss_shutdown_s(self) -> float | None:
+        return metadata_loss_shutdown_s(self._topology.session_expired_policy,
+                                        self.session_timeout_s)
 
     def control(self, node: str) -> NodeControl:
         return self._controls[node]
