@@ -84,12 +84,17 @@ def test_without_fault_control_the_fault_rows_are_skipped(served: Path,
                                   "scalable-topics": "pass"}
 
 
-def test_a_mutant_fails_the_feature_that_should_catch_it(tmp_path: Path) -> None:
-    for target in _serve(tmp_path, "--mutants", "child-cursor-at-latest"):
+def test_each_mutant_fails_the_feature_that_should_catch_it(tmp_path: Path) -> None:
+    """Two mutants in one served cluster (one cluster start for both): children's cursors
+    at Latest lose what a child took before its consumer came, and receipts naming the
+    producer's newest entry put two values at one position once sends are pipelined."""
+    for target in _serve(tmp_path, "--mutants",
+                         "child-cursor-at-latest,receipt-names-latest-write"):
         done, document = conform(target, tmp_path / "runs", "--features",
                                  "durability-kill,scalable-topics")
         assert done.returncode == 1, explain(done)
-        assert statuses(document) == {"durability-kill": "pass", "scalable-topics": "fail"}
-        failed = next(row for row in document["features"] if row["feature"] == "scalable-topics")
-        assert failed["anomalies"].get("lost", 0) > 0
-        assert failed["report"] and failed["report"].endswith("report.html")
+        assert statuses(document) == {"durability-kill": "fail", "scalable-topics": "fail"}
+        rows = {row["feature"]: row for row in document["features"]}
+        assert rows["scalable-topics"]["anomalies"].get("lost", 0) > 0
+        assert rows["durability-kill"]["anomalies"].get("forked-position", 0) > 0
+        assert all(row["report"].endswith("report.html") for row in rows.values())
