@@ -191,7 +191,10 @@ def _targets(surface: Surface, key: str, fault: Fault, given: Sequence[str],
     resolved = []
     for n, target in enumerate(given):
         if target in ROLES:
-            resolved.append(rng.choice(surface.of_role(target)))
+            of_role = surface.of_role(target)
+            if not of_role:  # a target file that lists no node of the role
+                raise FaultPlanError(f"{key}[{n}]: the target names no {target} node")
+            resolved.append(rng.choice(of_role))
         elif target in RUNTIME_TARGETS or target in everyone:
             resolved.append(target)
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.target import Node
 from harness.topology import planned_nodes
 from nemesis.faults.base import OWNER
 from scenarios.format import ScenarioError
@@ -130,6 +131,18 @@ def test_faults_a_backend_or_cluster_cannot_take_are_named(
         schedule_for(scenario, 1)
     assert str(caught.value).startswith(f"{scenario.path}: ")
     assert message in str(caught.value)
+
+
+def test_a_role_the_target_has_no_node_of_is_named(write_scenario: WriteScenario) -> None:
+    """A third party's target file may list brokers alone: a fault aimed at a bookie is
+    then a plan error naming the key (the feature is skipped), not a crash."""
+    scenario = write_scenario('[nemesis]\nschedule = "timeline"\n[[nemesis.timeline]]\n'
+                              'at_s = 1\nfault = "kill"\ntargets = ["bookie", "owner"]\n')
+    brokers = [Node("a-broker1", "broker", "a", "10.0.0.5", frozenset({"kill"}))]
+    with pytest.raises(ScenarioError) as caught:
+        schedule_for(scenario, 1, nodes=brokers)
+    assert str(caught.value) == (f"{scenario.path}: nemesis.timeline[0].targets[0]: the "
+                                 "target names no bookie node")
 
 
 def test_controller_faults_aim_at_the_leader_found_at_run_time(
