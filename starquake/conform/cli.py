@@ -10,10 +10,10 @@ from checkers.spark_settings import SparkSettings, spark_options
 
 # starquake.conform.features.FEATURE_NAMES, spelled out so that `starquake --help` imports
 # nothing heavy (a unit test keeps the two equal).
-FEATURE_CHOICES = ("client-contract", "durability-kill", "durability-pause",
-                   "durability-partition", "durability-metadata-cut",
-                   "metadata-loss-shutdown", "scalable-topics",
-                   "geo-replication", "tenant-migration", "authentication")
+FEATURE_CHOICES = ("client-contract", "durability-kill", "durability-storage-kill",
+                   "durability-pause", "durability-partition", "durability-metadata-cut",
+                   "metadata-loss-shutdown", "scalable-topics", "geo-replication",
+                   "tenant-migration", "authentication")
 
 
 def _features(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[str, ...]:

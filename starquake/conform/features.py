@@ -63,6 +63,8 @@ FEATURES: tuple[Feature, ...] = (
             "refusals, last message id, termination"),
     Feature("durability-kill", ("persistent",),
             "brokers killed and restarted: nothing acknowledged lost, no forked position"),
+    Feature("durability-storage-kill", ("persistent",),
+            "a bookie and the topic's owner killed together: nothing acknowledged lost"),
     Feature("durability-pause", ("persistent",),
             "brokers paused past the metadata session: nothing lost, no forked position",
             outlast_session=True),
