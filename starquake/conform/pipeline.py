@@ -32,7 +32,14 @@ from harness.targets.external.file import FEATURES as SYSTEM_FEATURES
 from harness.targets.external.file import load_target_file
 from harness.targets.external.reachability import check_reachable
 from harness.targets.external.target import ExternalTarget
-from history.errors import ENVIRONMENT, INVALID, UNKNOWN, VALID, StarquakeError
+from history.errors import (
+    ENVIRONMENT,
+    INVALID,
+    UNKNOWN,
+    VALID,
+    EnvironmentProblem,
+    StarquakeError,
+)
 from scenarios.format import scenario_toml
 from starquake.conform.features import FEATURES, PlannedFeature, plan_feature
 from starquake.run.check_worker import CheckWorker
@@ -144,8 +151,12 @@ def _start_brokers_again(target: Target, console: Console) -> None:
     startable = {node.name: cluster.broker_admin_urls[node.name]
                  for cluster in target.clusters for node in cluster.of_role("broker")
                  if "kill" in node.capabilities}
-    for name in startable:
-        target.control(name).start()
+    for name in list(startable):
+        try:
+            target.control(name).start()
+        except EnvironmentProblem as exc:  # the table so far must still be written
+            console.print(f"  could not start {name} again: {exc}", markup=False)
+            del startable[name]
     deadline = time.monotonic() + RESTART_WAIT_S
     waiting = dict(startable)
     while waiting and time.monotonic() < deadline:

@@ -12,6 +12,7 @@ from harness.target import Node, TargetCluster
 from harness.targets.external.describe import target_file_text
 from harness.targets.external.file import load_target_file
 from harness.topology import REFERENCE_RECONNECT_RETRIES, metadata_loss_shutdown_s
+from history.errors import EnvironmentProblem
 from impl.broker.config import BrokerConfig
 from scenarios.format import load_scenario
 from starquake.conform import pipeline
@@ -152,7 +153,8 @@ def test_after_the_shutdown_feature_every_controlled_broker_is_started_and_await
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A broker that shut down as PIP-57 asks is started again, as a supervisor would, and
     the next feature waits while it is down or unhealthy; a broker without process
-    control is left to the target's own supervisor."""
+    control is left to the target's own supervisor, and one whose start fails is named
+    and not waited for."""
     started: list[str] = []
     answers = {"http://b1": ["down", "unhealthy", "healthy"], "http://b2": ["healthy"]}
 
@@ -161,14 +163,18 @@ def test_after_the_shutdown_feature_every_controlled_broker_is_started_and_await
             self.name = name
 
         def start(self) -> None:
+            if self.name == "a-broker4":
+                raise EnvironmentProblem("a-broker4: start failed: no such container")
             started.append(self.name)
 
     class _Brokers:
-        clusters = (TargetCluster("a", ("pulsar://b1", "pulsar://b2", "pulsar://b3"),
-                                  ("http://b1", "http://b2", "http://b3"), None, (
-            Node("a-broker1", "broker", "a", "b1", frozenset({"kill"})),
-            Node("a-broker2", "broker", "a", "b2", frozenset({"kill", "pause"})),
-            Node("a-broker3", "broker", "a", "b3"))),)
+        clusters = (TargetCluster(
+            "a", ("pulsar://b1", "pulsar://b2", "pulsar://b3", "pulsar://b4"),
+            ("http://b1", "http://b2", "http://b3", "http://b4"), None, (
+                Node("a-broker1", "broker", "a", "b1", frozenset({"kill"})),
+                Node("a-broker2", "broker", "a", "b2", frozenset({"kill", "pause"})),
+                Node("a-broker3", "broker", "a", "b3"),
+                Node("a-broker4", "broker", "a", "b4", frozenset({"kill"})))),)
 
         def control(self, name: str) -> _Control:
             return _Control(name)
@@ -176,6 +182,8 @@ def test_after_the_shutdown_feature_every_controlled_broker_is_started_and_await
     monkeypatch.setattr(pipeline, "read_health",
                         lambda url: {"answer": answers[url].pop(0)})
     monkeypatch.setattr(pipeline.time, "sleep", lambda _s: None)
-    pipeline._start_brokers_again(_Brokers(), Console(quiet=True))  # type: ignore[arg-type]
+    console = Console(record=True, width=200)
+    pipeline._start_brokers_again(_Brokers(), console)  # type: ignore[arg-type]
     assert started == ["a-broker1", "a-broker2"]
+    assert "could not start a-broker4 again: a-broker4: start failed" in console.export_text()
     assert answers == {"http://b1": [], "http://b2": []}  # read until healthy, no longer
