@@ -148,17 +148,16 @@ def _start_brokers_again(target: Target, console: Console) -> None:
     wait, up to RESTART_WAIT_S, while one is down or unhealthy: a broker that shut
     down as PIP-57 asks stays down until something starts it, and the next feature would
     find one broker fewer than this one did."""
-    startable = {node.name: cluster.broker_admin_urls[node.name]
-                 for cluster in target.clusters for node in cluster.of_role("broker")
-                 if "kill" in node.capabilities}
-    for name in list(startable):
+    waiting = {node.name: cluster.broker_admin_urls[node.name]
+               for cluster in target.clusters for node in cluster.of_role("broker")
+               if "kill" in node.capabilities}
+    for name in list(waiting):
         try:
             target.control(name).start()
         except EnvironmentProblem as exc:  # the table so far must still be written
             console.print(f"  could not start {name} again: {exc}", markup=False)
-            del startable[name]
+            del waiting[name]
     deadline = time.monotonic() + RESTART_WAIT_S
-    waiting = dict(startable)
     while waiting and time.monotonic() < deadline:
         waiting = {name: url for name, url in waiting.items()
                    if read_health(url)["answer"] in ("down", "unhealthy")}
