@@ -9,10 +9,11 @@ need of cumulative acks (docs/history.md).
 
 Two steps find it without gathering every delivery of a subscription in one task:
 
-1. **Marks.** The cumulative acks, a small share of the acks, are read first and reach
-   every task that reads deliveries as a broadcast; each task joins its own deliveries to
-   them (in the runs that have any), which gives the positions each ack acknowledged with
-   no shuffle: only the marks come back to the driver.
+1. **Marks.** The cumulative acks, a small share of the acks, were set apart by the
+   pairing pass (`checkers.pairing`); they reach every task that reads deliveries as a
+   broadcast, and each task joins its own deliveries to them (in the runs that have any),
+   which gives the positions each ack acknowledged with no shuffle: only the marks come
+   back to the driver.
 2. **Frontiers.** The driver sorts the marks of each subscription, cluster and segment in
    ack order and keeps those that raised the highest position: the frontier, strictly
    rising in position and in ack. The first frontier entry at or above a position is the
@@ -24,15 +25,18 @@ Two steps find it without gathering every delivery of a subscription in one task
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from checkers.frames import ACK_SCOPE, HistoryFrames
+from checkers.pairing import CUMULATIVE_ACKS_FILE, CUMULATIVE_ACKS_SCHEMA
 from checkers.partitions import Scan, map_scans
-from checkers.views import ACKS, OBSERVATIONS_FILE, OPERATIONS_FILE, RECVS
+from checkers.views import OBSERVATIONS_FILE, RECVS
 
 COVERED = pa.schema([*(pa.field(name, pa.string()) for name in ACK_SCOPE),
                      ("value", pa.string()), ("ack_index", pa.int64()),
@@ -68,14 +72,13 @@ def frontiers(frames: HistoryFrames) -> Frontiers | None:
     """The frontiers of every place that had a cumulative ack; None without any."""
     if not frames.cumulative_ack_runs:
         return None
-    tasks = [task for task in frames.scans() if task.run in frames.cumulative_ack_runs]
-    acked = map_scans(frames.spark, [t for t in tasks if t.file == OPERATIONS_FILE],
-                      lambda task: _cumulative_acks(task).to_batches(),
-                      from_arrow_schema(_ACKED)).toArrow()
+    acked = pa.concat_tables([_cumulative_acks(run, frames.paired[run])
+                              for run in sorted(frames.cumulative_ack_runs)])
+    tasks = [task for task in frames.scans() if task.run in frames.cumulative_ack_runs
+             and task.file == OBSERVATIONS_FILE]
     shared = frames.spark.sparkContext.broadcast(acked)
     try:
-        marks = map_scans(frames.spark, [t for t in tasks if t.file == OBSERVATIONS_FILE],
-                          lambda task: _marks(task, shared.value).to_batches(),
+        marks = map_scans(frames.spark, tasks, lambda task: _marks(task, shared.value).to_batches(),
                           from_arrow_schema(_MARKS)).toArrow()
     finally:
         shared.unpersist()
@@ -83,11 +86,10 @@ def frontiers(frames: HistoryFrames) -> Frontiers | None:
     return frontiers_of(marks.group_by(_MARKS.names).aggregate([]))
 
 
-def _cumulative_acks(scan: Scan) -> pa.Table:
-    """A map task's cumulative acks."""
-    names = [*_KEYS, "cumulative", "ack_index", "ack_time"]
-    acks = ACKS.table(scan.read(ACKS.reads(names)), names)
-    return acks.filter(pc.fill_null(acks["cumulative"], False)).select(_ACKED.names)
+def _cumulative_acks(run: str, paired: Path) -> pa.Table:
+    """The run's cumulative acks, which the pairing pass set apart."""
+    acks = pq.read_table(paired / CUMULATIVE_ACKS_FILE, schema=CUMULATIVE_ACKS_SCHEMA)
+    return acks.add_column(0, "run", pa.repeat(pa.scalar(run), acks.num_rows)).cast(_ACKED)
 
 
 def _marks(scan: Scan, acked: pa.Table) -> pa.Table:

@@ -17,6 +17,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from checkers.pairing import (
+    CUMULATIVE_ACKS_FILE,
+    CUMULATIVE_ACKS_SCHEMA,
     FACTS_FILE,
     FACTS_SCHEMA,
     OPERATIONS_SCHEMA,
@@ -89,7 +91,8 @@ def _paired_dir(parquet: Path) -> Path:
 def _paired_is_current(parquet: Path) -> bool:
     """The paired files were written from this Parquet file by this code."""
     paired = _paired_dir(parquet)
-    schemas = {OPERATIONS_FILE: OPERATIONS_SCHEMA, FACTS_FILE: FACTS_SCHEMA}
+    schemas = {OPERATIONS_FILE: OPERATIONS_SCHEMA, FACTS_FILE: FACTS_SCHEMA,
+               CUMULATIVE_ACKS_FILE: CUMULATIVE_ACKS_SCHEMA}
     return all(newer(paired / name, parquet) for name in PAIRED_FILES) and all(
         pq.read_schema(paired / name).equals(schema)  # else paired by older code
         for name, schema in schemas.items())

@@ -16,7 +16,10 @@ Three Parquet files come out, the checkers' only input:
 - observations: every other event (`recv`, `layout`, `meta`, and any completion that
   followed no invoke), unchanged;
 - facts: the few events the driver itself needs (`FACTS_SCHEMA`), gathered on the way so
-  that no Spark job has to scan the history for them before the checkers can be planned.
+  that no Spark job has to scan the history for them before the checkers can be planned;
+- cumulative acks: every ack completed `ok` that is cumulative (`CUMULATIVE_ACKS_SCHEMA`),
+  a small share of the acks, which the driver hands to every task that reads deliveries
+  (`checkers.coverage`).
 """
 
 from __future__ import annotations
@@ -57,8 +60,14 @@ when some completed ack was cumulative; and per topic and segment, its first ack
 write (`first-write`: the send's completion as `index`, `time`, `done_*`), which
 `dual-write` compares every send against."""
 
+CUMULATIVE_ACKS_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("subscription", pa.string()), ("cluster", pa.string()),
+    ("value", pa.string()), ("ack_index", pa.int64()), ("ack_time", pa.int64())])
+"""A cumulative ack completed `ok`: its scope, value, and completion's index and time."""
+
 FACTS_FILE = "facts.parquet"
-PAIRED_FILES = (OPERATIONS_FILE, OBSERVATIONS_FILE, FACTS_FILE)
+CUMULATIVE_ACKS_FILE = "cumulative-acks.parquet"
+PAIRED_FILES = (OPERATIONS_FILE, OBSERVATIONS_FILE, FACTS_FILE, CUMULATIVE_ACKS_FILE)
 _ROW_GROUP = 1 << 18
 _DISTINCT_TEXT = frozenset({"value", "position", "done_position", "detail", "done_detail"})
 _OBSERVATIONS = pa.array(sorted(OBSERVATIONS))
@@ -103,6 +112,8 @@ class OperationPairer:
         self._observations = _BufferedWriter(directory / OBSERVATIONS_FILE, ARROW_SCHEMA)
         self._facts_path = directory / FACTS_FILE
         self._facts: list[pa.Table] = []
+        self._cumulative_acks_path = directory / CUMULATIVE_ACKS_FILE
+        self._cumulative_acks: list[pa.Table] = []
         self._cumulative = False
         self._first_writes: list[pa.Table] = []
         self._waiting = ARROW_SCHEMA.empty_table()
@@ -153,6 +164,8 @@ class OperationPairer:
                 pa.repeat(pa.scalar("ok"), count), pa.nulls(count, pa.string()))
         pq.write_table(pa.concat_tables([FACTS_SCHEMA.empty_table(), *self._facts]),
                        self._facts_path)
+        pq.write_table(pa.concat_tables([CUMULATIVE_ACKS_SCHEMA.empty_table(),
+                                         *self._cumulative_acks]), self._cumulative_acks_path)
 
     def _write_operations(self, events: pa.Table, invokes: np.ndarray,
                           completions: np.ndarray) -> None:
@@ -179,9 +192,15 @@ class OperationPairer:
             pc.equal(sends["outcome"], "ok"), pc.is_valid(sends["segment"])))))
         self._keep_facts(facts, facts["done_type"],
                          pc.coalesce(facts["subscription"], facts["value"]))
-        if not self._cumulative:
-            self._cumulative = pc.any(pc.and_(operations["cumulative"], completed)).as_py() is True
-            if self._cumulative:
+        cumulative = operations.filter(pc.and_(
+            operations["cumulative"], pc.fill_null(completed, False)))
+        if cumulative.num_rows:
+            self._cumulative_acks.append(pa.table(
+                [cumulative[name] for name in ["topic", "subscription", "cluster", "value",
+                                               "done_index", "done_time"]],
+                schema=CUMULATIVE_ACKS_SCHEMA))
+            if not self._cumulative:
+                self._cumulative = True
                 self._facts.append(pa.Table.from_pylist(
                     [{"f": "cumulative-ack", "index": -1}], schema=FACTS_SCHEMA))
 

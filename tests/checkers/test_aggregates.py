@@ -20,12 +20,12 @@ from tests.checkers.builder import History
 
 
 def _merged_quantiles(latencies: np.ndarray, cuts: list[int]) -> dict:
-    """The figures of one group whose latencies several map tasks summarised (split at
-    `cuts`)."""
+    """The figures of one group whose latencies (whole nanoseconds) several map tasks
+    summarised (split at `cuts`)."""
     tasks = np.split(latencies, sorted(cuts))
     entries = pa.concat_tables([aggregates._summaries(pa.table({
         "run": ["r"] * len(task), "f": ["send"] * len(task), "second": [0] * len(task),
-        "latency_ms": task})) for task in tasks if len(task)])
+        "latency_ns": task})) for task in tasks if len(task)])
     (figures,) = aggregates._quantiles(entries).to_pylist()
     return figures
 
@@ -36,13 +36,13 @@ def test_merged_summaries_misplace_a_quantile_by_less_than_their_accuracy(
         seed, size, cuts, summary_size) -> None:
     rng = np.random.default_rng(seed)
     # Few distinct values, so ties are common; shuffled, as tasks see them.
-    latencies = rng.integers(0, 40, size).astype(float) * rng.choice([0.5, 1.0, 7.25])
+    latencies = rng.integers(0, 40, size) * rng.choice([500_000, 1_000_000, 7_250_000])
     aggregates.SUMMARY_SIZE, saved = summary_size, aggregates.SUMMARY_SIZE
     try:
         figures = _merged_quantiles(latencies, [c for c in cuts if c <= size])
     finally:
         aggregates.SUMMARY_SIZE = saved
-    ordered = np.sort(latencies)
+    ordered = np.sort(latencies) / 1e6
     assert figures["count"] == size and figures["max_ms"] == ordered[-1]
     for name, percent in aggregates.QUANTILES.items():
         rank = math.ceil(percent * size / 100)  # 1-based, as percentile_approx ranks
