@@ -61,9 +61,13 @@ def spark_session(settings: SparkSettings, *,
         .appName("starquake-check")
         .config("spark.driver.memory", settings.driver_memory)
         # The throughput collector: a check is a batch job that pauses cost nothing; at 20M
-        # events it took 5 to 17% less wall and CPU time than G1 (docs/performance.md).
+        # events it took 5 to 17% less wall and CPU time than G1. And only the quick JIT
+        # compiler (C1): the JVM only plans and moves the Python workers' payloads, and
+        # the optimising compiler spent half its CPU compiling the code that does it, 26
+        # s of a 20M-event check, for no faster tasks (docs/performance.md).
         .config("spark.driver.extraJavaOptions",
-                f"-Dlog4j2.configurationFile={_LOG_CONFIG} -XX:+UseParallelGC")
+                f"-Dlog4j2.configurationFile={_LOG_CONFIG} -XX:+UseParallelGC "
+                "-XX:TieredStopAtLevel=1")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or max(4, 2 * cores)))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         # The finders' Python workers take whole partitions: fewer, larger batches.
