@@ -236,7 +236,7 @@ class _BufferedWriter:
         repeating = [f.name for f in schema if pa.types.is_string(f.type)
                      and f.name not in _DISTINCT_TEXT]
         self._writer = pq.ParquetWriter(path, schema, compression="none",
-                                        use_dictionary=repeating)
+                                        use_dictionary=repeating, write_statistics=False)
         self._pending: list[pa.Table] = []
         self._rows = 0
         self._thread = ThreadPoolExecutor(max_workers=1)
