@@ -166,6 +166,11 @@ def frontiers_of(marks: pa.Table) -> Frontiers:
 def covered(recvs: pa.Table, found: Frontiers) -> pa.Table:
     """`COVERED`: each delivery in `recvs` (`_PLACE`, `value`, `position`) at or below
     its place's frontier, with the frontier's first entry at or above its position."""
+    # Most deliveries are in subscriptions no cumulative ack was made in: set aside first,
+    # as joining and parsing their texts is the costly part.
+    subscriptions = pc.list_element(pc.split_pattern(found.places, "\x1f"),
+                                    ACK_SCOPE.index("subscription"))
+    recvs = recvs.filter(pc.is_in(recvs["subscription"], value_set=pc.unique(subscriptions)))
     place = pc.index_in(_place_text(recvs), value_set=found.places)
     ledger, entry, batch, valid = _parts(recvs["position"])
     asked = valid & pc.is_valid(place).to_numpy(zero_copy_only=False)
