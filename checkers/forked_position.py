@@ -9,7 +9,16 @@ from pyspark.sql import functions as F
 
 from checkers.anomaly import CheckSettings, anomalies
 from checkers.frames import HistoryFrames
-from checkers.partitions import Scan, TextCodes, columns, decide, gather, rows, scatter_scans
+from checkers.partitions import (
+    Scan,
+    TextCodes,
+    columns,
+    decide,
+    gather,
+    rows,
+    scatter_scans,
+    several_values,
+)
 from checkers.views import OBSERVATIONS_FILE, RECVS, SENDS
 
 _EXAMPLE_VALUES = 4
@@ -63,8 +72,7 @@ def _placed(scan: Scan) -> pa.Table:
 def _forks(placed: pa.Table) -> pa.Table:
     """Each position with two or more values: its first values and events, in order."""
     codes = TextCodes(placed, [*_PLACE, "value"])
-    distinct = codes.table.group_by(_PLACE).aggregate([("value", "count_distinct")])
-    forked = distinct.filter(pc.greater(distinct["value_count_distinct"], 1)).select(_PLACE)
+    forked = several_values(codes.table, _PLACE, "value")
     forks = codes.decode(codes.table.join(forked, _PLACE, join_type="left semi"),
                          placed.schema)
     examples = forks.group_by(_PLACE).aggregate([("value", "distinct"), ("index", "distinct")])

@@ -195,6 +195,15 @@ def rows(schema: pa.Schema, length: int,
     return pa.table([column(f) for f in schema], schema=schema)
 
 
+def several_values(coded: pa.Table, keys: list[str], column: str) -> pa.Table:
+    """The groups (`keys`) in which `column`, a column of codes (`TextCodes`), takes more
+    than one value (nulls aside): those whose least code differs from their greatest,
+    which is cheaper to find than counting distinct codes."""
+    spread = coded.group_by(keys).aggregate([(column, "min"), (column, "max")])
+    return spread.filter(pc.not_equal(spread[f"{column}_min"], spread[f"{column}_max"])
+                         ).select(keys)
+
+
 class TextCodes:
     """A partition's text key columns as int32 codes, one dictionary per column: Arrow's
     joins and aggregates on several text keys run several times faster on integers.

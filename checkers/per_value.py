@@ -34,6 +34,7 @@ from checkers.partitions import (
     gather,
     rows,
     scatter_scans,
+    several_values,
 )
 from checkers.views import ACK_INVOKES, ACKS, OBSERVATIONS_FILE, RECVS, SENDS
 from history.cursor import CursorReading, parse_position
@@ -267,11 +268,7 @@ def _multi_position(schema: pa.Schema, sends: pa.Table, recvs: pa.Table,
         written.select([*_STORED, "position"]).append_column("at", written["done_index"]),
         recvs.filter(pc.is_valid(recvs["position"])).select([*_STORED, "position", "index"])
         .rename_columns([*_STORED, "position", "at"])])
-    # Positions are codes here: a value at one position has its least code equal to its
-    # greatest, which is cheaper to find than counting distinct positions.
-    spread = placed.group_by(_STORED).aggregate([("position", "min"), ("position", "max")])
-    several = spread.filter(pc.not_equal(spread["position_min"], spread["position_max"]))
-    several = several.select(_STORED)
+    several = several_values(placed, _STORED, "position")
     if not several.num_rows:
         return schema.empty_table()
     stored = placed.join(several, _STORED, join_type="left semi").group_by(_STORED).aggregate(
