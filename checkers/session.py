@@ -64,7 +64,7 @@ def spark_session(settings: SparkSettings, *,
         # events it took 5 to 17% less wall and CPU time than G1. And only the quick JIT
         # compiler (C1): the JVM only plans and moves the Python workers' payloads, and
         # the optimising compiler spent half its CPU compiling the code that does it, 26
-        # s of a 20M-event check, for no faster tasks (docs/performance.md).
+        # s of a 20M-event check, to make the tasks about 1 s faster (docs/performance.md).
         .config("spark.driver.extraJavaOptions",
                 f"-Dlog4j2.configurationFile={_LOG_CONFIG} -XX:+UseParallelGC "
                 "-XX:TieredStopAtLevel=1")
