@@ -60,6 +60,8 @@ class Frontiers:
     entries rise in position (`ledger`, `entry`, `batch`) and in ack."""
 
     places: pa.Array
+    subscriptions: pa.Array
+    """Every subscription a place names: the deliveries of others are never covered."""
     place: np.ndarray
     ledger: np.ndarray
     entry: np.ndarray
@@ -140,8 +142,8 @@ def frontiers_of(marks: pa.Table) -> Frontiers:
     places = pc.dictionary_encode(_place_text(marks).combine_chunks())
     if not marks.num_rows:
         nothing = np.zeros(0, np.int64)
-        return Frontiers(places.dictionary, nothing, nothing, nothing, nothing, nothing,
-                         nothing)
+        return Frontiers(places.dictionary, pa.array([], pa.string()), nothing, nothing,
+                         nothing, nothing, nothing, nothing)
     place = np.asarray(places.indices.to_numpy(zero_copy_only=False))
     ack_index = marks["ack_index"].to_numpy()
     ack_time = marks["ack_time"].to_numpy()
@@ -159,7 +161,8 @@ def frontiers_of(marks: pa.Table) -> Frontiers:
     first_of_place = np.r_[True, place[1:] != place[:-1]]
     raised = first_of_place | (highest > np.r_[-1, highest[:-1]])
     taken = in_ack_order[raised]
-    return Frontiers(places.dictionary, place[raised], ledger[taken], entry[taken],
+    return Frontiers(places.dictionary, pc.unique(marks["subscription"].combine_chunks()),
+                     place[raised], ledger[taken], entry[taken],
                      batch[taken], ack_index[taken], ack_time[taken])
 
 
@@ -168,9 +171,7 @@ def covered(recvs: pa.Table, found: Frontiers) -> pa.Table:
     its place's frontier, with the frontier's first entry at or above its position."""
     # Most deliveries are in subscriptions no cumulative ack was made in: set aside first,
     # as joining and parsing their texts is the costly part.
-    subscriptions = pc.list_element(pc.split_pattern(found.places, "\x1f"),
-                                    ACK_SCOPE.index("subscription"))
-    recvs = recvs.filter(pc.is_in(recvs["subscription"], value_set=pc.unique(subscriptions)))
+    recvs = recvs.filter(pc.is_in(recvs["subscription"], value_set=found.subscriptions))
     place = pc.index_in(_place_text(recvs), value_set=found.places)
     ledger, entry, batch, valid = _parts(recvs["position"])
     asked = valid & pc.is_valid(place).to_numpy(zero_copy_only=False)

@@ -7,7 +7,7 @@ only a stable sort by process and a shift, vectorised in Arrow and numpy. Invoke
 process has not spoken again by the end of a batch wait for the next one (at most one per
 process), so memory stays bounded by the batch.
 
-Three Parquet files come out, the checkers' only input:
+Four Parquet files come out, the checkers' only input:
 
 - operations: one row per invoke, its own fields plus the completion's as `done_*`
   columns (null when the process's next event was another invoke or never came), and
