@@ -114,7 +114,6 @@ class OperationPairer:
         self._facts: list[pa.Table] = []
         self._cumulative_acks_path = directory / CUMULATIVE_ACKS_FILE
         self._cumulative_acks: list[pa.Table] = []
-        self._cumulative = False
         self._first_writes: list[pa.Table] = []
         self._waiting = ARROW_SCHEMA.empty_table()
         self._hashes: dict[str, int] = {}
@@ -195,14 +194,13 @@ class OperationPairer:
         cumulative = operations.filter(pc.and_(
             operations["cumulative"], pc.fill_null(completed, False)))
         if cumulative.num_rows:
+            if not self._cumulative_acks:  # the run's first
+                self._facts.append(pa.Table.from_pylist(
+                    [{"f": "cumulative-ack", "index": -1}], schema=FACTS_SCHEMA))
             self._cumulative_acks.append(pa.table(
                 [cumulative[name] for name in ["topic", "subscription", "cluster", "value",
                                                "done_index", "done_time"]],
                 schema=CUMULATIVE_ACKS_SCHEMA))
-            if not self._cumulative:
-                self._cumulative = True
-                self._facts.append(pa.Table.from_pylist(
-                    [{"f": "cumulative-ack", "index": -1}], schema=FACTS_SCHEMA))
 
     def _keep_facts(self, events: pa.Table, outcome: pa.ChunkedArray,
                     subscription: pa.ChunkedArray) -> None:
