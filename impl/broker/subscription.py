@@ -49,7 +49,7 @@ from impl.broker.errors import AckRefused, ConsumerBusy, ConsumerNotFound, serve
 from impl.metadata.errors import MetadataError
 from impl.mutants import NONE, Mutants
 from impl.replication.broker_hooks import NO_SUBSCRIPTION_HOOKS, SubscriptionHooks
-from impl.storage.api import ManagedCursor, Position, StorageError
+from impl.storage.api import ManagedCursor, OwnershipLost, Position, StorageError
 from wire.frames import MalformedFrame
 from wire.pulsar_api_pb2 import CommandAck, CommandSubscribe, MessageIdData
 
@@ -91,8 +91,12 @@ class Subscription:
                  terminated: Callable[[], bool],
                  hooks: SubscriptionHooks = NO_SUBSCRIPTION_HOOKS, durable: bool = True,
                  mutants: Mutants = NONE,
-                 last_written: Callable[[], Position | None] = lambda: None) -> None:
+                 last_written: Callable[[], Position | None] = lambda: None,
+                 on_fenced: Callable[[], None] = lambda: None) -> None:
         self.name = name
+        self._on_fenced = on_fenced
+        """Called when the cursor's write found another owner's version: the topic must
+        leave this broker, as when an add finds the ledger fenced."""
         self._last_written = last_written
         """The topic's last entry: no acknowledgement may reach beyond it."""
         self._mutants = mutants
@@ -226,6 +230,10 @@ class Subscription:
                 log.warning("acknowledgement from %s on %s refused: %s", consumer.peer.address,
                             self.name, exc)
                 error = exc
+                if isinstance(exc, OwnershipLost):
+                    # Another broker opened the topic since: keeping its consumers here
+                    # would deliver from a ledger that no longer grows, and drop their acks.
+                    self._on_fenced()
             self._hooks.acknowledged()  # replicated subscriptions: mark-delete may have moved
         if ack.HasField("request_id"):
             consumer.peer.send(commands.ack_response(

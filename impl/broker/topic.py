@@ -178,7 +178,8 @@ class Topic:
             name, Subscription(name, cursor, sub_type, lambda: self.ledger.terminated,
                                self.replication.subscription_hooks(cursor), durable=durable,
                                mutants=self._mutants,
-                               last_written=lambda: self.ledger.last_confirmed))
+                               last_written=lambda: self.ledger.last_confirmed,
+                               on_fenced=lambda: self._on_fenced(self.name)))
 
     # --- administering subscriptions (the admin API) ------------------------------------
 

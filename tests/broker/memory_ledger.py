@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Callable, Iterator
 
 from impl.metadata.errors import Unavailable
-from impl.storage.api import Entry, InitialPosition, Position, TopicTerminated
+from impl.storage.api import Entry, InitialPosition, OwnershipLost, Position, TopicTerminated
 from impl.storage.ledger_info import CursorInfo
 
 LEDGER_ID = 1
@@ -25,12 +25,17 @@ class MemoryCursor:
         self.failing_writes = 0
         """How many of the next writes fail as a lost metadata store does: applied in
         memory, not stored, `Unavailable` raised."""
+        self.deposed = False
+        """Set, every write fails as after another broker opened the topic: the stored
+        cursor has moved on to its version, `OwnershipLost` raised."""
 
     def _state(self) -> CursorInfo:
         return CursorInfo(self.mark_delete_position, tuple(self.individually_deleted),
                           tuple(sorted(self._properties.items())))
 
     async def _store(self) -> None:
+        if self.deposed:
+            raise OwnershipLost(f"cursor {self.name} was written by another owner")
         if self.failing_writes:
             self.failing_writes -= 1
             raise Unavailable("set", f"cursor {self.name}", "ConnectionLoss")

@@ -86,3 +86,17 @@ def test_a_retried_acknowledgement_is_answered_only_once_stored(
     (answered,) = consumer.collect(0.5)
     assert not answered.ackResponse.HasField("error")
     assert cursor.persisted.mark_delete == position_of(message.message.message_id)
+
+
+def test_an_acknowledgement_another_owner_refused_sends_the_consumers_away(
+        memory_broker: MemoryBroker) -> None:
+    """Another broker opened the topic, so the cursor's write fails on its version: the
+    broker must give the topic up, as when an add finds its ledger fenced, instead of
+    keeping consumers on a ledger that no longer grows and refusing every ack they send
+    (a second owner made by a stale ownership node showed this)."""
+    consumer, message = _one_message(memory_broker, "deposed")
+    memory_broker.ledger(TOPIC).cursors()["deposed"].deposed = True
+    consumer.acknowledge(message.message.message_id, request_id=1)
+    answers = consumer.collect(1.0)
+    assert [c.type for c in answers] == [BaseCommand.ACK_RESPONSE, BaseCommand.CLOSE_CONSUMER]
+    assert answers[0].ackResponse.HasField("error")
