@@ -12,6 +12,11 @@ every pending ack invoked before the reading began whose delivered position it c
 completes `ok` with `detail` `{"confirmed_by": "cursor"}`. What no reading ever covered
 completes `info` (`error` `unconfirmed`) when the observer finishes.
 
+Each round of readings starts at the next broker of the cluster in turn (one that does not
+own the topic redirects to the broker it takes for the owner). A reader that always asked
+the same broker first would only ever learn that broker's idea of who owns the topic: two
+brokers that both believe they own it, each serving its own clients, would go unseen.
+
 A position means something only in its own cluster: an ack is confirmed only by its own
 cluster's cursor of its own topic and subscription.
 """
@@ -76,6 +81,8 @@ class CursorObserver:
         self._finished = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._rounds = 0
+        """How many rounds of readings began: which broker the next round asks first."""
 
     def watch(self, cluster: str, admin_urls: Sequence[str], topic: str) -> None:
         """Read the cursors of `topic`'s subscriptions in `cluster` from now on."""
@@ -138,12 +145,16 @@ class CursorObserver:
     def _read_all(self) -> None:
         with self._lock:
             watched = list(self._watched.values())
+            turn = self._rounds
+            self._rounds += 1
         for place in watched:
             # Only acks invoked before the reading began may be confirmed by it.
             with self._lock:
                 waiting = {scope: list(acks) for scope, acks in self._pending.items()
                            if scope[:2] == (place.cluster, place.topic)}
-            readings = read_cursors(place.admin_urls, place.topic)
+            first = turn % len(place.admin_urls)
+            readings = read_cursors(place.admin_urls[first:] + place.admin_urls[:first],
+                                    place.topic)
             if readings is None:
                 continue
             for subscription, reading in readings.items():
