@@ -36,6 +36,15 @@ def test_every_mutant_scenario_names_its_mutant_and_the_anomaly_it_causes() -> N
             assert scenario.expected_anomalies, path
 
 
+def test_every_mutant_has_a_scenario_that_turns_it_on() -> None:
+    """A mutant no scenario runs is one no run has shown a checker catches."""
+    from impl.mutants import CATALOGUE
+
+    turned_on = {mutant for path in (REPO / "scenarios/mutants").glob("*.toml")
+                 for mutant in load_scenario(path).mutants}
+    assert set(CATALOGUE) - turned_on == set()
+
+
 def test_checker_names_known_without_spark_are_the_checkers() -> None:
     from checkers.check import CHECKERS
     from history.checker_names import CHECKER_NAMES
