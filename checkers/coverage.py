@@ -195,6 +195,6 @@ def covered(recvs: pa.Table, found: Frontiers) -> pa.Table:
     hit = (after < sentinel) & (np.r_[found.place, place][entry_row] == place)
     chosen = entry_row[hit]
     recvs = recvs.filter(pa.array(hit))
-    return pa.table([*(recvs[name] for name in ACK_SCOPE), recvs["value"],
+    return pa.table([*(recvs[name].cast(pa.string()) for name in ACK_SCOPE), recvs["value"],
                      pa.array(found.ack_index[chosen], pa.int64()),
                      pa.array(found.ack_time[chosen], pa.int64())], schema=COVERED)

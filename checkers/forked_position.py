@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from checkers.anomaly import CheckSettings, anomalies
 from checkers.frames import HistoryFrames
 from checkers.partitions import (
+    CODED_TEXT,
     Scan,
     TextCodes,
     columns,
@@ -28,6 +29,12 @@ _PLACED = pa.schema([
     ("run", pa.string()), ("topic", pa.string()), ("place_cluster", pa.string()),
     ("seg", pa.int64()), ("position", pa.string()), ("value", pa.string()),
     ("index", pa.int64())])
+_REPEATING = ("run", "f", "type", "done_type", "topic")
+"""The columns read as dictionaries (`Scan.read`): the views' filters, and the place's
+texts that repeat on most rows (`cluster` is made non-null, which decodes it)."""
+_SHUFFLED = pa.schema([f.with_type(CODED_TEXT)
+                       if f.name in _REPEATING else f for f in _PLACED])
+"""`_PLACED` as the map tasks send it, its repeating texts coded."""
 _FORKS = pa.schema([
     ("run", pa.string()), ("topic", pa.string()), ("place_cluster", pa.string()),
     ("seg", pa.int64()), ("position", pa.string()), ("some_values", pa.list_(pa.string())),
@@ -55,17 +62,17 @@ def _placed(scan: Scan) -> pa.Table:
     position: `index` the completion's) or seen (deliveries with one)."""
     if scan.file == OBSERVATIONS_FILE:
         names = ["run", "topic", "cluster", "seg", "position", "value", "index"]
-        placed = RECVS.table(scan.read(RECVS.reads(names)), names)
+        placed = RECVS.table(scan.read(RECVS.reads(names), _REPEATING), names)
         placed = placed.filter(pc.is_valid(placed["position"]))
     else:
         names = ["run", "topic", "cluster", "segment", "position", "value", "done_index",
                  "outcome"]
-        sends = SENDS.table(scan.read(SENDS.reads(names)), names)
+        sends = SENDS.table(scan.read(SENDS.reads(names), _REPEATING), names)
         placed = sends.filter(pc.and_(pc.equal(sends["outcome"], "ok"),
                                       pc.is_valid(sends["position"])))
         placed = placed.rename_columns({"done_index": "index"}).set_column(
             names.index("segment"), "seg", pc.coalesce(placed["segment"], -1))
-    return rows(_PLACED, placed.num_rows, **columns(placed),
+    return rows(_SHUFFLED, placed.num_rows, **columns(placed),
                 place_cluster=pc.coalesce(placed["cluster"], ""))
 
 
@@ -73,8 +80,7 @@ def _forks(placed: pa.Table) -> pa.Table:
     """Each position with two or more values: its first values and events, in order."""
     codes = TextCodes(placed, [*_PLACE, "value"])
     forked = several_values(codes.table, _PLACE, "value")
-    forks = codes.decode(codes.table.join(forked, _PLACE, join_type="left semi"),
-                         placed.schema)
+    forks = codes.decode(codes.table.join(forked, _PLACE, join_type="left semi"), _PLACED)
     examples = forks.group_by(_PLACE).aggregate([("value", "distinct"), ("index", "distinct")])
 
     def first(column: str, count: int, field: str) -> pa.Array:

@@ -15,7 +15,7 @@ a group's rows share will do, since a partition may hold many groups.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -41,6 +41,8 @@ _PAYLOAD_OPTIONS = pa.ipc.IpcWriteOptions(compression="zstd")
 every row), so Spark moves a fifth of the bytes, and compressing them costs the worker
 less than copying them whole into the stream did."""
 _HASHED_BYTES = 64
+CODED_TEXT = pa.dictionary(pa.int32(), pa.string())
+"""Text as `Scan.read` gives the columns it reads as dictionaries."""
 
 
 @dataclass(frozen=True)
@@ -52,11 +54,21 @@ class Scan:
     path: str
     row_groups: tuple[int, ...]
 
-    def read(self, columns: list[str]) -> pa.Table:
-        """The columns (less `run`) of these row groups, and `run`."""
-        table = pq.ParquetFile(self.path).read_row_groups(
-            list(self.row_groups), columns=[c for c in columns if c != "run"])
-        return table.append_column("run", pa.repeat(pa.scalar(self.run), table.num_rows))
+    def read(self, columns: list[str], repeating: Collection[str] = ()) -> pa.Table:
+        """The columns (less `run`) of these row groups, and `run`; those of them named
+        in `repeating` as Arrow dictionaries (`run` one entry, the others as the file
+        stores them), which are cheaper to read, reorder and shuffle than text that
+        repeats on most rows, and which `TextCodes` takes as they are."""
+        read = [c for c in columns if c != "run"]
+        table = pq.ParquetFile(self.path, read_dictionary=[
+            c for c in read if c in repeating]).read_row_groups(list(self.row_groups),
+                                                                columns=read)
+        if "run" in repeating:
+            run: pa.Array = pa.DictionaryArray.from_arrays(
+                np.zeros(table.num_rows, np.int32), pa.array([self.run]))
+        else:
+            run = pa.repeat(pa.scalar(self.run), table.num_rows)
+        return table.append_column("run", run)
 
 
 def scans(paths: dict[str, Path], file: str) -> list[Scan]:
@@ -207,7 +219,9 @@ def several_values(coded: pa.Table, keys: list[str], column: str) -> pa.Table:
 class TextCodes:
     """A partition's text key columns as int32 codes, one dictionary per column: Arrow's
     joins and aggregates on several text keys run several times faster on integers.
-    Nulls stay null, so they still match nothing in a join."""
+    Nulls stay null, so they still match nothing in a join. A column that arrives as
+    Arrow dictionaries keeps their entries (merged into one) as its codes' texts, so a
+    code may stand for a text no row of the partition has."""
 
     def __init__(self, table: pa.Table, names: list[str]) -> None:
         self._dictionaries: dict[str, pa.Array] = {}
@@ -215,7 +229,9 @@ class TextCodes:
         for name in table.column_names:
             column = table[name]
             if name in names:
-                encoded = pc.dictionary_encode(column.combine_chunks())
+                combined = column.combine_chunks()
+                encoded = (combined if pa.types.is_dictionary(combined.type)
+                           else pc.dictionary_encode(combined))
                 self._dictionaries[name] = encoded.dictionary
                 column = encoded.indices
             columns.append(column)

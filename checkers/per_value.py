@@ -27,6 +27,7 @@ from checkers.coverage import Frontiers, covered, frontiers
 from checkers.failover_windows import FAILOVER_SHARE, failover_shares, judged_failover_table
 from checkers.frames import ACK_SCOPE, CursorScope, HistoryFrames
 from checkers.partitions import (
+    CODED_TEXT,
     Scan,
     TextCodes,
     columns,
@@ -67,9 +68,12 @@ PRODUCER_RETRY = "producer-retry"
 statistics, not an anomaly."""
 
 _SEND, _RECV, _ACK, _UNCONFIRMED = 0, 1, 2, 3
+_REPEATING = ("run", "f", "type", "done_type", "topic", "subscription", "cluster")
+"""The columns read as dictionaries (`Scan.read`): those the views filter on, and those
+that place a row; they repeat on most rows, so the pass shuffles them coded."""
 _BY_VALUE = pa.schema([
-    ("run", pa.string()), ("value", pa.string()), ("kind", pa.int32()),
-    ("topic", pa.string()), ("subscription", pa.string()), ("cluster", pa.string()),
+    ("run", CODED_TEXT), ("value", pa.string()), ("kind", pa.int32()),
+    ("topic", CODED_TEXT), ("subscription", CODED_TEXT), ("cluster", CODED_TEXT),
     ("key", pa.string()), ("index", pa.int64()), ("done_index", pa.int64()),
     ("outcome", pa.string()), ("position", pa.string()), ("time", pa.int64()),
     ("segment", pa.int64())])
@@ -165,7 +169,7 @@ def _by_value(scan: Scan) -> pa.Table:
     if scan.file == OBSERVATIONS_FILE:
         names = ["run", "value", "topic", "subscription", "cluster", "index", "position",
                  "seg"]
-        recvs = RECVS.table(scan.read(RECVS.reads(names)), names)
+        recvs = RECVS.table(scan.read(RECVS.reads(names), _REPEATING), names)
         return rows(_BY_VALUE, recvs.num_rows, kind=_RECV, segment=recvs["seg"],
                     **columns(recvs))
     send_names = ["run", "value", "topic", "cluster", "key", "inv_index", "done_index",
@@ -174,7 +178,7 @@ def _by_value(scan: Scan) -> pa.Table:
                  "position"]
     invoke_names = ["run", "value", *ACK_SCOPE[1:], "outcome", "inv_index", "position"]
     operations = scan.read(list(dict.fromkeys(SENDS.reads(send_names) + ACKS.reads(ack_names)
-                                              + ACK_INVOKES.reads(invoke_names))))
+                                              + ACK_INVOKES.reads(invoke_names))), _REPEATING)
     sends = SENDS.table(operations, send_names)
     acks = ACKS.table(operations, ack_names)
     acks = acks.filter(pc.invert(acks["cumulative"]))

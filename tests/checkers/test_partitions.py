@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from checkers.load import prepare
 from checkers.pairing import FACTS_SCHEMA, OPERATIONS_SCHEMA
-from checkers.partitions import Scan, decide, gather, scatter_scans, text_hash
+from checkers.partitions import Scan, TextCodes, decide, gather, scatter_scans, text_hash
 from checkers.views import ACKS, RECVS, SENDS, View
 from tests.checkers.builder import History
 
@@ -60,6 +60,34 @@ def test_a_values_rows_from_different_tasks_meet_in_one_partition(spark, tmp_pat
     assert len(rows) == 301
     assert all(row["sources"] == 2 for row in rows if row["value"] != "x" * 200)
     assert len({row["partition"] for row in rows}) > 1
+
+
+_PLACED = pa.schema([("run", pa.string()), ("topic", pa.string()), ("value", pa.string())])
+
+
+@pytest.mark.spark
+def test_texts_read_as_dictionaries_keep_their_meaning_through_the_shuffle(
+        spark, tmp_path) -> None:
+    # Every row group of the file, and every run, brings its own dictionary: a partition
+    # holds rows of several, and its codes must still stand for the texts the rows had.
+    path = tmp_path / "rows.parquet"
+    with pq.ParquetWriter(path, _PLACED.remove(0)) as writer:
+        for group in range(3):
+            writer.write_table(pa.table({"topic": [f"t{group}-{n % 3}" for n in range(40)],
+                                         "value": [f"m{group}-{n}" for n in range(40)]}))
+    tasks = [Scan(run, "rows", str(path), (0, 1, 2)) for run in ("a", "b")]
+    read = tasks[0].read(_PLACED.names, ["run", "topic"])
+    assert [pa.types.is_dictionary(f.type) for f in read.schema] == [True, False, True]
+
+    def placed(table: pa.Table) -> pa.Table:
+        codes = TextCodes(table, ["run", "topic"])
+        return codes.decode(codes.table.select(_PLACED.names), _PLACED)
+
+    gathered = gather([scatter_scans(spark, tasks, lambda task: task.read(
+        _PLACED.names, ["run", "topic"]), "value", 5)], 5)
+    rows = sorted(tuple(row) for row in decide(gathered, placed, _PLACED).collect())
+    assert rows == sorted((run, f"t{group}-{n % 3}", f"m{group}-{n}")
+                          for run in ("a", "b") for group in range(3) for n in range(40))
 
 
 def test_the_views_read_each_operation_once_with_its_completion(tmp_path: Path) -> None:
