@@ -196,7 +196,8 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
     # --- tenant migration --------------------------------------------------------------
     Mutant("migration-out-of-order", "lookup service (tenant migration)",
            "003's five migration steps: switch the tenant's clients (step 4) only once "
-           "each subscription's progress is in the target (step 3)",
+           "each subscription's progress is in the target (step 3), and let them in only "
+           "once the source has replicated its last writes",
            "clients switched before their progress reach a target that lacks the messages "
            "they had not acknowledged yet in the source: lost"),
 )}

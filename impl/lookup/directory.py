@@ -24,6 +24,14 @@ class UnknownCluster(LookupError):
         self.cluster = cluster
 
 
+class TenantMoving(LookupError):
+    """The tenant's clients wait while its last writes reach the cluster it moves to."""
+
+    def __init__(self, tenant: str, cluster: str) -> None:
+        super().__init__(f"tenant {tenant} is moving to cluster {cluster}; try again")
+        self.tenant = tenant
+
+
 @dataclass(frozen=True)
 class ClusterRecord:
     name: str
@@ -56,20 +64,34 @@ class TenantDirectory:
         return self.cluster(cluster).broker_service_url
 
     def assign(self, tenant: str, cluster: str) -> None:
-        """From now on, lookups of the tenant's topics go to `cluster` (migration step 4)."""
+        """From now on, lookups of the tenant's topics go to `cluster` (migration step 4),
+        and none waits any more (`hold`)."""
         self.broker_service_url(cluster)  # refuse a cluster nobody can reach
         self._put(paths.lookup_tenant(tenant), {"cluster": cluster})
 
+    def hold(self, tenant: str, moving_to: str) -> None:
+        """Until the next `assign`, lookups of the tenant's topics are answered "not ready"
+        (clients retry), so none reaches either cluster while the switch is made."""
+        self._put(paths.lookup_tenant(tenant),
+                  {"cluster": self.cluster_of(tenant), "movingTo": moving_to})
+
     def cluster_of(self, tenant: str) -> str:
+        return str(self._record(tenant)["cluster"])
+
+    def route(self, tenant: str) -> str:
+        """The `brokerServiceUrl` of the cluster serving `tenant`."""
+        record = self._record(tenant)
+        if "movingTo" in record:
+            raise TenantMoving(tenant, str(record["movingTo"]))
+        return self.broker_service_url(str(record["cluster"]))
+
+    def _record(self, tenant: str) -> dict[str, object]:
         try:
             data = self.store.get(paths.lookup_tenant(tenant)).data
         except NotFound:
             raise UnknownTenant(tenant) from None
-        return str(json.loads(data)["cluster"])
-
-    def route(self, tenant: str) -> str:
-        """The `brokerServiceUrl` of the cluster serving `tenant`."""
-        return self.broker_service_url(self.cluster_of(tenant))
+        record: dict[str, object] = json.loads(data)
+        return record
 
     def _put(self, path: str, value: dict[str, str]) -> None:
         data = json.dumps(value, sort_keys=True).encode()

@@ -10,17 +10,21 @@ record of the tenant.
    in the target (PIP-33 updates; with `--replicate-individually-deleted` brokers they
    also carry what was acknowledged out of order) and the source's replication backlog
    to the target is empty;
-4. switch: the tenant's record names the target, and the source unloads the namespaces'
-   bundles, so every client looks its topics up again and lands in the target;
+4. switch: the tenant's lookups are held (answered "not ready") and the source unloads
+   the namespaces' bundles, so every client lets go and looks its topics up again; once
+   the source has replicated its last writes, the tenant's record names the target and
+   the clients land there;
 5. clean up: once what reached the source before the switch is replicated, the target
    stops replicating back and the source deletes the tenant's topics, namespaces and the
    tenant itself.
 
 The order is the point: a client switched before step 3 reaches a target where its
 subscription does not exist yet, or stands before messages that only the source holds
-(the `migration-out-of-order` mutant). A migration lives in the process that runs it; a
-lookup service restarted in the middle forgets it, and the operator starts it again
-(every step can be repeated).
+(the `migration-out-of-order` mutant). So is the hold in step 4: a producer let into the
+target while the source still replicates its last writes would have its next messages
+stored ahead of them, and a key's consumer would get them out of order. A migration lives
+in the process that runs it; a lookup service restarted in the middle forgets it (a tenant
+it held stays held), and the operator starts it again (every step can be repeated).
 """
 
 from __future__ import annotations
@@ -214,8 +218,27 @@ class Migration:
         await self._wait(PROGRESS, lambda: self._waiting_for(namespaces, subscriptions=True))
 
     async def _switch(self) -> None:
+        """Hold the tenant's lookups, send its clients away from the source, wait for the
+        source's last writes to reach the target, then let the clients into the target.
+        If the source does not hand them over in time, the clients go back to it."""
+        namespaces = await self._namespaces()
+        if self.mutants.on("migration-out-of-order"):
+            # Clients let into the target at once, before anything was handed over.
+            await asyncio.to_thread(self.directory.assign, self.tenant, self.target.name)
+            await self._unload(namespaces)
+            return
+        await asyncio.to_thread(self.directory.hold, self.tenant, self.target.name)
+        try:
+            await self._unload(namespaces)
+            await self._wait(SWITCH, lambda: self._waiting_for(namespaces, subscriptions=False))
+        except BaseException:
+            await asyncio.to_thread(self.directory.assign, self.tenant, self.source.name)
+            raise
         await asyncio.to_thread(self.directory.assign, self.tenant, self.target.name)
-        for namespace in await self._namespaces():
+
+    async def _unload(self, namespaces: list[str]) -> None:
+        """Unload every bundle of the namespaces in the source: their clients let go."""
+        for namespace in namespaces:
             path = f"/admin/v2/namespaces/{namespace}"
             bundles = await self._call(self.source, "GET", f"{path}/bundles")
             for low, high in itertools.pairwise(bundles["boundaries"]):

@@ -20,7 +20,7 @@ import asyncio
 import logging
 
 from impl.broker import commands
-from impl.lookup.directory import TenantDirectory, UnknownCluster, UnknownTenant
+from impl.lookup.directory import TenantDirectory, TenantMoving, UnknownCluster, UnknownTenant
 from impl.metadata.errors import MetadataError
 from impl.ownership.topic_name import TopicName
 from impl.security.errors import NotAuthenticated
@@ -115,6 +115,6 @@ class LookupServer:
             return "", ServerError.InvalidTopicName, str(exc)
         except (UnknownTenant, UnknownCluster) as exc:
             return "", ServerError.TopicNotFound, str(exc)
-        except MetadataError as exc:
+        except (TenantMoving, MetadataError) as exc:
             return "", ServerError.ServiceNotReady, str(exc)
         return url, None, ""
