@@ -141,11 +141,18 @@ def _interrupted_run(runs: Path, signum: signal.Signals) -> tuple[int, str, set[
     try:
         assert harness.stdout is not None
         deadline = time.monotonic() + 120
+        read: list[str] = []
         for line in harness.stdout:  # ends when the harness exits
+            read.append(line)
             if line.startswith("load for") or time.monotonic() > deadline:
                 break
         ours = set(temp.glob("starquake-run-*"))
         time.sleep(2)
+        # A signal to a harness that has already ended would fail the caller's assertions
+        # with nothing to go on; say instead how far the run got.
+        assert harness.poll() is None, (
+            f"the run ended (exit {harness.returncode}) before it could be sent {signum.name}; "
+            f"its output: {''.join(read)}{harness.stdout.read()}")
         harness.send_signal(signum)
         _, stderr = harness.communicate(timeout=60)
     finally:
