@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_PERIOD = 60.0
 """Seconds a disconnected consumer keeps its session: Pulsar's default."""
+REBALANCE_RETRY_S = 1.0
+"""How soon a rebalance that failed (a sealed segment's owner did not answer whether it is
+drained, or the registrations could not be written) is tried again."""
 
 
 class RegistrationStore(Protocol):
@@ -92,6 +95,12 @@ class SubscriptionCoordinator:
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.RLock()
         self._closed = False
+        self._retry: Cancellable | None = None
+        """The pending retry of a failed rebalance; at most one."""
+        self._drained: set[int] = set()
+        """Sealed segments this subscription has read to their end: a sealed segment takes
+        no more writes and the cursor only moves forward, so once drained it stays drained,
+        and its owner need not be asked again (it may be long gone)."""
 
     @property
     def subscription(self) -> SubscriptionMetadata:
@@ -152,6 +161,7 @@ class SubscriptionCoordinator:
         the next leader."""
         with self._lock:
             self._closed = True
+            self._cancel_retry()
             for session in self._sessions.values():
                 self._cancel_grace(session)
                 if session.listener is not None:
@@ -195,8 +205,10 @@ class SubscriptionCoordinator:
         subscription = self._subscription.name
 
         def drained(segment: SegmentInfo) -> bool:
-            return self._drain_checker.is_drained(subscription,
-                                                  self._topic.segment_topic(segment))
+            if segment.segment_id not in self._drained and self._drain_checker.is_drained(
+                    subscription, self._topic.segment_topic(segment)):
+                self._drained.add(segment.segment_id)
+            return segment.segment_id in self._drained
 
         segments = assignable_segments(self._layout, ordered=self._subscription.type.ordered,
                                        drained=drained)
@@ -206,8 +218,37 @@ class SubscriptionCoordinator:
         return segments
 
     def _rebalance(self) -> None:
+        """Deal the assignable segments out again. It never raises: a failure here (a
+        sealed segment's owner down, the metadata store unreachable) is retried on a timer
+        until a rebalance succeeds. Raising instead would leave this subscription on its old
+        layout for good, since only a later layout change, drain report or membership change
+        would deal again, and would stop the controller's step 5 from reaching the
+        coordinators after this one."""
         if self._closed:
             return
+        try:
+            self._deal()
+        except Exception:
+            log.warning("rebalancing %s/%s at epoch %d failed; trying again in %.1f s",
+                        self._topic, self._subscription.name, self._layout.epoch,
+                        REBALANCE_RETRY_S, exc_info=True)
+            if self._retry is None:
+                self._retry = self._scheduler.call_later(REBALANCE_RETRY_S,
+                                                         self._retry_rebalance)
+            return
+        self._cancel_retry()
+
+    def _retry_rebalance(self) -> None:
+        with self._lock:
+            self._retry = None
+            self._rebalance()
+
+    def _cancel_retry(self) -> None:
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+
+    def _deal(self) -> None:
         dealt = round_robin(self._assignable(), self._sessions)
         for name, segments in dealt.items():
             session = self._sessions[name]

@@ -276,3 +276,42 @@ def test_children_of_a_plan_overtaken_by_another_split_are_deleted(deploy: Deplo
     assert [deployment.segments.state(t) for t in planned] == [None, None]
     assert all(deployment.segments.state(TOPIC.segment_topic(layout.segment(c)))
                for c in (4, 5))
+
+
+def test_a_split_reaches_every_subscription_while_an_ancestors_owner_is_down(
+        deploy: Deploy, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The owner of a sealed, undrained ancestor does not answer whether it is drained.
+    A split elsewhere must still commit, report success, and hand the new layout to every
+    subscription, not only to those before the first failing one; once the owner answers
+    again, the consumers get their segments without any further layout change or drain
+    report (a starquake run once left a stream subscription unassigned on two new
+    segments for good this way)."""
+    deployment = deploy(2)
+    controller = deployment.controller(BROKER_A)
+    for subscription in ("queue", "stream"):  # the coordinators are asked in this order
+        controller.create_subscription(subscription)
+    pushes = {s: PushRecorder() for s in ("queue", "stream")}
+    for subscription, recorder in pushes.items():
+        controller.register_consumer(subscription, f"{subscription}-0", 1, recorder)
+    controller.split_segment(0)
+    owner_down = {deployment.segment_topic(0)}
+    answers = deployment.segments.is_drained
+
+    def is_drained(subscription: str, segment_topic: str) -> bool:
+        if segment_topic in owner_down:
+            raise ConnectionError(f"the owner of {segment_topic} refused the connection")
+        return answers(subscription, segment_topic)
+
+    monkeypatch.setattr(deployment.segments, "is_drained", is_drained)
+
+    layout = controller.split_segment(1)
+
+    assert layout.epoch == 2
+    for segment in (0, 1):
+        for subscription in ("queue", "stream"):
+            deployment.segments.mark_drained(deployment.segment_topic(segment), subscription)
+    owner_down.clear()
+    for subscription, recorder in pushes.items():
+        final = recorder.wait_for(
+            lambda values: bool(values) and values[-1].segment_ids == (2, 3, 4, 5))
+        assert final[-1].layout_epoch == 2, subscription
