@@ -40,6 +40,7 @@ def _register() -> None:
     from starquake.bench.workload import bench_workload
     from starquake.cluster_cli import cluster
     from starquake.conform.cli import conform
+    from starquake.pulsar_cli import pulsar
     from starquake.run.cli import reproduce, run
     from starquake.run.detect import detect
     from starquake.run.suite import suite
@@ -58,6 +59,7 @@ def _register() -> None:
     starquake.add_command(suite)
     starquake.add_command(detect)
     starquake.add_command(conform)
+    starquake.add_command(pulsar)
     starquake.add_command(report)
     starquake.add_command(suite_index)
     bench.add_command(bench_check, "check")
