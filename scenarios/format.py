@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 from collections.abc import Collection
 from dataclasses import MISSING, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from harness.workloads.settings import (
 )
 from history.checker_names import CHECKER_NAMES
 from history.errors import BadInput
-from history.toml_input import read_toml
+from history.toml_input import TomlInput
 from nemesis.faults import FAULT_NAMES
 from nemesis.schedule import SCHEDULES, NemesisSettings, TimedFault
 
@@ -73,9 +73,10 @@ class Scenario:
 
 
 def load_scenario(path: Path) -> Scenario:
-    """Read and validate a scenario; raises `ScenarioError` naming file, key and expectation."""
-    data = read_toml(path, ScenarioError)
-    reader = _Reader(path)
+    """Read and validate a scenario; raises `ScenarioError` naming file, line, key and
+    expectation (history/toml_input.py)."""
+    reader = _Reader(TomlInput(path, ScenarioError))
+    data = reader.toml.data
     scenario = Scenario(
         name=_name(reader, data, path),
         path=path,
@@ -95,44 +96,45 @@ def load_scenario(path: Path) -> Scenario:
         expected=reader.take(data, "expected", EXPECTED, default="valid"),
         expected_anomalies=_expected_anomalies(reader, data),
     )
-    reader.no_extra(data, "", {"name", "duration_s", "seed", "description", "topology",
+    reader.no_extra(data, {"name", "duration_s", "seed", "description", "topology",
                                "workload", "nemesis", "checkers", "mutants", "expected",
                                "expected_anomalies"})
+    toml = reader.toml
     problem = cluster_count_problem(scenario.workload.kind, len(scenario.topology.clusters))
     if problem:
-        raise ScenarioError(f"{path}: topology.clusters: {problem}, got "
-                            f"{list(scenario.topology.clusters)}")
+        raise toml.error("topology.clusters", f"{problem}, got "
+                                              f"{list(scenario.topology.clusters)}")
     for share in ("edge_key_share", "nack_share"):
         if getattr(scenario.workload, share) > 1:
-            raise reader.fail(f"workload.{share}", "a share from 0 to 1",
-                              getattr(scenario.workload, share))
+            raise toml.expected(f"workload.{share}", "a share from 0 to 1",
+                                getattr(scenario.workload, share))
     if scenario.workload.nack_share and scenario.workload.subscription_mode not in NACK_MODES:
-        raise ScenarioError(
-            f"{path}: workload.nack_share: only with subscription_mode "
-            f"{' or '.join(NACK_MODES)} (in the others a negative acknowledgement asks for "
-            f"every unacknowledged message again), got {scenario.workload.subscription_mode}")
+        raise toml.error(
+            "workload.nack_share", f"only with subscription_mode {' or '.join(NACK_MODES)} "
+            f"(in the others a negative acknowledgement asks for every unacknowledged "
+            f"message again), got {scenario.workload.subscription_mode}")
     if scenario.workload.send_timeout_s < MIN_SEND_TIMEOUT_S:
-        raise reader.fail("workload.send_timeout_s", f"at least {MIN_SEND_TIMEOUT_S} (seconds)",
-                          scenario.workload.send_timeout_s)
+        raise toml.expected("workload.send_timeout_s", f"at least {MIN_SEND_TIMEOUT_S} "
+                            f"(seconds)", scenario.workload.send_timeout_s)
     for seconds in ("replication_keepalive_s", "snapshot_timeout_s"):
         if getattr(scenario.topology, seconds) <= 0:
-            raise reader.fail(f"topology.{seconds}", "a number of seconds above 0",
-                              getattr(scenario.topology, seconds))
+            raise toml.expected(f"topology.{seconds}", "a number of seconds above 0",
+                                getattr(scenario.topology, seconds))
     if scenario.workload.failover_every_s <= 0:
-        raise reader.fail("workload.failover_every_s", "a number of seconds above 0",
-                          scenario.workload.failover_every_s)
+        raise toml.expected("workload.failover_every_s", "a number of seconds above 0",
+                            scenario.workload.failover_every_s)
     knob = knob_problem(scenario.workload)
     if knob:
-        raise ScenarioError(f"{path}: workload.{knob[0]}: {knob[1]}")
+        raise toml.error(f"workload.{knob[0]}", knob[1])
     return scenario
 
 
 def _name(reader: _Reader, data: dict[str, Any], path: Path) -> str:
     name: str = reader.take(data, "name", str, default=path.stem)
     if not NAME.fullmatch(name):
-        raise reader.fail("name", "letters, digits, '.', '_' or '-' (at most 100, "
-                          "not starting with '.', '_' or '-'), as it names the runs' directory",
-                          name)
+        raise reader.toml.expected("name", "letters, digits, '.', '_' or '-' (at most 100, "
+                                   "not starting with '.', '_' or '-'), as it names the "
+                                   "runs' directory", name)
     return name
 
 
@@ -150,8 +152,8 @@ def _expected_anomalies(reader: _Reader, data: dict[str, Any]) -> tuple[str, ...
     if names:
         reader.check("expected_anomalies", list(names), (tuple, CHECKER_NAMES))
         if data.get("expected") != "invalid":
-            raise ScenarioError(f'{reader.path}: expected_anomalies: only for a scenario '
-                                f'that expects "invalid"')
+            raise reader.toml.error("expected_anomalies",
+                                    'only for a scenario that expects "invalid"')
     return names
 
 
@@ -165,79 +167,65 @@ def _nemesis(reader: _Reader, data: dict[str, Any]) -> NemesisSettings:
                                      {"fault": FAULT_NAMES, "targets": (tuple, str)},
                                      prefix=f"nemesis.timeline[{n}]", whole=True))
     if nemesis.schedule == "random" and not nemesis.faults:
-        raise ScenarioError(f"{reader.path}: nemesis.faults: a random schedule needs at least "
-                            f"one fault, one of {', '.join(FAULT_NAMES)}")
+        raise reader.toml.error("nemesis.faults", f"a random schedule needs at least one "
+                                                  f"fault, one of {', '.join(FAULT_NAMES)}")
     if nemesis.schedule == "timeline" and not timeline:
-        raise ScenarioError(f"{reader.path}: nemesis.timeline: a timeline schedule needs "
-                            f"[[nemesis.timeline]] entries")
+        raise reader.toml.error("nemesis.timeline", "a timeline schedule needs "
+                                                    "[[nemesis.timeline]] entries")
     return NemesisSettings(nemesis.schedule, nemesis.faults, nemesis.interval_s, nemesis.duration_s,
                    tuple(timeline))
 
 
 class _Reader:
-    """Type checks with the error message the user needs; one place for every rule."""
+    """The scenario's schema over the checks of history/toml_input.py: a setting's kind
+    (a type, a tuple of the strings it may be, or `(tuple, kind)` for a list of `kind`)
+    picks the check, and a table is read into the settings dataclass of its layer."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, key: str, expected: str, got: Any) -> ScenarioError:
-        return ScenarioError(f"{self.path}: {key}: expected {expected}, got {got!r}")
+    def __init__(self, toml: TomlInput) -> None:
+        self.toml = toml
 
     def take(self, table: dict[str, Any], key: str, kind: Any, *, default: Any, prefix: str = "",
              minimum: float = 0) -> Any:
-        name = f"{prefix}.{key}" if prefix else key
-        if key not in table:
-            return default
-        return self.check(name, table[key], kind, minimum=minimum)
+        return self.toml.optional(table, key, prefix, lambda name, value: self.check(
+            name, value, kind, minimum=minimum), default)
 
     def check(self, name: str, value: Any, kind: Any, *, minimum: float = 0) -> Any:
         if isinstance(kind, tuple) and kind and kind[0] is tuple:  # a list of `kind[1]`
-            if not isinstance(value, list):
-                raise self.fail(name, "a list", value)
-            return tuple(self.check(f"{name}[{n}]", v, kind[1]) for n, v in enumerate(value))
+            return self.toml.items(name, value, lambda n, v: self.check(n, v, kind[1]))
         if isinstance(kind, tuple):  # one of these strings
-            if value not in kind:
-                raise self.fail(name, f"one of {', '.join(kind)}", value)
-            return value
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-            raise self.fail(name, {int: "an integer", float: "a number", str: "a string",
-                                   list: "a list"}.get(kind, kind.__name__), value)
-        if kind is float and not math.isfinite(value):
-            raise self.fail(name, "a finite number", value)
-        if kind in (int, float) and value < minimum:
-            raise self.fail(name, f"a number of at least {minimum:g}", value)
-        return value
+            return self.toml.choice(name, value, kind)
+        if kind is float:
+            return self.toml.number(name, value, minimum=minimum)
+        if kind is int:
+            return self.toml.integer(name, value, minimum=int(minimum))
+        if kind is bool:
+            return self.toml.boolean(name, value)
+        if kind is list:
+            return self.toml.items(name, value, lambda n, v: v)
+        return self.toml.string(name, value)
 
     def table(self, data: dict[str, Any], key: str, cls: type[Any], choices: dict[str, Any], *,
               prefix: str = "", skip: Collection[str] = frozenset(), whole: bool = False) -> Any:
+        """`data[key]` as a `cls`; `whole`: every field without a default is required."""
         name = prefix or key
-        raw = data.get(key, {})
-        if not isinstance(raw, dict):
-            raise self.fail(name, "a table", raw)
         fields = {spec.name: spec for spec in dataclasses.fields(cls)}
+        raw = self.toml.table(name, data.get(key, {}), set(fields) | set(skip))
         values = {}
         for field_name, spec in fields.items():
             if field_name in skip:
                 continue
-            if field_name not in raw:
-                if whole and spec.default is MISSING and spec.default_factory is MISSING:
-                    raise ScenarioError(f"{self.path}: {name}.{field_name}: required")
-                continue
             kind = choices.get(field_name, _python_type(str(spec.type)))
             # Counts (brokers, rate, keys...) need at least one; times may be zero.
-            values[field_name] = self.check(f"{name}.{field_name}", raw[field_name], kind,
-                                            minimum=1 if kind is int else 0)
-        self.no_extra(raw, name, set(fields) | set(skip))
+            read = partial(self.check, kind=kind, minimum=1 if kind is int else 0)
+            if whole and spec.default is MISSING and spec.default_factory is MISSING:
+                values[field_name] = self.toml.required(raw, field_name, name, read)
+            elif field_name in raw:
+                values[field_name] = read(f"{name}.{field_name}", raw[field_name])
         return cls(**values)
 
-    def no_extra(self, table: dict[str, Any], name: str, known: set[str]) -> None:
-        for key in table:
-            if key not in known:
-                where = f"{name}.{key}" if name else key
-                raise ScenarioError(f"{self.path}: {where}: unknown key; expected one of "
-                                    f"{', '.join(sorted(known))}")
+    def no_extra(self, table: dict[str, Any], known: set[str]) -> None:
+        """The file's top level has no key but the `known` ones."""
+        self.toml.table("", table, known)
 
 
 def _python_type(annotation: str) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import socket
 import threading
 import time
@@ -246,7 +247,7 @@ def test_each_mistake_is_bad_input_naming_file_and_key(case: str, tmp_path: Path
         load_target_file(path)
     message = str(caught.value)
     assert caught.value.exit_code == BAD_INPUT
-    assert message.startswith(f"{path}: "), message
+    assert re.match(rf"{re.escape(str(path))}(:\d+)?: ", message), message
     assert expected in message, message
     assert "\n" not in message, message
 

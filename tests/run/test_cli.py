@@ -18,6 +18,6 @@ def test_a_workload_on_a_topology_it_cannot_use_is_bad_input(tmp_path: Path) -> 
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 3
     assert done.stderr.strip() == (
-        f"starquake: {scenario}: topology.clusters: the scalable workload runs on one "
+        f"starquake: {scenario}:2: topology.clusters: the scalable workload runs on one "
         "cluster, got ['a', 'b']")
     assert not (tmp_path / "runs").exists()

@@ -25,7 +25,7 @@ def test_a_bad_scenario_stops_the_suite_before_any_run(tmp_path: Path) -> None:
     done = _suite(str(REPO / "scenarios/smoke/topic-kill.toml"), str(bad),
                   "--runs-dir", str(tmp_path / "runs"))
     assert done.returncode == 3, done.stdout + done.stderr
-    assert f"{bad}: topology.brokers" in done.stderr
+    assert f"{bad}:3: topology.brokers" in done.stderr
     assert not (tmp_path / "runs").exists()
 
 

@@ -2,8 +2,9 @@
 
 A target file tells starquake where a running system's clusters are and how, if at all,
 the nemesis may act on each of its nodes. Loading checks every key and stops at the first
-problem with one line naming the file and the key (`x.toml: clusters[0].service_urls:
-missing`), exit code 3, so a typo never becomes a silently weaker test.
+problem with one line naming the file, the line and the key (`x.toml:12:
+clusters[0].service_urls: missing`), exit code 3, so a typo never becomes a silently weaker
+test.
 
 ```toml
 name = "reference-in-containers"   # optional, for people; default: the file's stem
@@ -100,15 +101,15 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 from harness.target import ROLES, Capability, LookupEndpoint, Role
 from history.errors import BadInput
-from history.toml_input import read_toml
+from history.toml_input import TomlInput
 
 Feature = Literal["persistent", "scalable", "geo-replication", "replicated-subscriptions",
                   "migration", "authentication"]
@@ -133,8 +134,6 @@ SERVICE_SCHEMES = ("pulsar", "pulsar+ssl")
 DEFAULT_PORTS = {"pulsar": 6650, "pulsar+ssl": 6651, "http": 80, "https": 443}
 ADMIN_SCHEMES = ("http", "https")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-T = TypeVar("T")
 
 
 class TargetFileError(BadInput):
@@ -220,9 +219,10 @@ class TargetFile:
 
 
 def load_target_file(path: Path) -> TargetFile:
-    """Read and validate a target file; raises `TargetFileError` naming file and key."""
-    data = read_toml(path, TargetFileError)
-    return _Loader(path).load(data)
+    """Read and validate a target file; raises `TargetFileError` naming file, line and key
+    (history/toml_input.py)."""
+    toml = TomlInput(path, TargetFileError)
+    return _Loader(toml).load(toml.data)
 
 
 def host_port(url: str) -> tuple[str, int]:
@@ -250,52 +250,24 @@ def template_fields(template: str) -> Iterator[str]:
 
 
 class _Loader:
-    """Type checks with the one-line error a user needs; one place for every rule."""
+    """The target file's schema over the checks of history/toml_input.py."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, toml: TomlInput) -> None:
+        self.toml = toml
+        self.path = toml.path
 
-    def error(self, key: str, problem: str) -> TargetFileError:
-        return TargetFileError(f"{self.path}: {key}: {problem}")
-
-    def expected(self, key: str, what: str, got: Any) -> TargetFileError:
-        return self.error(key, f"expected {what}, got {got!r}")
-
-    # --- primitive values ---------------------------------------------------------------
-
-    def table(self, key: str, value: Any, known: tuple[str, ...]) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.expected(key, "a table", value)
-        for name in value:
-            if name not in known:
-                where = f"{key}.{name}" if key else name
-                raise self.error(where, f"unknown key; expected one of {', '.join(known)}")
-        return value
+    # --- values of this format (the rest are history/toml_input.py's) ------------------------
 
     def string(self, key: str, value: Any) -> str:
-        if not isinstance(value, str) or not value:
-            raise self.expected(key, "a non-empty string", value)
-        return value
+        return self.toml.string(key, value, non_empty=True)
 
     def number(self, key: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise self.expected(key, "a number above 0", value)
-        return float(value)
-
-    def boolean(self, key: str, value: Any) -> bool:
-        if not isinstance(value, bool):
-            raise self.expected(key, "true or false", value)
-        return value
-
-    def choice(self, key: str, value: Any, choices: tuple[T, ...]) -> T:
-        if value not in choices:
-            raise self.expected(key, f"one of {', '.join(map(str, choices))}", value)
-        return cast(T, value)
+        return self.toml.number(key, value, above=True)
 
     def strings(self, key: str, value: Any) -> dict[str, str]:
         """A table of strings (`vars`, `labels`)."""
         if not isinstance(value, dict):
-            raise self.expected(key, "a table of strings", value)
+            raise self.toml.expected(key, "a table of strings", value)
         return {name: self.string(f"{key}.{name}", item) for name, item in value.items()}
 
     def url(self, key: str, value: Any, schemes: tuple[str, ...]) -> str:
@@ -304,70 +276,59 @@ class _Loader:
             parts = urlsplit(url)
             host_port(url)
         except ValueError as exc:
-            raise self.error(key, f"not a URL ({exc}): {url!r}") from None
+            raise self.toml.error(key, f"not a URL ({exc}): {url!r}") from None
         if parts.scheme not in schemes or "," in parts.netloc:
-            raise self.expected(key, f"a {' or '.join(s + '://' for s in schemes)} URL with "
-                                     f"one host", url)
+            raise self.toml.expected(key, f"a {' or '.join(s + '://' for s in schemes)} URL "
+                                          f"with one host", url)
         return url
 
     def urls(self, key: str, value: Any, schemes: tuple[str, ...]) -> tuple[str, ...]:
-        if not isinstance(value, list) or not value:
-            raise self.expected(key, "a non-empty list of URLs", value)
-        return tuple(self.url(f"{key}[{n}]", item, schemes) for n, item in enumerate(value))
-
-    def optional(self, table: dict[str, Any], key: str, prefix: str,
-                 read: Callable[[str, Any], T], default: T) -> T:
-        name = f"{prefix}.{key}" if prefix else key
-        return read(name, table[key]) if key in table else default
-
-    def required(self, table: dict[str, Any], key: str, prefix: str,
-                 read: Callable[[str, Any], T]) -> T:
-        name = f"{prefix}.{key}" if prefix else key
-        if key not in table:
-            raise self.error(name, "missing")
-        return read(name, table[key])
+        return self.toml.items(key, value, lambda k, v: self.url(k, v, schemes),
+                               non_empty=True, what="a non-empty list of URLs")
 
     # --- the file -------------------------------------------------------------------------
 
     def load(self, data: dict[str, Any]) -> TargetFile:
-        self.table("", data, ("name", "session_timeout_s", "snapshot_timeout_s",
+        toml = self.toml
+        toml.table("", data, ("name", "session_timeout_s", "snapshot_timeout_s",
                               "metadata_loss_shutdown_s", "hook_timeout_s", "features",
                               "docker", "hooks", "lookup", "clusters", "auth_token",
                               "auth_token_file", "unprivileged_auth_token"))
-        docker = self.table("docker", data.get("docker", {}), ("compose_project",))
-        compose_project = self.optional(docker, "compose_project", "docker", self.string, None)
+        docker = toml.table("docker", data.get("docker", {}), ("compose_project",))
+        compose_project = toml.optional(docker, "compose_project", "docker", self.string, None)
         hooks = {name: self.string(f"hooks.{name}", template) for name, template
-                 in self.table("hooks", data.get("hooks", {}), HOOKS).items()}
-        for first, second in HOOK_PAIRS.values():
-            for present, absent in ((first, second), (second, first)):
-                if present in hooks and absent not in hooks:
-                    raise self.error(f"hooks.{absent}", f"missing; hooks.{present} needs it")
+                 in toml.table("hooks", data.get("hooks", {}), HOOKS).items()}
+        for group in HOOK_PAIRS.values():
+            given = [hook for hook in group if hook in hooks]
+            for absent in (hook for hook in group if given and hook not in hooks):
+                raise toml.error(f"hooks.{absent}", f"missing; hooks.{given[0]} needs it")
         clusters = self.clusters(data, compose_project)
         target = TargetFile(
             path=self.path,
-            name=self.optional(data, "name", "", self.string, self.path.stem),
+            name=toml.optional(data, "name", "", self.string, self.path.stem),
             clusters=clusters,
-            session_timeout_s=self.optional(data, "session_timeout_s", "", self.number,
+            session_timeout_s=toml.optional(data, "session_timeout_s", "", self.number,
                                             DEFAULT_SESSION_TIMEOUT_S),
-            snapshot_timeout_s=self.optional(data, "snapshot_timeout_s", "", self.number,
+            snapshot_timeout_s=toml.optional(data, "snapshot_timeout_s", "", self.number,
                                              DEFAULT_SNAPSHOT_TIMEOUT_S),
-            metadata_loss_shutdown_s=self.optional(data, "metadata_loss_shutdown_s", "",
+            metadata_loss_shutdown_s=toml.optional(data, "metadata_loss_shutdown_s", "",
                                                    self.number, None),
-            hook_timeout_s=self.optional(data, "hook_timeout_s", "", self.number,
+            hook_timeout_s=toml.optional(data, "hook_timeout_s", "", self.number,
                                          DEFAULT_HOOK_TIMEOUT_S),
             features=self.features(data.get("features", {})),
             compose_project=compose_project,
             hooks=hooks,
             lookup=self.lookup(data),
             auth_token=self.auth_token(data),
-            unprivileged_auth_token=self.optional(data, "unprivileged_auth_token", "",
+            unprivileged_auth_token=toml.optional(data, "unprivileged_auth_token", "",
                                                   self.string, None))
         self.check_hooks(target)
         return target
 
     def auth_token(self, data: dict[str, Any]) -> str | None:
         if "auth_token" in data and "auth_token_file" in data:
-            raise self.error("auth_token_file", "give auth_token or auth_token_file, not both")
+            raise self.toml.error("auth_token_file",
+                                  "give auth_token or auth_token_file, not both")
         if "auth_token" in data:
             return self.string("auth_token", data["auth_token"]).strip()
         if "auth_token_file" not in data:
@@ -376,28 +337,28 @@ class _Loader:
         try:
             return path.read_text().strip()
         except OSError as exc:
-            raise self.error("auth_token_file", f"cannot read {path}: {exc}") from None
+            raise self.toml.error("auth_token_file", f"cannot read {path}: {exc}") from None
 
     def features(self, raw: Any) -> dict[Feature, bool]:
-        table = self.table("features", raw, FEATURES)
-        return {cast(Feature, name): self.boolean(f"features.{name}", value)
+        table = self.toml.table("features", raw, FEATURES)
+        return {cast(Feature, name): self.toml.boolean(f"features.{name}", value)
                 for name, value in table.items()}
 
     def lookup(self, data: dict[str, Any]) -> LookupEndpoint | None:
         if "lookup" not in data:
             return None
-        table = self.table("lookup", data["lookup"], ("service_url", "admin_url"))
+        table = self.toml.table("lookup", data["lookup"], ("service_url", "admin_url"))
         return LookupEndpoint(
-            self.required(table, "service_url", "lookup",
-                          lambda key, value: self.url(key, value, SERVICE_SCHEMES)),
-            self.required(table, "admin_url", "lookup",
-                          lambda key, value: self.url(key, value, ADMIN_SCHEMES)))
+            self.toml.required(table, "service_url", "lookup",
+                               lambda key, value: self.url(key, value, SERVICE_SCHEMES)),
+            self.toml.required(table, "admin_url", "lookup",
+                               lambda key, value: self.url(key, value, ADMIN_SCHEMES)))
 
     def clusters(self, data: dict[str, Any], compose_project: str | None
                  ) -> tuple[ClusterEntry, ...]:
-        raw = self.required(data, "clusters", "", lambda key, value: value)
+        raw = self.toml.required(data, "clusters", "", lambda key, value: value)
         if not isinstance(raw, list) or not raw:
-            raise self.expected("clusters", "one or more [[clusters]] tables", raw)
+            raise self.toml.expected("clusters", "one or more [[clusters]] tables", raw)
         clusters = tuple(self.cluster(f"clusters[{n}]", table, compose_project)
                          for n, table in enumerate(raw))
         self.unique("name", [(f"clusters[{n}]", c.name) for n, c in enumerate(clusters)])
@@ -410,24 +371,25 @@ class _Loader:
         seen: dict[str, str] = {}
         for key, value in keyed:
             if value in seen:
-                raise self.error(f"{key}.{field_name}",
-                                 f"{value!r} is already the name of {seen[value]}")
+                raise self.toml.error(f"{key}.{field_name}",
+                                      f"{value!r} is already the name of {seen[value]}")
             seen[value] = key
 
     def cluster(self, key: str, raw: Any, compose_project: str | None) -> ClusterEntry:
-        table = self.table(key, raw, ("name", "service_urls", "admin_urls", "metadata_store",
+        toml = self.toml
+        table = toml.table(key, raw, ("name", "service_urls", "admin_urls", "metadata_store",
                                       "nodes"))
-        name = self.required(table, "name", key, self.string)
-        service_urls = self.required(table, "service_urls", key,
+        name = toml.required(table, "name", key, self.string)
+        service_urls = toml.required(table, "service_urls", key,
                                      lambda k, v: self.urls(k, v, SERVICE_SCHEMES))
-        admin_urls = self.required(table, "admin_urls", key,
+        admin_urls = toml.required(table, "admin_urls", key,
                                    lambda k, v: self.urls(k, v, ADMIN_SCHEMES))
         if len(admin_urls) != len(service_urls):
-            raise self.error(f"{key}.admin_urls", f"{len(admin_urls)} URLs for "
+            raise toml.error(f"{key}.admin_urls", f"{len(admin_urls)} URLs for "
                              f"{len(service_urls)} service URLs; give one per broker")
         raw_nodes = table.get("nodes", [])
         if not isinstance(raw_nodes, list):
-            raise self.expected(f"{key}.nodes", "[[clusters.nodes]] tables", raw_nodes)
+            raise toml.expected(f"{key}.nodes", "[[clusters.nodes]] tables", raw_nodes)
         nodes = tuple(self.node(f"{key}.nodes[{n}]", item, name, compose_project)
                       for n, item in enumerate(raw_nodes))
         brokers = [node for node in nodes if node.role == "broker"]
@@ -436,74 +398,77 @@ class _Loader:
                                      urlsplit(url).hostname)
                            for n, url in enumerate(service_urls, start=1))
         elif len(brokers) != len(service_urls):
-            raise self.error(f"{key}.service_urls", f"{len(service_urls)} URLs for "
+            raise toml.error(f"{key}.service_urls", f"{len(service_urls)} URLs for "
                              f"{len(brokers)} broker nodes; give one per broker, in their order")
         return ClusterEntry(name, service_urls, admin_urls,
-                            self.optional(table, "metadata_store", key, self.string, None),
+                            toml.optional(table, "metadata_store", key, self.string, None),
                             nodes)
 
     def node(self, key: str, raw: Any, cluster: str, compose_project: str | None) -> NodeEntry:
-        table = self.table(key, raw, ("name", "role", "address", "control", "container",
+        toml = self.toml
+        table = toml.table(key, raw, ("name", "role", "address", "control", "container",
                                       "service", "labels", "vars", "session_debug"))
-        control: Control = self.optional(table, "control", key,
-                                         lambda k, v: self.choice(k, v, CONTROLS), "none")
+        control: Control = toml.optional(table, "control", key,
+                                         lambda k, v: toml.choice(k, v, CONTROLS), "none")
         node = NodeEntry(
-            name=self.required(table, "name", key, self.string),
-            role=self.required(table, "role", key, lambda k, v: self.choice(k, v, ROLES)),
+            name=toml.required(table, "name", key, self.string),
+            role=toml.required(table, "role", key, lambda k, v: toml.choice(k, v, ROLES)),
             cluster=cluster,
-            address=self.optional(table, "address", key, self.string, None),
+            address=toml.optional(table, "address", key, self.string, None),
             control=control,
-            vars=self.optional(table, "vars", key, self.strings, {}),
-            session_debug=self.optional(table, "session_debug", key, self.boolean, False))
+            vars=toml.optional(table, "vars", key, self.strings, {}),
+            session_debug=toml.optional(table, "session_debug", key, toml.boolean, False))
         if node.address is None and control != "docker":
-            raise self.error(f"{key}.address", f"missing; a node with control = "
+            raise toml.error(f"{key}.address", f"missing; a node with control = "
                                                f"{control!r} needs it")
         if node.session_debug and node.role != "broker":
-            raise self.error(f"{key}.session_debug", "only a broker serves the session "
+            raise toml.error(f"{key}.session_debug", "only a broker serves the session "
                                                      "debug endpoint")
         for name in node.vars:
             if not _IDENTIFIER.match(name) or name in NODE_PLACEHOLDERS + PEER_PLACEHOLDERS:
-                raise self.error(f"{key}.vars.{name}", "not a name a placeholder can have, "
+                raise toml.error(f"{key}.vars.{name}", "not a name a placeholder can have, "
                                  "or a standard placeholder's")
         return replace(node, container=self.container_ref(key, table, control,
                                                           compose_project))
 
     def container_ref(self, key: str, table: dict[str, Any], control: Control,
                       compose_project: str | None) -> ContainerRef | None:
+        toml = self.toml
         given = [name for name in ("container", "service", "labels") if name in table]
         if control != "docker":
             if given:
-                raise self.error(f"{key}.{given[0]}", f"only for control = \"docker\", "
+                raise toml.error(f"{key}.{given[0]}", f"only for control = \"docker\", "
                                                       f"this node's is {control!r}")
             return None
         if len(given) != 1:
-            raise self.error(f"{key}.container", "a docker node names its container with "
+            raise toml.error(f"{key}.container", "a docker node names its container with "
                              f"exactly one of container, service, labels; got "
                              f"{', '.join(given) or 'none'}")
         if "service" in table and compose_project is None:
-            raise self.error(f"{key}.service", "needs [docker] compose_project")
+            raise toml.error(f"{key}.service", "needs [docker] compose_project")
         ref = ContainerRef(
-            container=self.optional(table, "container", key, self.string, None),
-            service=self.optional(table, "service", key, self.string, None),
-            labels=self.optional(table, "labels", key, self.strings, {}))
+            container=toml.optional(table, "container", key, self.string, None),
+            service=toml.optional(table, "service", key, self.string, None),
+            labels=toml.optional(table, "labels", key, self.strings, {}))
         if "labels" in table and not ref.labels:
-            raise self.expected(f"{key}.labels", "at least one label", table["labels"])
+            raise toml.expected(f"{key}.labels", "at least one label", table["labels"])
         return ref
 
     def check_hooks(self, target: TargetFile) -> None:
         """Every placeholder of every hook means something for every node that runs it,
         and a hooks node takes at least one fault."""
+        toml = self.toml
         users = [node for node in target.nodes if node.control == "hooks"]
         if users and not target.hook_capabilities:
             pairs = ", ".join("+".join(pair) for pair in HOOK_PAIRS.values())
-            raise self.error("hooks", f"node {users[0].name} has control = \"hooks\", but no "
+            raise toml.error("hooks", f"node {users[0].name} has control = \"hooks\", but no "
                                       f"hook pair is complete ({pairs})")
         for hook, template in target.hooks.items():
             standard = NODE_PLACEHOLDERS + (PEER_PLACEHOLDERS if hook == "partition" else ())
             try:
                 fields = set(template_fields(template))
             except ValueError as exc:
-                raise self.error(f"hooks.{hook}", f"not a template: {exc}; write {{{{ and "
+                raise toml.error(f"hooks.{hook}", f"not a template: {exc}; write {{{{ and "
                                                   f"}}}} for literal braces") from None
             # Hooks nobody runs yet are held to the vars some node has.
             groups = [(f" for node {node.name}", set(node.vars)) for node in users] or [
@@ -511,6 +476,6 @@ class _Loader:
             for who, names in groups:
                 unknown = sorted(fields - set(standard) - names)
                 if unknown:
-                    raise self.error(f"hooks.{hook}", f"unknown placeholder {{{unknown[0]}}}"
+                    raise toml.error(f"hooks.{hook}", f"unknown placeholder {{{unknown[0]}}}"
                                      f"{who}; known: {', '.join(sorted({*standard, *names}))} "
                                      f"(a literal brace is {{{{ or }}}})")
