@@ -18,20 +18,49 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, Self
 
 Role = Literal["broker", "bookie", "zookeeper"]
 ROLES: tuple[Role, ...] = ("broker", "bookie", "zookeeper")
 
 Capability = Literal["kill", "pause", "partition", "cut-clients", "session-debug"]
-"""What the nemesis may do to a node: `kill` (and start again), `pause` (and resume),
-`partition` (drop its traffic from chosen nodes), `cut-clients` (drop what anyone but the
-Target's nodes sends to one of its ports, so the clients lose it; our containers and a
-third party's docker nodes), `session-debug` (a broker publishes its
-metadata session id and password on `/admin/v2/debug/zookeeper-session`, so its session
-can be expired directly; our brokers only)."""
+"""What the nemesis may do to a node; `CAPABILITIES` says what each means."""
 
 SESSION_DEBUG_PATH = "/admin/v2/debug/zookeeper-session"
+
+
+@dataclass(frozen=True)
+class CapabilitySpec:
+    """One capability: what it lets the nemesis do, what the nemesis acts through, and
+    the target file's hooks that give it to a hooks-controlled node."""
+
+    name: Capability
+    means: str
+    via: Literal["process", "network", "endpoint"]
+    """`process`: the node's `NodeControl`; `network`: the Target's `NetworkControl`;
+    `endpoint`: something the node serves itself."""
+    hooks: tuple[str, ...] = ()
+    """The shell hooks a target file needs for a hooks node to offer it, the fault's and
+    the one that ends it (harness/targets/external/file.py); empty: no hook can give it."""
+
+
+CAPABILITIES: dict[Capability, CapabilitySpec] = {spec.name: spec for spec in (
+    CapabilitySpec("kill", "kill the node (SIGKILL, its data kept) and start it again",
+                   "process", ("kill", "start")),
+    CapabilitySpec("pause", "freeze every process of the node and resume it", "process",
+                   ("pause", "resume")),
+    CapabilitySpec("partition", "drop the node's traffic from chosen nodes, all of it or "
+                   "to one port", "network", ("partition", "heal")),
+    CapabilitySpec("cut-clients", "drop what anyone but the Target's nodes sends to one of "
+                   "the node's ports, so the clients lose it", "network"),
+    CapabilitySpec("session-debug", "a broker publishes its metadata session id and "
+                   f"password on `{SESSION_DEBUG_PATH}`, so its session can be expired "
+                   "directly", "endpoint"),
+)}
+"""The one place capabilities are declared (with the `Capability` names above): the
+target file's hooks and what a third party's docker node offers are read from it, and a
+backend names what it offers in harness/backends.py. Adding one is listed in
+docs/architecture.md ("Adding a fault (and a capability)")."""
 
 
 @dataclass(frozen=True)
@@ -200,6 +229,13 @@ class Deployment(Target, Protocol):
     def stop(self) -> None:
         """Stop and remove everything, saving each node's log into the run directory's
         `logs/`. Safe after a failed or partial start, and more than once."""
+
+    def __enter__(self) -> Self:
+        """`start`, for `with deploy(...) as target:`; a start that fails stops what it
+        began before the error goes on."""
+
+    def __exit__(self, *exc_info: object) -> None:
+        """`stop`, however the block ends (an error, Ctrl-C); the error goes on."""
 
 
 def broker_at(target: Target, url: str) -> str | None:

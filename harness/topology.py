@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.target import ROLES, Capability, Node, Role
+from harness.backends import backend
+from harness.target import ROLES, Node, Role
 from wire.keep_alive import KEEPALIVE_S
 
 NAME_INFIX: dict[Role, str] = {"broker": "broker", "bookie": "bookie", "zookeeper": "zk"}
@@ -77,21 +78,13 @@ def node_name(cluster: str, role: Role, n: int) -> str:
     return f"{cluster}-{NAME_INFIX[role]}{n}"
 
 
-BACKEND_CAPABILITIES: dict[str, frozenset[Capability]] = {
-    "docker": frozenset({"kill", "pause", "partition", "cut-clients", "session-debug"}),
-    "local": frozenset({"kill", "pause", "session-debug"}),
-}
-"""What each deployment lets the nemesis do to every node. Local processes share the
-loopback interface, so they cannot be partitioned from each other."""
-
-
-def planned_nodes(topology: Topology, backend: str | None = None) -> tuple[Node, ...]:
-    """Every node the topology starts, with the capabilities of `backend` (by default the
-    topology's), before anything runs: what a schedule is drawn over. The address is the
-    node's name (containers) or loopback (processes) until the deployment says more."""
-    backend = backend or topology.backend
-    capabilities = BACKEND_CAPABILITIES[backend]
-    return tuple(Node(name, role, cluster, name if backend == "docker" else "127.0.0.1",
-                      capabilities)
+def planned_nodes(topology: Topology, backend_name: str | None = None) -> tuple[Node, ...]:
+    """Every node the topology starts, with the capabilities of the backend `backend_name`
+    (by default the topology's), before anything runs: what a schedule is drawn over. The
+    address is loopback or the node's name (harness/backends.py) until the deployment says
+    more."""
+    deployed = backend(backend_name or topology.backend)
+    return tuple(Node(name, role, cluster, "127.0.0.1" if deployed.on_loopback else name,
+                      deployed.capabilities)
                  for cluster in topology.clusters for role in ROLES
                  for name in topology.node_names(cluster, role))

@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from harness.backends import BACKENDS
 from harness.targets.reference_mutants import reference_mutants
 from harness.topology import AUTH_MODES, Topology
 from harness.workloads import cluster_count_problem, knob_problem
@@ -31,7 +32,6 @@ from history.toml_input import TomlInput
 from nemesis.faults import FAULT_NAMES
 from nemesis.schedule import SCHEDULES, NemesisSettings, TimedFault
 
-BACKENDS = ("docker", "local")
 SESSION_POLICIES = ("shutdown", "reconnect")
 EXPECTED = ("valid", "invalid", "unknown")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -84,7 +84,7 @@ def load_scenario(path: Path) -> Scenario:
         seed=reader.take(data, "seed", int, default=None),
         description=reader.take(data, "description", str, default=""),
         topology=reader.table(data, "topology", Topology, {
-            "clusters": (tuple, str), "backend": BACKENDS,
+            "clusters": (tuple, str), "backend": tuple(BACKENDS),
             "session_expired_policy": SESSION_POLICIES, "auth": AUTH_MODES}),
         workload=reader.table(data, "workload", WorkloadSettings, {
             "kind": WORKLOADS, "subscription_mode": SUBSCRIPTION_MODES,

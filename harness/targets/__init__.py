@@ -1,10 +1,12 @@
-"""Targets starquake can start itself: the reference implementation as local processes
-(`local.py`) or in containers (`docker.py`), chosen by a scenario's `topology.backend`."""
+"""Targets starquake can start itself, chosen by a scenario's `topology.backend` from the
+backends of harness/backends.py: today the reference implementation as local processes
+(`local/`) or in containers (`docker/`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from harness.backends import backend
 from harness.credentials import present
 from harness.target import Deployment
 from harness.targets.run_auth import run_auth
@@ -13,16 +15,12 @@ from harness.topology import Topology
 
 def deploy(topology: Topology, mutants: tuple[str, ...], run_dir: Path,
            lookup_service: bool = False) -> Deployment:
-    """The Target `topology.backend` names, not yet started; with `lookup_service` it
-    starts our lookup service too, over its first cluster. With the topology's `auth`, the
-    harness presents the run's superuser token from now on."""
+    """The Target `topology.backend` names, not yet started (`with deploy(...) as target:`
+    starts it and tears it down); with `lookup_service` it starts our lookup service too,
+    over its first cluster. With the topology's `auth`, the harness presents the run's
+    superuser token from now on. Raises UnknownBackend for a name harness/backends.py does
+    not know."""
+    chosen = backend(topology.backend)
     auth = run_auth(topology)
     present(None if auth is None else auth.credentials())
-    if topology.backend == "local":
-        from harness.targets.local.target import LocalTarget
-
-        return LocalTarget(topology, mutants, run_dir, lookup_service, auth)
-    from harness.targets.docker.target import DockerTarget  # imports the docker SDK
-
-    return DockerTarget(topology, mutants, run_dir, lookup_service, auth)
-
+    return chosen.deployment_class()(topology, mutants, run_dir, lookup_service, auth)

@@ -8,8 +8,7 @@ from pathlib import Path
 import click
 
 from checkers.spark_settings import SparkSettings, spark_options
-
-BACKENDS = ("docker", "local")  # scenarios.format.BACKENDS, kept import-light for --help
+from harness.backends import BACKENDS, backends_help
 
 
 @click.command()
@@ -18,8 +17,8 @@ BACKENDS = ("docker", "local")  # scenarios.format.BACKENDS, kept import-light f
 @click.option("--seed", type=click.IntRange(min=0), default=None,
               help="Fixes operations, keys and the fault schedule [scenario's, else random; "
                    "recorded either way].")
-@click.option("--backend", type=click.Choice(BACKENDS), default=None,
-              help="Containers or local processes [scenario's topology.backend].")
+@click.option("--backend", type=click.Choice(tuple(BACKENDS)), default=None,
+              help=f"{backends_help()} [scenario's topology.backend].")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path),
               default=Path("runs"), show_default=True,
               help="Runs go to RUNS_DIR/<scenario>/<timestamp>-<seed>/.")

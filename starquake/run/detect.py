@@ -35,6 +35,7 @@ import click
 from rich.console import Console
 
 from checkers.spark_settings import SparkSettings, spark_options
+from harness.backends import BACKENDS
 from history.errors import ENVIRONMENT, INVALID, VALID, BadInput
 from reports.run_dir import load_run
 from scenarios.format import Scenario
@@ -259,7 +260,7 @@ def with_section(document: str, section: str, text: str) -> str:
               help="Run each scenario, and its clean twin, with seeds 1 to SEEDS.")
 @click.option("--twin-seeds", type=click.IntRange(min=0), default=None,
               help="Run the clean twins with seeds 1 to TWIN_SEEDS only [SEEDS].")
-@click.option("--backend", type=click.Choice(("docker", "local")), default=None,
+@click.option("--backend", type=click.Choice(tuple(BACKENDS)), default=None,
               help="Overrides every scenario's topology.backend.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the runs go [runs/detect-<timestamp>].")

@@ -19,6 +19,7 @@ import click
 from rich.console import Console
 
 from checkers.spark_settings import SparkSettings, spark_options
+from harness.backends import BACKENDS
 from history.errors import ENVIRONMENT, INVALID, VALID, StarquakeError
 from reports.run_dir import missing_anomalies
 from scenarios.catalogue import resolve_suite
@@ -84,7 +85,7 @@ def run_suite(files: list[Path], options: RunOptions, console: Console
                 type=click.Path(path_type=Path))
 @click.option("--seed", type=click.IntRange(min=0), default=None,
               help="One seed for every run [each scenario's, else random; recorded].")
-@click.option("--backend", type=click.Choice(("docker", "local")), default=None,
+@click.option("--backend", type=click.Choice(tuple(BACKENDS)), default=None,
               help="Overrides every scenario's topology.backend.")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the runs, index.html and junit.xml go "

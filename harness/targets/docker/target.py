@@ -7,25 +7,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.target import LookupEndpoint, NetworkControl, Node, NodeControl, Role, TargetCluster
+from harness.backends import BACKENDS
+from harness.target import NetworkControl, Node, NodeControl, Role, TargetCluster
 from harness.targets.docker.containers import ContainerNode
 from harness.targets.docker.deployment import ClusterNodes, DockerDeployment
 from harness.targets.docker.iptables import IptablesNetwork
 from harness.targets.docker.node_specs import NodeSettings
 from harness.targets.lookup import DeployedLookup
 from harness.targets.run_auth import RunAuth
-from harness.topology import BACKEND_CAPABILITIES, Topology, metadata_loss_shutdown_s
+from harness.targets.topology_deployment import TopologyDeployment
+from harness.topology import Topology
 
-CAPABILITIES = BACKEND_CAPABILITIES["docker"]
+CAPABILITIES = BACKENDS["docker"].capabilities
 
 
-class DockerTarget:
+class DockerTarget(TopologyDeployment):
     """A `Deployment` of containers."""
 
     def __init__(self, topology: Topology, mutants: tuple[str, ...], run_dir: Path,
                  lookup_service: bool = False, auth: RunAuth | None = None) -> None:
-        self._topology = topology
-        self._lookup = DeployedLookup(lookup_service, run_dir, auth, mutants)
+        super().__init__(topology, DeployedLookup(lookup_service, run_dir, auth, mutants))
         # Connecting here raises EngineUnavailable (exit 4) before anything starts.
         self._deployment = DockerDeployment(
             topology, settings=NodeSettings(
@@ -51,25 +52,8 @@ class DockerTarget:
     def clusters(self) -> tuple[TargetCluster, ...]:
         return tuple(cluster_of(nodes) for nodes in self._deployment.clusters.values())
 
-    @property
-    def session_timeout_s(self) -> float:
-        return self._topology.session_timeout_ms / 1000
-
-    @property
-    def snapshot_timeout_s(self) -> float:
-        return self._topology.snapshot_timeout_s
-
-    @property
-    def metadata_loss_shutdown_s(self) -> float | None:
-        return metadata_loss_shutdown_s(self._topology.session_expired_policy,
-                                        self.session_timeout_s)
-
     def control(self, node: str) -> NodeControl:
         return self._deployment.node(node)
-
-    @property
-    def lookup(self) -> LookupEndpoint | None:
-        return self._lookup.endpoint
 
     @property
     def network(self) -> NetworkControl | None:

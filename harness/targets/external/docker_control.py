@@ -27,7 +27,7 @@ import docker.errors
 from docker import DockerClient
 from docker.models.containers import Container
 
-from harness.target import Capability
+from harness.target import CAPABILITIES, Capability
 from harness.targets.docker.iptables import (
     PartitionFailed,
     apply_input,
@@ -63,9 +63,10 @@ def partition_problem() -> str | None:
 
 
 def docker_capabilities() -> frozenset[Capability]:
-    """What a docker-controlled node can take on this machine."""
-    base: frozenset[Capability] = frozenset({"kill", "pause"})
-    return base if partition_problem() else base | {"partition", "cut-clients"}
+    """What a docker-controlled node can take on this machine: every capability through
+    process control, and through the network where this machine can enter namespaces."""
+    vias = ("process",) if partition_problem() else ("process", "network")
+    return frozenset(name for name, spec in CAPABILITIES.items() if spec.via in vias)
 
 
 def find_container(client: DockerClient, node: NodeEntry, compose_project: str | None

@@ -107,7 +107,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
-from harness.target import ROLES, Capability, LookupEndpoint, Role
+from harness.target import CAPABILITIES, ROLES, Capability, LookupEndpoint, Role
 from history.errors import BadInput
 from history.toml_input import TomlInput
 
@@ -118,9 +118,9 @@ FEATURES: tuple[Feature, ...] = ("persistent", "scalable", "geo-replication",
 Control = Literal["docker", "hooks", "none"]
 CONTROLS: tuple[Control, ...] = ("docker", "hooks", "none")
 
-HOOK_PAIRS: dict[Capability, tuple[str, str]] = {
-    "kill": ("kill", "start"), "pause": ("pause", "resume"), "partition": ("partition", "heal")}
-"""Which hooks a capability needs: the fault, and what ends it."""
+HOOK_PAIRS: dict[Capability, tuple[str, ...]] = {
+    name: spec.hooks for name, spec in CAPABILITIES.items() if spec.hooks}
+"""Which hooks a capability needs (harness.target.CAPABILITIES): the fault, and what ends it."""
 HOOKS = tuple(hook for pair in HOOK_PAIRS.values() for hook in pair)
 NODE_PLACEHOLDERS = ("node", "address", "cluster", "role")
 PEER_PLACEHOLDERS = ("peer", "peer_address", "port")

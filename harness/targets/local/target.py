@@ -12,21 +12,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from harness.target import (
-    ROLES,
-    LookupEndpoint,
-    NetworkControl,
-    Node,
-    NodeControl,
-    Role,
-    TargetCluster,
-)
+from harness.backends import BACKENDS
+from harness.target import ROLES, NetworkControl, Node, NodeControl, Role, TargetCluster
 from harness.targets.local.cluster import BookieNode, BrokerNode, ClusterSettings, LocalCluster
 from harness.targets.lookup import DeployedLookup
 from harness.targets.run_auth import DIGEST_FILE, RunAuth
-from harness.topology import BACKEND_CAPABILITIES, Topology, metadata_loss_shutdown_s
+from harness.targets.topology_deployment import TopologyDeployment
+from harness.topology import Topology
 
-CAPABILITIES = BACKEND_CAPABILITIES["local"]
+CAPABILITIES = BACKENDS["local"].capabilities
 
 
 class _Controls(Protocol):
@@ -70,13 +64,12 @@ def _where(base: Path, clusters: dict[str, LocalCluster], auth: RunAuth | None) 
     return f"processes with data in {base}; ZooKeeper {zookeepers}{credentials}"
 
 
-class LocalTarget:
+class LocalTarget(TopologyDeployment):
     """A `Deployment` of local processes."""
 
     def __init__(self, topology: Topology, mutants: tuple[str, ...], run_dir: Path,
                  lookup_service: bool = False, auth: RunAuth | None = None) -> None:
-        self._topology = topology
-        self._lookup = DeployedLookup(lookup_service, run_dir, auth, mutants)
+        super().__init__(topology, DeployedLookup(lookup_service, run_dir, auth, mutants))
         self._run_dir = run_dir
         self._base = Path(tempfile.mkdtemp(prefix="starquake-run-"))
         broker_args: tuple[str, ...] = (
@@ -120,25 +113,8 @@ class LocalTarget:
                                 for node in self._topology.node_names(name, role)))
             for name, local in self._locals.items())
 
-    @property
-    def session_timeout_s(self) -> float:
-        return self._topology.session_timeout_ms / 1000
-
-    @property
-    def snapshot_timeout_s(self) -> float:
-        return self._topology.snapshot_timeout_s
-
-    @property
-    def metadata_loss_shutdown_s(self) -> float | None:
-        return metadata_loss_shutdown_s(self._topology.session_expired_policy,
-                                        self.session_timeout_s)
-
     def control(self, node: str) -> NodeControl:
         return self._controls[node]
-
-    @property
-    def lookup(self) -> LookupEndpoint | None:
-        return self._lookup.endpoint
 
     @property
     def network(self) -> NetworkControl | None:
