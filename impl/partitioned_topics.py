@@ -14,7 +14,7 @@ import json
 from impl.metadata import paths
 from impl.metadata.errors import AlreadyExists, NotFound
 from impl.metadata.store import MetadataStore
-from impl.ownership.topic_name import PARTITION_SUFFIX, NamespaceName, TopicName
+from impl.naming.topic_name import PARTITION_SUFFIX, NamespaceName, TopicName
 from impl.resources import InvalidResource, ResourceError, ResourceExists, ResourceNotFound
 
 MAX_PARTITIONS = 1000

@@ -16,13 +16,13 @@ from typing import Any
 from impl.metadata import paths
 from impl.metadata.errors import AlreadyExists, NotEmpty, NotFound
 from impl.metadata.store import MetadataStore
-from impl.ownership.bundles import (
+from impl.naming.bundles import (
     DEFAULT_NUM_BUNDLES,
     MAX_NAMESPACE_BUNDLES,
     NamespaceBundles,
     even_boundaries,
 )
-from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.naming.topic_name import NamespaceName, TopicName
 from impl.retention import BacklogQuota, RetentionPolicies, exceeds_retention, quota_type
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from impl.metadata import paths
 from impl.metadata.errors import AlreadyExists, NotFound
 from impl.metadata.store import MetadataStore
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 
 
 @dataclass(frozen=True)

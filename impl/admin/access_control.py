@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from impl.ownership.topic_name import NamespaceName
+from impl.naming.topic_name import NamespaceName
 from impl.security.authorization import CONSUME, LOOKUP
 from impl.security.errors import NotAuthenticated, NotAuthorized
 from impl.security.guard import Guard

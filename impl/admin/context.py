@@ -12,9 +12,9 @@ from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.service import BrokerService
 from impl.broker.topic import Topic
 from impl.metadata.store import MetadataStore
-from impl.ownership.bundles import MAX_NAMESPACE_BUNDLES
+from impl.naming.bundles import MAX_NAMESPACE_BUNDLES
+from impl.naming.topic_name import TopicName
 from impl.ownership.namespace_service import NamespaceService
-from impl.ownership.topic_name import TopicName
 from impl.resources import PulsarResources
 from impl.scalable.segment_storage import SegmentStorage
 from impl.scalable.service import ScalableTopicService

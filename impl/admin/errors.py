@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from impl.broker.errors import ConsumerBusy, IncompatibleSchema, InvalidSchema, TopicClosing
+from impl.metadata.ephemeral import StaleNodeRemains
 from impl.metadata.errors import MetadataError
-from impl.ownership.ephemeral import StaleNodeRemains
 from impl.ownership.namespace_service import NoBrokerAvailable, NotOwner
 from impl.partitioned_topics import InvalidPartitionCount, PartitionsNotGrown
 from impl.resources import (

@@ -12,8 +12,8 @@ from aiohttp import web
 from impl.admin.bodies import json_object, json_string_list
 from impl.admin.context import context
 from impl.admin.redirect import redirect_to
-from impl.ownership.bundles import BundleRange, NamespaceBundle
-from impl.ownership.topic_name import NamespaceName
+from impl.naming.bundles import BundleRange, NamespaceBundle
+from impl.naming.topic_name import NamespaceName
 from impl.resources import NamespacePolicies, ResourceNotFound
 
 routes = web.RouteTableDef()

@@ -11,7 +11,7 @@ from impl.admin.errors import error_response
 from impl.admin.redirect import require_owner
 from impl.admin.topic_stats import topic_stats
 from impl.broker.no_storage import NoLedger
-from impl.ownership.topic_name import NON_PERSISTENT, TopicName
+from impl.naming.topic_name import NON_PERSISTENT, TopicName
 from impl.resources import ResourceNotFound
 
 routes = web.RouteTableDef()

@@ -25,7 +25,7 @@ from impl.admin.errors import error_response
 from impl.admin.namespace_routes import namespace_of
 from impl.admin.topic_routes import TOPIC, topic_of
 from impl.admin.topic_stats import partitioned_stats
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from impl.partitioned_topics import PartitionedTopicResources
 from impl.resources import ResourceNotFound
 

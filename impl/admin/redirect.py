@@ -7,8 +7,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from impl.admin.context import context
+from impl.naming.topic_name import TopicName
 from impl.ownership.brokers import BrokerInfo
-from impl.ownership.topic_name import TopicName
 
 
 def redirect_to(owner: BrokerInfo, request: web.Request) -> web.HTTPTemporaryRedirect:

@@ -15,7 +15,7 @@ from aiohttp import web
 from impl.admin.bodies import json_object
 from impl.admin.context import context
 from impl.admin.errors import error_response
-from impl.ownership.topic_name import NamespaceName
+from impl.naming.topic_name import NamespaceName
 from impl.scalable.errors import (
     InvalidMetadata,
     LayoutUpdateConflict,

@@ -18,7 +18,7 @@ from impl.admin.bodies import json_object
 from impl.admin.context import context, schema_registry
 from impl.broker.schemas.compatibility import SchemaData, effective, type_name, type_named
 from impl.broker.schemas.registry import StoredSchema
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from impl.resources import ResourceNotFound
 
 routes = web.RouteTableDef()

@@ -19,7 +19,7 @@ from aiohttp import web
 from impl.admin.bodies import json_body
 from impl.admin.context import context
 from impl.admin.redirect import require_owner
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from impl.scalable.segment_storage import SegmentStorage
 from impl.storage.api import InitialPosition
 from wire.topic_names import SEGMENTS_ADMIN_API

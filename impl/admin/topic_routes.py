@@ -14,7 +14,7 @@ from aiohttp import web
 from impl.admin.context import context
 from impl.admin.redirect import authoritative, redirect_to, require_owner
 from impl.admin.topic_stats import internal_stats, topic_stats
-from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.naming.topic_name import NamespaceName, TopicName
 from impl.resources import ResourceExists, ResourceInUse, ResourceNotFound
 from impl.topic_policies import delete_topic_policies
 

@@ -13,10 +13,10 @@ import logging
 import threading
 
 from impl.metadata import paths
+from impl.metadata.ephemeral import claim_ephemeral
 from impl.metadata.errors import MetadataError
 from impl.metadata.session import SessionEvent
 from impl.metadata.store import MetadataStore
-from impl.ownership.ephemeral import claim_ephemeral
 
 log = logging.getLogger(__name__)
 

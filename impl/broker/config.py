@@ -16,7 +16,7 @@ from impl.broker.limits import (
     ConnectionLimits,
 )
 from impl.mutants import Mutants, UnknownMutant
-from impl.ownership.bundles import MAX_NAMESPACE_BUNDLES
+from impl.naming.bundles import MAX_NAMESPACE_BUNDLES
 from impl.ownership.session_policy import SessionExpiredPolicy
 from impl.replication.config import (
     GeoReplicationConfig,

@@ -31,7 +31,7 @@ from impl.broker.schemas.requested import requested_schema
 from impl.broker.service import BrokerService
 from impl.broker.subscription import Subscription, position_of
 from impl.broker.topic import Topic
-from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.naming.topic_name import NamespaceName, TopicName
 from impl.security.authorization import CONSUME, LOOKUP, PRODUCE
 from impl.security.errors import NotAuthenticated
 from impl.security.guard import OPEN_GUARD, Guard

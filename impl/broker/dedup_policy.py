@@ -17,7 +17,7 @@ from typing import Protocol
 
 from impl.metadata import paths
 from impl.metadata.store import Node, Watch
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from impl.resources import PulsarResources
 from impl.topic_policies import read_topic_policies, topic_policies_path
 

@@ -31,8 +31,7 @@ from typing import Any
 from impl.broker.dedup_policy import DeduplicationPolicy
 from impl.metadata.store import Watch
 from impl.mutants import Mutants
-from impl.ownership.topic_name import TopicName
-from impl.replication.replicator import CURSOR_PREFIX as REPLICATOR_PREFIX
+from impl.naming.topic_name import TopicName
 from impl.storage.api import (
     InitialPosition,
     ManagedCursor,
@@ -40,7 +39,7 @@ from impl.storage.api import (
     Position,
     StorageError,
 )
-from impl.system_cursors import DEDUPLICATION_CURSOR
+from impl.system_cursors import DEDUPLICATION_CURSOR, REPLICATOR_PREFIX
 from wire.frames import split_entry
 from wire.pulsar_api_pb2 import CommandSend, MessageMetadata
 

@@ -3,8 +3,8 @@ onto one `ServerError` here, at the edge, so the handlers raise domain errors on
 
 from __future__ import annotations
 
+from impl.metadata.ephemeral import StaleNodeRemains
 from impl.metadata.errors import MetadataError
-from impl.ownership.ephemeral import StaleNodeRemains
 from impl.ownership.namespace_service import NoBrokerAvailable, NotOwner
 from impl.resources import ResourceNotFound
 from impl.security.errors import NotAuthenticated, NotAuthorized

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import google_crc32c
 
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from impl.broker.no_storage import NoLedger
 from impl.broker.subscription import Subscription
 from impl.broker.topic import Topic
 from impl.mutants import NONE, Mutants
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from impl.storage.api import ManagedCursor, Position
 from wire.pulsar_api_pb2 import CommandAck, CommandSend, MessageIdData
 

@@ -32,7 +32,7 @@ from typing import Any, Protocol, TypeVar
 
 from impl.broker.errors import server_error
 from impl.metadata.store import Watch
-from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.naming.topic_name import NamespaceName, TopicName
 from impl.scalable.errors import NotLeader, ScalableTopicError, ScalableTopicNotFound
 from impl.scalable.layout import SegmentLayout
 from impl.scalable.service import ScalableTopicService

@@ -19,8 +19,8 @@ from impl.broker.non_persistent import NonPersistentTopic
 from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.topic import Topic
 from impl.mutants import NONE, Mutants
+from impl.naming.topic_name import NON_PERSISTENT, NamespaceName, TopicName
 from impl.ownership.namespace_service import LookupResult, TopicCloser
-from impl.ownership.topic_name import NON_PERSISTENT, NamespaceName, TopicName
 from impl.replication.broker_hooks import NO_REPLICATION, ReplicationService
 from impl.scalable.service import ScalableTopicService
 from impl.storage.api import ManagedLedger

@@ -20,7 +20,7 @@ from impl.broker.peer import Peer
 from impl.broker.producer import Producer
 from impl.broker.subscription import Subscription, position_of
 from impl.mutants import NONE, Mutants
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from impl.replication.broker_hooks import NO_REPLICATION, TopicHooks
 from impl.replication.stopping import finish
 from impl.resources import ResourceExists, ResourceNotFound

@@ -22,7 +22,7 @@ import logging
 from impl.broker import commands
 from impl.lookup.directory import TenantDirectory, TenantMoving, UnknownCluster, UnknownTenant
 from impl.metadata.errors import MetadataError
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from impl.security.errors import NotAuthenticated
 from impl.security.guard import OPEN_GUARD, Guard
 from wire.frames import FrameDecoder, MalformedFrame, encode_command

@@ -1,2 +1,2 @@
-"""Topic ownership: namespace bundles, who owns them (ephemeral nodes), lookups, loading
+"""Topic ownership: who owns namespace bundles (ephemeral nodes), lookups, loading
 and unloading topics, and PIP-57's session-expiry policy. See docs/broker.md."""

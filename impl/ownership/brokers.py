@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import mmh3
 
 from impl.metadata import paths
+from impl.metadata.ephemeral import claim_ephemeral
 from impl.metadata.errors import NotFound
 from impl.metadata.store import MetadataStore
-from impl.ownership.bundles import NamespaceBundle
-from impl.ownership.ephemeral import claim_ephemeral
+from impl.naming.bundles import NamespaceBundle
 
 log = logging.getLogger(__name__)
 

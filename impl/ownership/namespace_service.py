@@ -21,10 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+from impl.naming.bundles import NamespaceBundle, in_bundle
+from impl.naming.topic_name import NamespaceName, TopicName
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry, choose_broker
-from impl.ownership.bundles import NamespaceBundle, in_bundle
 from impl.ownership.ownership_cache import BundleState, OwnershipCache
-from impl.ownership.topic_name import NamespaceName, TopicName
 from impl.partitioned_topics import PartitionedTopicResources
 from impl.resources import PulsarResources
 from impl.storage.api import ManagedLedger

@@ -19,11 +19,11 @@ from collections import defaultdict
 from enum import Enum
 
 from impl.metadata import paths
+from impl.metadata.ephemeral import claim_ephemeral
 from impl.metadata.errors import NotFound, VersionConflict
 from impl.metadata.store import MetadataStore
+from impl.naming.bundles import NamespaceBundle
 from impl.ownership.brokers import BrokerInfo
-from impl.ownership.bundles import NamespaceBundle
-from impl.ownership.ephemeral import claim_ephemeral
 
 log = logging.getLogger(__name__)
 

@@ -31,8 +31,8 @@ from enum import Enum
 from impl.metadata.errors import MetadataError
 from impl.metadata.session import SessionEvent
 from impl.metadata.store import MetadataStore, Watch
+from impl.naming.bundles import NamespaceBundle
 from impl.ownership.brokers import BrokerRegistry
-from impl.ownership.bundles import NamespaceBundle
 from impl.ownership.ownership_cache import BundleState, OwnershipCache
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from impl.storage.api import Entry, ManagedCursor, ManagedLedger, Position
 
 MarkDeleteMover = Callable[[Position], Awaitable[None]]

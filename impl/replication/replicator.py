@@ -32,27 +32,19 @@ from impl.replication.remote_producer import RemoteProducer, RemoteUnavailable
 from impl.replication.routing import replicates_to
 from impl.replication.stopping import stop_task
 from impl.storage.api import Entry, ManagedCursor, Position, StorageError
+from impl.system_cursors import REPLICATOR_PREFIX
 from wire.frames import MalformedFrame, encode_entry, split_entry
 
 log = logging.getLogger(__name__)
 
-CURSOR_PREFIX = "pulsar.repl."
-"""Pulsar's replicator cursor names: `pulsar.repl.{remote cluster}`."""
-
 
 def replicator_cursor_name(remote_cluster: str) -> str:
-    return f"{CURSOR_PREFIX}{remote_cluster}"
-
-
-def is_replicator_cursor(name: str) -> bool:
-    """Whether a cursor belongs to a replicator rather than a subscription (stats leave
-    these out, as Pulsar's do)."""
-    return name.startswith(CURSOR_PREFIX)
+    return f"{REPLICATOR_PREFIX}{remote_cluster}"
 
 
 def replicator_producer_name(local_cluster: str) -> str:
     """Pulsar's name for the producer a replicator creates in the remote cluster."""
-    return f"{CURSOR_PREFIX}{local_cluster}"
+    return f"{REPLICATOR_PREFIX}{local_cluster}"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from impl.metadata import paths
 from impl.metadata.store import Node, Watch
 from impl.mutants import NONE, Mutants
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from impl.replication.config import GeoReplicationConfig
 from impl.replication.topic_replication import TopicReplication
 from impl.resources import NamespacePolicies, PulsarResources, ResourceNotFound

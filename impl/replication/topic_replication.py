@@ -40,7 +40,7 @@ from wire.frames import split_entry
 
 if TYPE_CHECKING:
     from impl.metadata.store import Watch
-    from impl.ownership.topic_name import TopicName
+    from impl.naming.topic_name import TopicName
     from impl.replication.service import BrokerReplication
 
 log = logging.getLogger(__name__)

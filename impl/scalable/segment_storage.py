@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from impl.metadata.store import MetadataStore
+from impl.naming.topic_name import TopicName
 from impl.ownership.namespace_service import NamespaceService
-from impl.ownership.topic_name import TopicName
 from impl.resources import ResourceNotFound
 from impl.storage.api import InitialPosition, ManagedLedger, Position
 from impl.storage.factory import managed_ledger_name

@@ -24,8 +24,8 @@ from impl.metadata import paths
 from impl.metadata.errors import NotEmpty, NotFound, VersionConflict
 from impl.metadata.store import MetadataStore, Node, Watch
 from impl.mutants import NONE, Mutants
+from impl.naming.topic_name import NamespaceName
 from impl.ownership.brokers import BrokerRegistry
-from impl.ownership.topic_name import NamespaceName
 from impl.scalable.admin_segments import AdminSegmentTopics
 from impl.scalable.controller import ControllerConfig, ScalableTopicController
 from impl.scalable.coordinator import DEFAULT_GRACE_PERIOD

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from impl.ownership.topic_name import NamespaceName
+from impl.naming.topic_name import NamespaceName
 from impl.resources import NamespacePolicies, ResourceNotFound, TenantInfo
 
 PRODUCE = "produce"

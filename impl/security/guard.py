@@ -3,7 +3,7 @@ it may do something; each maps the refusals onto its own protocol."""
 
 from __future__ import annotations
 
-from impl.ownership.topic_name import NamespaceName
+from impl.naming.topic_name import NamespaceName
 from impl.security.authorization import Authorizer, PermissionSource
 from impl.security.config import OPEN, SecurityConfig
 from impl.security.errors import NotAuthenticated, NotAuthorized

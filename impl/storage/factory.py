@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from impl.metadata.store import MetadataStore
 from impl.mutants import NONE, Mutants
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from impl.storage.api import ManagedLedger
 from impl.storage.bookie_client import BookiePool
 from impl.storage.context import ManagedLedgerConfig, StorageContext

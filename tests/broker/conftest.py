@@ -20,9 +20,9 @@ from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.server import BinaryServer
 from impl.broker.service import BrokerService
 from impl.mutants import NONE, Mutants
+from impl.naming.topic_name import NamespaceName, TopicName
 from impl.ownership.brokers import BrokerInfo
 from impl.ownership.namespace_service import LookupResult, TopicCloser
-from impl.ownership.topic_name import NamespaceName, TopicName
 from impl.security.guard import OPEN_GUARD, Guard
 from tests.broker.memory_ledger import MemoryLedger
 from tests.broker.memory_schemas import MemorySchemas

@@ -7,7 +7,7 @@ import threading
 
 from impl.broker.schemas.compatibility import Strategy
 from impl.broker.schemas.registry import Change, StoredSchema
-from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.naming.topic_name import NamespaceName, TopicName
 
 
 class MemorySchemas:

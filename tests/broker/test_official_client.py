@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulsar
 
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from tests.broker.conftest import MemoryBroker
 from tests.cluster.raw_producer import RawConsumer
 from tests.fixtures.receiving import until_quiet

@@ -11,7 +11,7 @@ import pulsar
 
 from impl.broker.namespace_topics import topics_hash
 from impl.mutants import Mutants
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from tests.broker.conftest import MemoryBroker, official_client, serving
 from tests.broker.test_official_client import drain
 from tests.cluster.raw_producer import RawConnection

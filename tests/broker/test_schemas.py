@@ -15,7 +15,7 @@ from pulsar.schema import AvroSchema, Integer, JsonSchema, Record, String, Strin
 
 from impl.broker.schemas.compatibility import Strategy
 from impl.mutants import Mutants
-from impl.ownership.topic_name import NamespaceName
+from impl.naming.topic_name import NamespaceName
 from tests.broker.conftest import MemoryBroker, official_client, serving
 from tests.cluster.raw_producer import RawConnection
 from wire.frames import encode_command

@@ -16,10 +16,10 @@ import pytest
 from impl.broker.schemas.registry import SchemaRegistry
 from impl.broker.service import BrokerService
 from impl.metadata.store import MetadataStore
+from impl.naming.topic_name import TopicName
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry
 from impl.ownership.namespace_service import NamespaceService, NotOwner
 from impl.ownership.ownership_cache import OwnershipCache
-from impl.ownership.topic_name import TopicName
 from impl.replication.broker_hooks import NoReplication, TopicHooks
 from impl.replication.config import GeoReplicationConfig
 from impl.replication.replicator import Replicator, ReplicatorLinks

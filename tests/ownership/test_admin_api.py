@@ -14,10 +14,10 @@ from aiohttp.test_utils import TestClient, TestServer
 from impl.admin.app import build_admin_app
 from impl.admin.context import CONTEXT, AdminContext
 from impl.metadata.store import MetadataStore
+from impl.naming.topic_name import TopicName
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry
 from impl.ownership.namespace_service import NamespaceService
 from impl.ownership.ownership_cache import OwnershipCache
-from impl.ownership.topic_name import TopicName
 from impl.resources import ClusterData, PulsarResources
 from impl.security.config import SecurityConfig
 from impl.security.guard import OPEN_GUARD, Guard

@@ -8,12 +8,12 @@ from collections.abc import Callable
 
 import pytest
 
+from impl.metadata.ephemeral import StaleNodeRemains
 from impl.metadata.store import MetadataStore
+from impl.naming.bundles import NamespaceBundles
+from impl.naming.topic_name import NamespaceName
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry, choose_broker
-from impl.ownership.bundles import NamespaceBundles
-from impl.ownership.ephemeral import StaleNodeRemains
 from impl.ownership.ownership_cache import BundleState, OwnershipCache, bundle_path
-from impl.ownership.topic_name import NamespaceName
 
 pytestmark = pytest.mark.zk
 

@@ -9,11 +9,11 @@ import pytest
 
 from harness.targets.local.zookeeper import ZooKeeperEnsemble
 from impl.metadata.store import MetadataStore
+from impl.naming.bundles import NamespaceBundle, NamespaceBundles
+from impl.naming.topic_name import NamespaceName
 from impl.ownership.brokers import BrokerInfo, BrokerRegistry
-from impl.ownership.bundles import NamespaceBundle, NamespaceBundles
 from impl.ownership.ownership_cache import OwnershipCache, bundle_path
 from impl.ownership.session_policy import SessionExpiredPolicy, SessionPolicy
-from impl.ownership.topic_name import NamespaceName
 from nemesis.session_expiry import expire_session_of
 from tests.fixtures.recording import Recorder, eventually
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from impl.ownership.topic_name import NamespaceName
+from impl.naming.topic_name import NamespaceName
 from impl.resources import NamespacePolicies, ResourceNotFound, TenantInfo
 from wire.connection import ClientConnection
 from wire.pulsar_api_pb2 import (

@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient
 from impl.admin.access_control import SUPERUSER as NEEDS_SUPERUSER
 from impl.admin.access_control import Needs, needs
 from impl.metadata.store import MetadataStore
-from impl.ownership.topic_name import NamespaceName
+from impl.naming.topic_name import NamespaceName
 from impl.security.authorization import CONSUME, PRODUCE
 from impl.security.config import SecurityConfig
 from impl.security.guard import Guard

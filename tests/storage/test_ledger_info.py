@@ -4,7 +4,7 @@ where the admin API looks for the topic, and the JSON round-trips."""
 from __future__ import annotations
 
 from impl.metadata import paths
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from impl.storage.api import Position
 from impl.storage.factory import managed_ledger_name
 from impl.storage.ledger_info import (

@@ -13,7 +13,7 @@ from __future__ import annotations
 from impl.broker.schemas.compatibility import SchemaData
 from impl.broker.schemas.registry import SchemaRegistry, version_bytes
 from impl.broker.topic import Topic
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 
 
 async def producer_schema_version(registry: SchemaRegistry, topic: TopicName,

@@ -19,7 +19,7 @@ from typing import Protocol
 from impl.broker.errors import IncompatibleSchema
 from impl.broker.schemas.compatibility import SchemaData, Strategy, check, consumer_strategy
 from impl.mutants import NONE, Mutants
-from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.naming.topic_name import NamespaceName, TopicName
 
 VERSION_BYTES = 8
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from impl.broker.errors import IncompatibleSchema, NoSchema
 from impl.broker.schemas.registry import VERSION_BYTES, SchemaRegistry, version_bytes, version_of
-from impl.ownership.topic_name import TopicName
+from impl.naming.topic_name import TopicName
 from wire.pulsar_api_pb2 import CommandGetSchema, Schema
 
 

@@ -13,7 +13,7 @@ from impl.broker.schemas.compatibility import SchemaData, Strategy
 from impl.broker.schemas.registry import Change, StoredSchema
 from impl.metadata import paths
 from impl.metadata.errors import AlreadyExists, NotFound
-from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.naming.topic_name import NamespaceName, TopicName
 from impl.resources import PulsarResources
 from wire.pulsar_api_pb2 import Schema
 

@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from impl.ownership.bundles import (
+from impl.naming.bundles import (
     FULL_UPPER_BOUND,
     BundleRange,
     NamespaceBundle,
     NamespaceBundles,
     topic_hash,
 )
-from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.naming.topic_name import NamespaceName, TopicName
 from wire.topic_names import InvalidTopicName
 
 NS = NamespaceName("public", "default")

@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from impl.ownership.topic_name import NamespaceName, TopicName
+from impl.naming.topic_name import NamespaceName, TopicName
 
 FULL_LOWER_BOUND = 0x00000000
 FULL_UPPER_BOUND = 0xFFFFFFFF
