@@ -89,8 +89,9 @@ def test_a_fault_the_backend_cannot_take_is_refused_before_the_run(
 
 
 def test_an_unregistered_backend_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ScenarioError, match=r"s.toml:2: topology.backend: expected one of "
-                                            r"docker, local, got 'throwaway'"):
+    known = ", ".join(BACKENDS)
+    with pytest.raises(ScenarioError, match=rf"s.toml:2: topology.backend: expected one of "
+                                            rf"{known}, got 'throwaway'"):
         load_scenario(_scenario(tmp_path, ""))
     with pytest.raises(UnknownBackend, match="no backend is called 'throwaway'"):
         deploy(Topology(backend="throwaway"), (), tmp_path)
