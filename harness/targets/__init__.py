@@ -1,6 +1,6 @@
-"""Targets starquake can start itself, chosen by a scenario's `topology.backend` from the
-backends of harness/backends.py: today the reference implementation as local processes
-(`local/`) or in containers (`docker/`)."""
+"""Targets starquake can start itself: the deployment of the backend a scenario's
+`topology.backend` names, one of harness/backends.py (each backend's package sits beside
+this module)."""
 
 from __future__ import annotations
 
