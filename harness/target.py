@@ -31,11 +31,10 @@ SESSION_DEBUG_PATH = "/admin/v2/debug/zookeeper-session"
 
 @dataclass(frozen=True)
 class CapabilitySpec:
-    """One capability: what it lets the nemesis do, what the nemesis acts through, and
-    the target file's hooks that give it to a hooks-controlled node."""
+    """One capability: what the nemesis acts through, and the target file's hooks that give
+    it to a hooks-controlled node."""
 
     name: Capability
-    means: str
     via: Literal["process", "network", "endpoint"]
     """`process`: the node's `NodeControl`; `network`: the Target's `NetworkControl`;
     `endpoint`: something the node serves itself."""
@@ -45,17 +44,18 @@ class CapabilitySpec:
 
 
 CAPABILITIES: dict[Capability, CapabilitySpec] = {spec.name: spec for spec in (
-    CapabilitySpec("kill", "kill the node (SIGKILL, its data kept) and start it again",
-                   "process", ("kill", "start")),
-    CapabilitySpec("pause", "freeze every process of the node and resume it", "process",
-                   ("pause", "resume")),
-    CapabilitySpec("partition", "drop the node's traffic from chosen nodes, all of it or "
-                   "to one port", "network", ("partition", "heal")),
-    CapabilitySpec("cut-clients", "drop what anyone but the Target's nodes sends to one of "
-                   "the node's ports, so the clients lose it", "network"),
-    CapabilitySpec("session-debug", "a broker publishes its metadata session id and "
-                   f"password on `{SESSION_DEBUG_PATH}`, so its session can be expired "
-                   "directly", "endpoint"),
+    # Kill the node (SIGKILL, its data kept) and start it again.
+    CapabilitySpec("kill", "process", ("kill", "start")),
+    # Freeze every process of the node (a long GC pause, its sockets open) and resume it.
+    CapabilitySpec("pause", "process", ("pause", "resume")),
+    # Drop the node's traffic from chosen nodes, all of it or only to one port.
+    CapabilitySpec("partition", "network", ("partition", "heal")),
+    # Drop what anyone but the Target's nodes sends to one of the node's ports: the
+    # clients lose it, its peers keep it.
+    CapabilitySpec("cut-clients", "network"),
+    # A broker publishes its metadata session id and password on SESSION_DEBUG_PATH, so
+    # its session can be expired directly.
+    CapabilitySpec("session-debug", "endpoint"),
 )}
 """The one place capabilities are declared (with the `Capability` names above): the
 target file's hooks and what a third party's docker node offers are read from it, and a
