@@ -19,25 +19,19 @@ from typing import Any
 from harness.backends import BACKENDS
 from harness.targets.reference_mutants import reference_mutants
 from harness.topology import AUTH_MODES, Topology
-from harness.workloads import cluster_count_problem, knob_problem
-from harness.workloads.settings import (
-    NACK_MODES,
-    SUBSCRIPTION_MODES,
-    WORKLOADS,
-    WorkloadSettings,
-)
+from harness.workloads.registry import cluster_count_problem
+from harness.workloads.settings import WorkloadSettings
 from history.checker_names import CHECKER_NAMES
 from history.errors import BadInput
 from history.toml_input import TomlInput
 from nemesis.faults import FAULT_NAMES
 from nemesis.schedule import SCHEDULES, NemesisSettings, TimedFault
+from scenarios.workload_table import read_workload
 
 SESSION_POLICIES = ("shutdown", "reconnect")
 EXPECTED = ("valid", "invalid", "unknown")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """A scenario's name is a directory of the runs directory: one plain path component."""
-MIN_SEND_TIMEOUT_S = 0.1
-"""A shorter send timeout would time out sends on loopback: the client's zero turns it off."""
 
 
 class ScenarioError(BadInput):
@@ -86,9 +80,7 @@ def load_scenario(path: Path) -> Scenario:
         topology=reader.table(data, "topology", Topology, {
             "clusters": (tuple, str), "backend": tuple(BACKENDS),
             "session_expired_policy": SESSION_POLICIES, "auth": AUTH_MODES}),
-        workload=reader.table(data, "workload", WorkloadSettings, {
-            "kind": WORKLOADS, "subscription_mode": SUBSCRIPTION_MODES,
-            "groups": (tuple, str)}),
+        workload=read_workload(data.get("workload", {}), reader.check, reader.toml.error),
         nemesis=_nemesis(reader, data),
         checkers=reader.table(data, "checkers", Checkers, {"unavailable_bound_ms": int,
                                                              "zombie_broker_bound_ms": int}),
@@ -104,28 +96,10 @@ def load_scenario(path: Path) -> Scenario:
     if problem:
         raise toml.error("topology.clusters", f"{problem}, got "
                                               f"{list(scenario.topology.clusters)}")
-    for share in ("edge_key_share", "nack_share"):
-        if getattr(scenario.workload, share) > 1:
-            raise toml.expected(f"workload.{share}", "a share from 0 to 1",
-                                getattr(scenario.workload, share))
-    if scenario.workload.nack_share and scenario.workload.subscription_mode not in NACK_MODES:
-        raise toml.error(
-            "workload.nack_share", f"only with subscription_mode {' or '.join(NACK_MODES)} "
-            f"(in the others a negative acknowledgement asks for every unacknowledged "
-            f"message again), got {scenario.workload.subscription_mode}")
-    if scenario.workload.send_timeout_s < MIN_SEND_TIMEOUT_S:
-        raise toml.expected("workload.send_timeout_s", f"at least {MIN_SEND_TIMEOUT_S} "
-                            f"(seconds)", scenario.workload.send_timeout_s)
     for seconds in ("replication_keepalive_s", "snapshot_timeout_s"):
         if getattr(scenario.topology, seconds) <= 0:
             raise toml.expected(f"topology.{seconds}", "a number of seconds above 0",
                                 getattr(scenario.topology, seconds))
-    if scenario.workload.failover_every_s <= 0:
-        raise toml.expected("workload.failover_every_s", "a number of seconds above 0",
-                            scenario.workload.failover_every_s)
-    knob = knob_problem(scenario.workload)
-    if knob:
-        raise toml.error(f"workload.{knob[0]}", knob[1])
     return scenario
 
 
@@ -250,6 +224,8 @@ def scenario_toml(scenario: Scenario) -> str:
         for key, value in vars(table).items():
             if isinstance(value, tuple) and value and hasattr(value[0], "__dataclass_fields__"):
                 nested.append((key, value))
+            elif hasattr(value, "__dataclass_fields__"):  # a workload's knobs: keys of its table
+                lines += [f"{k} = {_toml_value(v)}" for k, v in vars(value).items()]
             elif value is not None:  # an unset optional stays unset when read back
                 lines.append(f"{key} = {_toml_value(value)}")
         for key, items in nested:

@@ -52,6 +52,7 @@ from harness.target import TargetCluster
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.cursors import CursorObserver
 from harness.workloads.geo_link import replicate_namespace
+from harness.workloads.knobs import knob
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
 from harness.workloads.official_client import (
     LIVE,
@@ -67,6 +68,7 @@ from harness.workloads.official_client import (
     subscribe_recorded,
     wait_out_lag,
 )
+from harness.workloads.shared_knobs import OfficialClientKnobs, ReplicatedSubscriptionKnobs
 from harness.workloads.stats import subscription_backlogs
 from history.writer import ClientProcess, SequentialIds
 
@@ -105,9 +107,16 @@ class _Reader:
 
 
 class GeoWorkload:
+    @dataclass(frozen=True)
+    class Knobs(OfficialClientKnobs, ReplicatedSubscriptionKnobs):
+        failover_every_s: float = knob(6.0, "About how often the replicated subscription's "
+                                            "consumers move to the next cluster.", above=0)
+        """Evenly spaced over the load, at least once."""
+
     def __init__(self, context: WorkloadContext) -> None:
         self.topic = geo_topic(context)
         self.context = context
+        self.knobs = context.settings.knobs_as(GeoWorkload.Knobs)
         self._ids = SequentialIds("p")
         self._clusters = {c.name: c for c in context.clusters}
         self._clients: dict[str, pulsar.Client] = {}
@@ -145,7 +154,7 @@ class GeoWorkload:
 
     def _subscribe_live(self, cluster: str, deadline: float) -> list[_Reader]:
         return [self._subscribe(cluster, f"c{n}-{cluster}", LIVE,
-                                self.context.settings.subscription_mode, deadline,
+                                self.knobs.subscription_mode, deadline,
                                 replicated=True)
                 for n in range(self.context.settings.consumers)]
 
@@ -156,7 +165,7 @@ class GeoWorkload:
         consumer = subscribe_recorded(process, self._clients[cluster], self.topic, subscription,
                                       mode, deadline, replicated=replicated,
                                       fields={"consumer": name, "cluster": cluster})
-        lag = self.context.settings.consumer_lag_s if replicated else 0.0
+        lag = self.knobs.consumer_lag_s if replicated else 0.0
         return _Reader(process, name, subscription, cluster, consumer, lag)
 
     def _producer_cluster(self, worker: int) -> str:
@@ -164,14 +173,14 @@ class GeoWorkload:
 
     def _new_producer(self, worker: int) -> pulsar.Producer:
         return self._clients[self._producer_cluster(worker)].create_producer(
-            self.topic, **producer_options(self.context.settings))
+            self.topic, **producer_options(self.knobs))
 
     # --- load ----------------------------------------------------------------------------
 
     def run(self, deadline: float, stop: threading.Event) -> None:
         producers = len(self._producers)
         plan = failover_plan(list(self._clusters), deadline - time.monotonic(),
-                             self.context.settings.failover_every_s)
+                             self.knobs.failover_every_s)
         started = time.monotonic()
 
         def work(n: int) -> None:
@@ -180,8 +189,7 @@ class GeoWorkload:
             else:
                 self._fail_over(plan, started, deadline, stop)
 
-        run_workers(work, producers + 1, "geo", deadline,
-                    self.context.settings.send_timeout_s + 5)
+        run_workers(work, producers + 1, "geo", deadline, self.knobs.send_timeout_s + 5)
 
     def _produce(self, worker: int, deadline: float, stop: threading.Event) -> None:
         cluster = self._producer_cluster(worker)

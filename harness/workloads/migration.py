@@ -43,6 +43,7 @@ import dataclasses
 import logging
 import threading
 import time
+from dataclasses import dataclass
 
 import pulsar
 
@@ -64,6 +65,7 @@ from harness.workloads.official_client import (
     subscribe_recorded,
     wait_out_lag,
 )
+from harness.workloads.shared_knobs import OfficialClientKnobs, ReplicatedSubscriptionKnobs
 from harness.workloads.stats import subscription_backlogs
 from history.writer import ClientProcess, SequentialIds
 
@@ -102,12 +104,17 @@ def step_changes(steps: list[dict[str, str]],
 
 
 class MigrationWorkload:
+    @dataclass(frozen=True)
+    class Knobs(OfficialClientKnobs, ReplicatedSubscriptionKnobs):
+        """Only the knobs it shares with the geo workload."""
+
     def __init__(self, context: WorkloadContext) -> None:
         self.source, self.target = context.clusters[0], context.clusters[1]
         name = context.topic.rsplit("/", 1)[-1]
         self.tenant = f"{TENANT_PREFIX}-{name}"
         self.topic = f"persistent://{self.tenant}/{NAMESPACE}/{name}"
         self.context = context
+        self.knobs = context.settings.knobs_as(MigrationWorkload.Knobs)
         self._ids = SequentialIds("p")
         if context.lookup is None:
             raise WorkloadOpenFailed("the migration workload needs a Target with a lookup "
@@ -151,7 +158,7 @@ class MigrationWorkload:
         for n in range(c.settings.consumers):
             process = ClientProcess(c.history, self._ids)
             consumer = subscribe_recorded(
-                process, client, self.topic, LIVE, c.settings.subscription_mode, deadline,
+                process, client, self.topic, LIVE, self.knobs.subscription_mode, deadline,
                 replicated=True, fields={"consumer": f"c{n}", "cluster": self._serving})
             thread = threading.Thread(target=self._consume, args=(process, consumer, f"c{n}"),
                                       name=f"consumer-c{n}", daemon=True)
@@ -177,13 +184,11 @@ class MigrationWorkload:
             elif not stop.wait(max(0.0, migrate_at - time.monotonic())):
                 self._migrate()
 
-        run_workers(work, producers + 1, "migration", deadline,
-                    self.context.settings.send_timeout_s + 5)
+        run_workers(work, producers + 1, "migration", deadline, self.knobs.send_timeout_s + 5)
 
     def _new_producer(self) -> pulsar.Producer:
         assert self._client is not None, "open() first"
-        return self._client.create_producer(self.topic,
-                                            **producer_options(self.context.settings))
+        return self._client.create_producer(self.topic, **producer_options(self.knobs))
 
     def _send_fields(self, key: str) -> dict[str, str]:
         return {"key": key, "topic": self.topic, "cluster": self._serving}
@@ -248,7 +253,7 @@ class MigrationWorkload:
             if message is None:
                 continue
             serving = self._delivered_from(message.data().decode(errors="replace"))
-            if not wait_out_lag(message, self.context.settings.consumer_lag_s, self._closing):
+            if not wait_out_lag(message, self.knobs.consumer_lag_s, self._closing):
                 return
             self._deliveries.tick()
             record_and_acknowledge(process, consumer, message, {
@@ -284,6 +289,6 @@ class MigrationWorkload:
         self._cursors.finish()
         self._closing.set()
         for thread, _ in self._consumers:
-            thread.join(RECEIVE_POLL_MS / 1000 * 5 + self.context.settings.consumer_lag_s + 1)
+            thread.join(RECEIVE_POLL_MS / 1000 * 5 + self.knobs.consumer_lag_s + 1)
         client, self._client = self._client, None
         close_client(client)

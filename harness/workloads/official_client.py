@@ -28,7 +28,7 @@ from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.cursors import CursorObserver
 from harness.workloads.loops import paced_slots, run_workers
 from harness.workloads.plan import message_plan
-from harness.workloads.settings import WorkloadSettings
+from harness.workloads.shared_knobs import OfficialClientKnobs
 from history.writer import ClientProcess, SequentialIds
 
 log = logging.getLogger(__name__)
@@ -61,13 +61,13 @@ PRODUCER_OPTIONS: dict[str, Any] = {
 RETRY_PAUSE_S = 0.5
 
 
-def producer_options(settings: WorkloadSettings) -> dict[str, Any]:
+def producer_options(knobs: OfficialClientKnobs) -> dict[str, Any]:
     """PRODUCER_OPTIONS as a scenario sets them: the client gives a send up (`Timeout`,
     recorded `info`) after `send_timeout_s`, and a producer's queue holds one message of
     each of its `processes`."""
-    return {**PRODUCER_OPTIONS, "send_timeout_millis": round(settings.send_timeout_s * 1000),
+    return {**PRODUCER_OPTIONS, "send_timeout_millis": round(knobs.send_timeout_s * 1000),
             "max_pending_messages": max(PRODUCER_OPTIONS["max_pending_messages"],
-                                        settings.processes)}
+                                        knobs.processes)}
 
 
 def position_of(message_id: Any) -> str:
@@ -164,10 +164,11 @@ def produce(context: WorkloadContext, ids: SequentialIds, worker: int, workers: 
     in flight at once, as from an application's threads; a process whose send timed out
     goes on under a fresh process id at once, so sends are still invoked while a fault
     holds the earlier ones."""
-    processes = context.settings.processes
+    knobs = context.settings.knobs_as(OfficialClientKnobs)
+    processes = knobs.processes
     run_workers(lambda p: _send_loop(context, ids, worker * processes + p, workers * processes,
                                      producer, make, fields, deadline, stop, position),
-                processes, f"producer-{worker}", deadline, context.settings.send_timeout_s + 5)
+                processes, f"producer-{worker}", deadline, knobs.send_timeout_s + 5)
 
 
 def _send_loop(context: WorkloadContext, ids: SequentialIds, process_number: int,

@@ -47,6 +47,7 @@ from harness.scalable_client.stream_consumer import StreamConsumer
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.client_loop import ClientLoop
 from harness.workloads.edge_keys import EdgeKeys
+from harness.workloads.knobs import knob
 from harness.workloads.loops import (
     DeliveryClock,
     drain_fields,
@@ -58,6 +59,7 @@ from harness.workloads.plan import message_plan
 from harness.workloads.scalable_admin import TIMEOUT as ADMIN_TIMEOUT
 from harness.workloads.scalable_admin import AdminRefused, AdminUnreachable, ScalableTopicAdmin
 from harness.workloads.scalable_layout import LayoutDriver, LayoutObserver
+from harness.workloads.shared_knobs import ConsumerWorkKnobs, SendKnobs
 from history.writer import ClientProcess, SequentialIds
 
 log = logging.getLogger(__name__)
@@ -110,7 +112,7 @@ class _Deliveries:
         self._fields = {"topic": c.topic, "cluster": c.cluster, "subscription": subscription,
                         "consumer": consumer}
         self._idle: list[ClientProcess] = []
-        self._hold_s = workload.context.settings.process_ms / 1000
+        self._hold_s = workload.knobs.process_ms / 1000
 
     async def __call__(self, message: Message) -> AckListener:
         w = self._workload
@@ -191,14 +193,46 @@ class _Session:
 
 
 class ScalableWorkload:
+    @dataclasses.dataclass(frozen=True)
+    class Knobs(SendKnobs, ConsumerWorkKnobs):
+        initial_segments: int = knob(2, "Segments the scalable topic is created with.", least=1)
+        layout_interval_s: float = knob(4.0, "Mean time between the admin driver's splits and "
+                                             "merges (0: none).", least=0)
+        layout_until_s: float = knob(0.0, "The admin driver starts splits and merges only in "
+                                          "this many first seconds of the load (0: "
+                                          "throughout).", least=0)
+        """A change the nemesis leaves half done then stays as the system leaves it: no later
+        change of the driver's finishes it."""
+        edge_key_share: float = knob(0.25, "The share of sends keyed to hash onto the first or "
+                                           "last hash of an active segment.", least=0, most=1)
+        """Each edge in turn: random keys almost never land there, where an off-by-one in
+        routing lives."""
+        layout_lag_ms: float = knob(0.0, "How late producers act on a new layout: producer n "
+                                         "n times this long.", least=0)
+        """Around a split or merge one producer writes to the children while another still
+        writes to the parents, which a correct controller has terminated by then."""
+        late_subscription: bool = knob(False, "A third subscription, `late`, read only in the "
+                                              "drain by a consumer that follows the stored "
+                                              "layout.")
+        """Made with the others (mode `queue`), its consumer starts in the drain: a client that
+        arrives after the load. A segment the stored layout lost, whose writes the live
+        consumers read as they came, is missing for it: `lost`. Off by default, as it reads
+        the whole run again in the drain."""
+        merge_union_probe: bool = knob(False, "Before each merge, a subscription on each parent "
+                                              "the other has not; after it, a probe that the "
+                                              "merged segment holds both.")
+        """PIP-468's union of the parents' subscriptions, which parents that hold the same ones
+        cannot show (harness/workloads/merge_probe.py)."""
+
     def __init__(self, context: WorkloadContext) -> None:
         self.context = context = dataclasses.replace(
             context, topic=scalable_topic_name(context.topic))
+        self.knobs = context.settings.knobs_as(ScalableWorkload.Knobs)
         self.ids = SequentialIds("p")
         self.deliveries = DeliveryClock()
         self._urls = service_urls(context.service_url)
         self._admin = ScalableTopicAdmin(context.admin_urls, context.topic)
-        self._edges = EdgeKeys(context.settings.edge_key_share)
+        self._edges = EdgeKeys(self.knobs.edge_key_share)
         self._observer = LayoutObserver(context, self._admin)
         self._loop: ClientLoop | None = None
         self._producers: list[ScalableProducer] = []
@@ -219,7 +253,7 @@ class ScalableWorkload:
         self._until(deadline, f"read the layout of {c.topic}", self._observer.poll)
         for subscription in SUBSCRIPTIONS:
             self._subscribe(subscription, subscription, deadline)
-        if c.settings.late_subscription:
+        if self.knobs.late_subscription:
             self._subscribe(LATE, "queue", deadline)
         self._loop = loop = ClientLoop("scalable-client")
         self._consumers = [
@@ -243,7 +277,7 @@ class ScalableWorkload:
 
     def _create_topic(self) -> dict[str, Any] | None:
         try:
-            return self._admin.create(self.context.settings.initial_segments)
+            return self._admin.create(self.knobs.initial_segments)
         except AdminRefused as exc:
             if exc.status == 409:  # an earlier attempt that timed out had made it
                 return {}
@@ -297,10 +331,10 @@ class ScalableWorkload:
                           CLIENT_TIMEOUT_S, client_token()).start()
 
     async def _start_producer(self, n: int) -> ScalableProducer:
-        settings = self.context.settings
+        knobs = self.knobs
         return await ScalableProducer(rotated(self._urls, n), self.context.topic,
-                                      f"producer-{n}", settings.send_timeout_s, client_token(),
-                                      layout_lag_s=n * settings.layout_lag_ms / 1000).start()
+                                      f"producer-{n}", knobs.send_timeout_s, client_token(),
+                                      layout_lag_s=n * knobs.layout_lag_ms / 1000).start()
 
     def _running(self) -> ClientLoop:
         assert self._loop is not None, "open() first"
@@ -310,7 +344,7 @@ class ScalableWorkload:
 
     def run(self, deadline: float, stop: threading.Event) -> None:
         """Producers, the admin driver and the layout observer, all until `deadline`."""
-        driver = LayoutDriver(self.context, self._admin, self._observer)
+        driver = LayoutDriver(self.context, self.knobs, self._admin, self._observer)
         layout_threads = [
             threading.Thread(target=driver.run, args=(deadline, stop), name="layout-driver",
                              daemon=True),
@@ -319,7 +353,7 @@ class ScalableWorkload:
         for thread in layout_threads:
             thread.start()
         run_workers(lambda n: self._produce(n, deadline, stop), len(self._producers),
-                    "producer", deadline, self.context.settings.send_timeout_s + 5)
+                    "producer", deadline, self.knobs.send_timeout_s + 5)
         for thread in layout_threads:
             # A split or merge outstanding at the deadline ends within its HTTP timeout.
             thread.join(max(0.0, deadline - time.monotonic()) + ADMIN_TIMEOUT + 5)
@@ -330,7 +364,7 @@ class ScalableWorkload:
         producer = self._producers[worker]
         plan = message_plan(c.seed, worker, c.settings.keys)
         edge_draws = random.Random(f"{c.seed}:edges:{worker}")
-        timeout = c.settings.send_timeout_s
+        timeout = self.knobs.send_timeout_s
         workers = len(self._producers)
         for _ in paced_slots(c.settings.rate / workers, deadline, stop, worker / workers):
             planned, value = next(plan)
@@ -366,7 +400,7 @@ class ScalableWorkload:
         c.history.record("harness", "invoke", "drain", **fields)
         self._observer.poll()
         started = time.monotonic()
-        if c.settings.late_subscription:
+        if self.knobs.late_subscription:
             try:
                 self._consumers.append(self._running().call(
                     self._start_consumer(QueueConsumer, LATE, 0), OPEN_TIMEOUT_S))

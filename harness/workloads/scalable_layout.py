@@ -15,12 +15,15 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.workloads.base import WorkloadContext
 from harness.workloads.loops import seeded_moments
 from harness.workloads.merge_probe import MergeProbe
 from harness.workloads.scalable_admin import AdminRefused, AdminUnreachable, ScalableTopicAdmin
+
+if TYPE_CHECKING:  # the workload imports this module
+    from harness.workloads.scalable import ScalableWorkload
 
 POLL_S = 0.5
 MAX_ACTIVE = 4
@@ -94,22 +97,22 @@ class LayoutDriver:
     """Splits and merges at seeded intervals around `layout_interval_s`, choosing the
     segments from the seed and the layout it finds."""
 
-    def __init__(self, context: WorkloadContext, admin: ScalableTopicAdmin,
-                 observer: LayoutObserver) -> None:
+    def __init__(self, context: WorkloadContext, knobs: ScalableWorkload.Knobs,
+                 admin: ScalableTopicAdmin, observer: LayoutObserver) -> None:
         self._context = context
+        self._knobs = knobs
         self._admin = admin
         self._observer = observer
         self._rng = random.Random(f"{context.seed}:layout")
-        self._probe = (MergeProbe(context, admin) if context.settings.merge_union_probe
-                       else None)
+        self._probe = MergeProbe(context, admin) if knobs.merge_union_probe else None
 
     def run(self, deadline: float, stop: threading.Event) -> None:
         """Change the layout until `deadline` (a `time.monotonic()`), or `stop`; called as
         the load starts."""
-        settings = self._context.settings
-        if settings.layout_until_s:
-            deadline = min(deadline, time.monotonic() + settings.layout_until_s)
-        for _ in seeded_moments(self._rng, settings.layout_interval_s, deadline, stop):
+        knobs = self._knobs
+        if knobs.layout_until_s:
+            deadline = min(deadline, time.monotonic() + knobs.layout_until_s)
+        for _ in seeded_moments(self._rng, knobs.layout_interval_s, deadline, stop):
             metadata = self._observer.poll()
             change = choose_change(self._rng, metadata) if metadata is not None else None
             if change is not None:

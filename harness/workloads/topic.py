@@ -35,7 +35,7 @@ broker and is read from storage later. With `nack_share` a consumer negatively
 acknowledges that share of its deliveries (drawn from a seeded stream of its own): the
 `recv` has no `ack`, and the client asks the broker for the message again after
 `NACK_DELAY_MS`, which must deliver it again to some consumer of the subscription (only
-in the `NACK_MODES` of harness/workloads/settings.py, which say why). The three apply
+in the `NACK_MODES`, which say why). The three apply
 to the live subscription's consumers; the late one reads as fast as it can and
 acknowledges everything.
 """
@@ -52,6 +52,7 @@ import pulsar
 from harness.credentials import client_authentication
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
 from harness.workloads.cursors import CursorObserver
+from harness.workloads.knobs import knob
 from harness.workloads.loops import (
     DeliveryClock,
     drain_fields,
@@ -73,6 +74,7 @@ from harness.workloads.official_client import (
     retry_until,
     subscribe_recorded,
 )
+from harness.workloads.shared_knobs import ConsumerWorkKnobs, OfficialClientKnobs
 from harness.workloads.stats import subscription_backlogs
 from history.writer import ClientProcess, SequentialIds
 
@@ -84,6 +86,12 @@ CRASH_POLLS = 10
 NACK_DELAY_MS = 500
 """How long the client waits before asking again for a negatively acknowledged message
 (the client's own default, a minute, would leave it out of most runs)."""
+NACK_MODES = ("shared", "key_shared")
+"""The subscription modes `nack_share` is taken in. In the others the client asks for
+every unacknowledged message again, not the one negatively acknowledged, and that races
+with its own acknowledgements on their way: a message the broker sends again just before
+its acknowledgement arrives is delivered after an acknowledgement the cursor confirms,
+which a history cannot tell from a redelivery of an acknowledged message."""
 
 
 @dataclass(frozen=True)
@@ -102,8 +110,34 @@ class _Consumer:
 
 
 class TopicWorkload:
+    @dataclass(frozen=True)
+    class Knobs(OfficialClientKnobs, ConsumerWorkKnobs):
+        crash_interval_s: float = knob(0.0, "Mean time between consumer crashes while the "
+                                            "load runs (0: none).", least=0)
+        """A crashing consumer takes a few messages without acknowledging them and closes; a
+        new consumer takes its place. The broker owes those messages to the subscription
+        again, which no other loop exercises: every other consumer acknowledges all it
+        receives."""
+        receiver_queue: int = knob(100, "How many messages the broker may push to a consumer "
+                                        "ahead of what it has read.", least=1)
+        """With lagging consumers the rest of the backlog waits at the broker, to be read from
+        storage, and a crash takes back up to this many messages at once."""
+        nack_share: float = knob(0.0, "The share of deliveries a consumer negatively "
+                                      "acknowledges instead of acknowledging.", least=0, most=1)
+        """Seeded per consumer; the client asks the broker for them again after
+        `NACK_DELAY_MS`. Recorded as a `recv` with no `ack`."""
+
+        def problem(self) -> tuple[str, str] | None:
+            if self.nack_share and self.subscription_mode not in NACK_MODES:
+                return "nack_share", (
+                    f"only with subscription_mode {' or '.join(NACK_MODES)} (in the others a "
+                    f"negative acknowledgement asks for every unacknowledged message again), "
+                    f"got {self.subscription_mode}")
+            return None
+
     def __init__(self, context: WorkloadContext) -> None:
         self.context = context
+        self.knobs = context.settings.knobs_as(TopicWorkload.Knobs)
         self._ids = SequentialIds("p")
         self._client: pulsar.Client | None = None
         self._live: list[_Consumer] = []
@@ -116,7 +150,7 @@ class TopicWorkload:
         self._crashes: threading.Thread | None = None
         self._crashes_end = 0.0
         """When the crash thread is over at the latest (a `time.monotonic()`)."""
-        self._reader_join_s = RECEIVE_POLL_MS / 1000 * 5 + context.settings.process_ms / 1000 + 1
+        self._reader_join_s = RECEIVE_POLL_MS / 1000 * 5 + self.knobs.process_ms / 1000 + 1
         """How long a consumer's thread may take to stop once told to: its receive poll, the
         work on what it just received, and that message's acknowledgement."""
         self._deliveries = DeliveryClock()
@@ -137,7 +171,7 @@ class TopicWorkload:
             authentication=client_authentication(),
             logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(c.client_log)))
         deadline = time.monotonic() + OPEN_TIMEOUT
-        self._live = [self._subscribe(f"c{n}", LIVE, c.settings.subscription_mode, deadline)
+        self._live = [self._subscribe(f"c{n}", LIVE, self.knobs.subscription_mode, deadline)
                       for n in range(c.settings.consumers)]
         # The late subscription exists from now on; its consumer comes back in the drain.
         self._subscribe("late", LATE, "exclusive", deadline).consumer.close()
@@ -160,13 +194,13 @@ class TopicWorkload:
                                       fields={"consumer": name, "cluster": c.cluster,
                                               **successor},
                                       options={
-                                          "receiver_queue_size": c.settings.receiver_queue,
+                                          "receiver_queue_size": self.knobs.receiver_queue,
                                           "negative_ack_redelivery_delay_ms": NACK_DELAY_MS})
         return _Consumer(process, name, subscription, consumer)
 
     def _new_producer(self) -> pulsar.Producer:
         return self._connected().create_producer(self.context.topic,
-                                                 **producer_options(self.context.settings))
+                                                 **producer_options(self.knobs))
 
     def _connected(self) -> pulsar.Client:
         assert self._client is not None, "open() first"
@@ -177,8 +211,8 @@ class TopicWorkload:
     def run(self, deadline: float, stop: threading.Event) -> None:
         c = self.context
         workers = len(self._producers)
-        grace_s = self.context.settings.send_timeout_s + 5
-        if c.settings.crash_interval_s:
+        grace_s = self.knobs.send_timeout_s + 5
+        if self.knobs.crash_interval_s:
             self._crashes_end = (deadline + grace_s + self._reader_join_s
                                  + CRASH_POLLS * RECEIVE_POLL_MS / 1000)
             self._crashes = threading.Thread(target=self._crash_consumers,
@@ -199,7 +233,7 @@ class TopicWorkload:
         cannot subscribe by `grace_s` after the deadline ends the crashes."""
         c = self.context
         rng = random.Random(f"{c.seed}:crash")
-        for _ in seeded_moments(rng, c.settings.crash_interval_s, deadline, stop):
+        for _ in seeded_moments(rng, self.knobs.crash_interval_s, deadline, stop):
             slot = rng.randrange(len(self._live))
             self._crash(self._live[slot], rng.randint(1, CRASH_TAKES), stop)
             try:
@@ -230,7 +264,7 @@ class TopicWorkload:
     def _succeed(self, victim: _Consumer, deadline: float) -> _Consumer:
         """A new consumer, under a new process, in the crashed `victim`'s place."""
         return self._subscribe(victim.successor_name(), LIVE,
-                               self.context.settings.subscription_mode, deadline,
+                               self.knobs.subscription_mode, deadline,
                                replaces=victim.name)
 
     def _join_crashes(self) -> None:
@@ -257,10 +291,9 @@ class TopicWorkload:
         """Receive, record, and acknowledge, until `close()` or its crash. A live consumer
         works on each message for `process_ms` first, and negatively acknowledges a seeded
         `nack_share` of them instead; the late consumer only proves what is stored."""
-        settings = self.context.settings
         live = reader.subscription == LIVE
-        hold_s = settings.process_ms / 1000 if live else 0.0
-        nack_share = settings.nack_share if live else 0.0
+        hold_s = self.knobs.process_ms / 1000 if live else 0.0
+        nack_share = self.knobs.nack_share if live else 0.0
         fields = self._delivery_fields(reader)
         nacks = random.Random(f"{self.context.seed}:nack:{reader.name}")
         while not (self._consuming.is_set() or reader.stopped.is_set()):

@@ -28,6 +28,7 @@ from pathlib import Path
 import click
 import orjson
 
+from harness.workloads.shared_knobs import OfficialClientKnobs
 from scenarios.catalogue import resolve_scenario
 from scenarios.format import load_scenario, scenario_toml
 from starquake.output import command_console
@@ -150,15 +151,17 @@ def bench_workload(seed: int, rate: int | None, processes: int | None,
     from starquake.run.pipeline import RunOptions, run
 
     scenario = load_scenario(resolve_scenario(BENCH_SCENARIO))
+    knobs = scenario.workload.knobs_as(OfficialClientKnobs)
+    knobs = dataclasses.replace(knobs, processes=processes or knobs.processes)
     workload = dataclasses.replace(scenario.workload, rate=rate or scenario.workload.rate,
-                                   processes=processes or scenario.workload.processes)
+                                   knobs=knobs)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "topic-workload-bench.toml"
         path.write_text(scenario_toml(dataclasses.replace(scenario, workload=workload)))
         outcome = run(RunOptions(path, seed, runs_dir=runs_dir or Path(tmp) / "runs"),
                       command_console())
         figures = measure(outcome.run_dir, workload.rate,
-                          workload.producers * workload.processes)
+                          workload.producers * knobs.processes)
     click.echo(f"verdict={outcome.results.get('valid')} seconds={figures.seconds:.1f} "
                f"operations={figures.operations} operations_per_s={figures.per_second:,.0f} "
                f"sends_per_s={figures.sends_per_second:,.0f} "

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness.target import Target
 from harness.targets.external.file import Feature as SystemFeature
-from harness.workloads import ONE_CLUSTER
+from harness.workloads.registry import ONE_CLUSTER
 from nemesis.faults.session import OUTLAST
 from scenarios.catalogue import resolve_scenario
 from scenarios.format import Scenario, ScenarioError, load_scenario

@@ -29,8 +29,8 @@ from harness.health_probe import probe_health
 from harness.signals import sigterm_interrupts
 from harness.target import Target
 from harness.targets import deploy
-from harness.workloads import make_workload
 from harness.workloads.base import Workload, WorkloadContext
+from harness.workloads.registry import make_workload
 from history.errors import BAD_INPUT, ENVIRONMENT, StarquakeError
 from nemesis.runner import FaultStatus, NemesisRunner
 from nemesis.schedule import Schedule

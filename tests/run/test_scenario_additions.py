@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 
 def test_topic_workload_defaults(write_scenario: WriteScenario) -> None:
     scenario = write_scenario('[workload]\nkind = "topic"\n')
-    assert scenario.workload.subscription_mode == "failover"
+    assert scenario.workload.knobs.subscription_mode == "failover"
     assert scenario.workload.drain_quiet_s == 3.0
     assert scenario.topology.session_timeout_ms == 4000
 

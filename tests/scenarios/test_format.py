@@ -62,10 +62,10 @@ def test_defaults_fill_what_is_left_out(tmp_path: Path) -> None:
 
 
 def test_consumer_crashes_are_off_unless_a_topic_scenario_asks(tmp_path: Path) -> None:
-    assert load_scenario(_scenario(tmp_path, "")).workload.crash_interval_s == 0
-    scenario = load_scenario(_scenario(tmp_path, '[workload]\nkind = "topic"\n'
-                                                 'crash_interval_s = 2.5\n'))
-    assert scenario.workload.crash_interval_s == 2.5
+    topic = '[workload]\nkind = "topic"\n'
+    assert load_scenario(_scenario(tmp_path, topic)).workload.knobs.crash_interval_s == 0
+    scenario = load_scenario(_scenario(tmp_path, topic + 'crash_interval_s = 2.5\n'))
+    assert scenario.workload.knobs.crash_interval_s == 2.5
 
 
 def test_timeline_faults_are_read_in_order(tmp_path: Path) -> None:
@@ -111,9 +111,9 @@ duration_s = 5
     ("expected_anomalies = [\"lost\"]\n",
      'expected_anomalies: only for a scenario that expects "invalid"'),
     ("[workload]\nkind = \"contract\"\ngroups = [\"seek\", \"sek\"]\n",
-     "workload.groups: no probe group sek; the groups are "),
+     "workload.groups[1]: expected one of queue-exclusive-single, "),
     ("[workload]\nedge_key_share = 1.5\n",
-     "workload.edge_key_share: expected a share from 0 to 1, got 1.5"),
+     "workload.edge_key_share: expected a number from 0 to 1, got 1.5"),
     ("[workload]\nkind = \"topic\"\ngroups = [\"seek\"]\n",
      "workload.groups: only the contract workload takes it, not the topic workload"),
     ("[workload]\nkind = \"topic\"\ncrash_interval_s = -1\n",
@@ -122,7 +122,7 @@ duration_s = 5
      "workload.process_ms: only the scalable and topic workloads take it, not the geo "
      "workload"),
     ("[workload]\nkind = \"topic\"\nsubscription_mode = \"shared\"\nnack_share = 2\n",
-     "workload.nack_share: expected a share from 0 to 1, got 2.0"),
+     "workload.nack_share: expected a number from 0 to 1, got 2.0"),
     ("[workload]\nkind = \"topic\"\nnack_share = 0.1\n",
      "workload.nack_share: only with subscription_mode shared or key_shared (in the others "
      "a negative acknowledgement asks for every unacknowledged message again), got failover"),
@@ -141,7 +141,7 @@ duration_s = 5
     ("[workload]\nkind = \"topic\"\nprocesses = 0\n",
      "workload.processes: expected a number of at least 1, got 0"),
     ("[workload]\nkind = \"topic\"\nsend_timeout_s = 0\n",
-     "workload.send_timeout_s: expected at least 0.1 (seconds), got 0"),
+     "workload.send_timeout_s: expected a number of at least 0.1, got 0"),
     ("[workload]\nkind = \"contract\"\nsend_timeout_s = 2\n",
      "workload.send_timeout_s: only the scalable, topic, geo and migration workloads take it"),
 ])

@@ -5,7 +5,8 @@ The groups come from the modules of probes (each lists its own in `GROUPS`) and 
 sequence, except the acknowledgement timeout's, which waits out the client's minimum of
 10 s and so runs beside the others. Every loop is bounded in count
 and time; a group that cannot finish records its probes `info`, and the drain then ends
-`info` too (its consumers may not have read all they would have).
+`info` too (its consumers may not have read all they would have). `AuthWorkload` is the
+same machinery running the authentication probes alone (the `auth` workload).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import logging
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 
 from harness.workloads.base import WorkloadContext
 from harness.workloads.contract import (
+    auth,
     dedup,
     delayed,
     large,
@@ -32,6 +35,7 @@ from harness.workloads.contract import (
 from harness.workloads.contract.clients import Clients, GroupSpec
 from harness.workloads.contract.limits import ACK_TIMEOUT_WAIT_S, RECEIVE_BOUND_S, SETUP_S
 from harness.workloads.contract.recording import Group
+from harness.workloads.knobs import Knobs, knob
 from harness.workloads.loops import drain_fields
 from history.writer import SequentialIds
 
@@ -51,7 +55,7 @@ GROUP_NAMES = tuple(spec.name for spec in (*GROUPS, *BESIDE))
 
 def selected_groups(names: tuple[str, ...]) -> tuple[tuple[GroupSpec, ...], tuple[GroupSpec, ...]]:
     """The groups (in sequence, beside) a scenario's `[workload] groups` names, every
-    group when it names none. Names are checked when the scenario loads."""
+    group when it names none. Names are checked when the scenario loads (`GROUP_NAMES`)."""
     if not names:
         return GROUPS, BESIDE
     return (tuple(spec for spec in GROUPS if spec.name in names),
@@ -59,9 +63,19 @@ def selected_groups(names: tuple[str, ...]) -> tuple[tuple[GroupSpec, ...], tupl
 
 
 class ContractWorkload:
-    def __init__(self, context: WorkloadContext, groups: tuple[GroupSpec, ...] = GROUPS,
+    @dataclass(frozen=True)
+    class Knobs(Knobs):
+        groups: tuple[str, ...] = knob((), "The probe groups to run, by name (all when "
+                                           "empty).", choices=GROUP_NAMES)
+        """A scenario about one promise runs only the probes of that promise."""
+
+    def __init__(self, context: WorkloadContext, groups: tuple[GroupSpec, ...] | None = None,
                  beside: tuple[GroupSpec, ...] = BESIDE) -> None:
-        """`groups` and `beside` narrow the run to some groups (a test of a few probes)."""
+        """The groups the scenario's `groups` knob names, unless `groups` and `beside` narrow
+        the run to some (a test of a few probes)."""
+        if groups is None:
+            groups, beside = selected_groups(context.settings.knobs_as(ContractWorkload.Knobs)
+                                             .groups)
         self.context = context
         self._groups = groups
         self._beside = beside
@@ -128,3 +142,15 @@ class ContractWorkload:
 
     def close(self) -> None:
         self._clients.close()
+
+
+class AuthWorkload(ContractWorkload):
+    """The `auth` workload: the client contract's authentication probes alone
+    (harness/workloads/contract/auth.py), which need a target that requires credentials."""
+
+    @dataclass(frozen=True)
+    class Knobs(Knobs):
+        """None of its own: it runs every authentication probe."""
+
+    def __init__(self, context: WorkloadContext) -> None:
+        super().__init__(context, auth.GROUPS, beside=())
