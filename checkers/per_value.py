@@ -120,9 +120,12 @@ class _Facts:
 
     def idle_scopes(self) -> pa.Table:
         """Subscriptions whose final reading shows consumers connected with nothing out
-        at them: there, a message neither acknowledged nor delivered again is stuck."""
+        at them: there, a message neither acknowledged nor delivered again is stuck. A
+        reading with no mark-delete position (a scalable topic's, which spans a cursor per
+        segment) can show no message acknowledged, so it judges nothing."""
         idle = [scope for scope, (_, reading) in self.final_cursors.items()
-                if reading.consumers > 0 and reading.unacked == 0]
+                if reading.consumers > 0 and reading.unacked == 0
+                and reading.mark_delete is not None]
         return pa.table([pa.array([scope[n] for scope in idle], pa.string())
                          for n in range(len(ACK_SCOPE))], names=ACK_SCOPE)
 

@@ -3,7 +3,11 @@
 `lost` cannot tell a broker that withholds a subscription's backlog from idle, connected
 consumers (the drain times out, and `lost` says unknown) from one that is merely slow.
 The `cursor` observations can: readings taken while the consumers are connected, have
-nothing out at them, and the backlog waits, yet the cursor does not move. Readings are a
+nothing out at them, and the backlog waits, yet the cursor does not move. A scalable
+topic's reading covers every segment of the subscription (`detail.segments`): the
+counts are summed, and the cursor has moved when any segment's mark-delete position has,
+so a segment dealt to no consumer stalls the subscription while its consumers idle
+elsewhere. Readings are a
 few per second of a run, and the driver already holds them (`HistoryFrames.cursor_readings`),
 so the rule runs there and only its findings become a (tiny) Spark frame.
 """
@@ -46,9 +50,30 @@ class _Reading:
         return (count_in(self.detail, "backlog") > 0 and count_in(self.detail, "consumers") > 0
                 and count_in(self.detail, "unacked") == 0)
 
+    @cached_property
+    def segments(self) -> dict[str, dict[str, Any]]:
+        """A scalable topic's per-segment figures; empty for any other topic."""
+        segments = self.detail.get("segments")
+        if not isinstance(segments, dict):
+            return {}
+        return {str(segment): figures for segment, figures in segments.items()
+                if isinstance(figures, dict)}
+
     def same_cursor(self, other: _Reading) -> bool:
-        return (self.cursor.mark_delete, self.cursor.individually_deleted) == (
-            other.cursor.mark_delete, other.cursor.individually_deleted)
+        return (self.cursor.mark_delete, self.cursor.individually_deleted,
+                _mark_deletes(self.segments)) == (
+            other.cursor.mark_delete, other.cursor.individually_deleted,
+            _mark_deletes(other.segments))
+
+    def waiting_segments(self) -> dict[str, int]:
+        """Segment -> backlog, for the segments with one."""
+        return {segment: count_in(figures, "backlog")
+                for segment, figures in self.segments.items() if count_in(figures, "backlog") > 0}
+
+
+def _mark_deletes(segments: dict[str, dict[str, Any]]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((segment, figures.get("mark_delete"))
+                        for segment, figures in segments.items()))
 
 
 def stalled_subscriptions(frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
@@ -66,10 +91,13 @@ def stalled_subscriptions(frames: HistoryFrames, settings: CheckSettings) -> Dat
         for first, last in _stalls(readings):
             span_ms = (last.fact.time - first.fact.time) / _MS
             if span_ms > bound_ms:
-                example = {"events": [first.fact.index, last.fact.index], "topic": topic,
-                           "subscription": subscription, "cluster": cluster,
-                           "from_ms": first.fact.time / _MS, "to_ms": last.fact.time / _MS,
-                           "backlog": last.cursor.backlog, "bound_ms": bound_ms}
+                example: dict[str, Any] = {
+                    "events": [first.fact.index, last.fact.index], "topic": topic,
+                    "subscription": subscription, "cluster": cluster,
+                    "from_ms": first.fact.time / _MS, "to_ms": last.fact.time / _MS,
+                    "backlog": last.cursor.backlog, "bound_ms": bound_ms}
+                if last.segments:
+                    example["segments"] = last.waiting_segments()
                 found.append(("stalled-subscription", run, first.fact.index, 1,
                               json.dumps(example)))
     return frames.spark.createDataFrame(found, _ANOMALY_ROWS)

@@ -21,6 +21,9 @@ loop of its own thread):
   subscription went away first.
 - **Layout** (harness/workloads/scalable_layout.py): the admin driver's `split`/`merge`,
   the observer's `layout` per epoch.
+- **Cursors** (harness/workloads/segment_cursors.py): a `cursor` reading of each
+  subscription over its segments about every 0.75 s from the start of the load to the end
+  of the drain, from the topic's PIP-468 stats: what `stalled-subscription` judges.
 - **Drain**: consumers keep reading after the final heal until none received anything for
   `drain_quiet_s` and no segment has a backlog in any subscription. With
   `late_subscription`, a third subscription, `late`, made with the others, gets its one
@@ -59,6 +62,7 @@ from harness.workloads.plan import message_plan
 from harness.workloads.scalable_admin import TIMEOUT as ADMIN_TIMEOUT
 from harness.workloads.scalable_admin import AdminRefused, AdminUnreachable, ScalableTopicAdmin
 from harness.workloads.scalable_layout import LayoutDriver, LayoutObserver
+from harness.workloads.segment_cursors import SegmentCursorObserver
 from harness.workloads.shared_knobs import ConsumerWorkKnobs, SendKnobs
 from history.writer import ClientProcess, SequentialIds
 
@@ -234,6 +238,8 @@ class ScalableWorkload:
         self._admin = ScalableTopicAdmin(context.admin_urls, context.topic)
         self._edges = EdgeKeys(self.knobs.edge_key_share)
         self._observer = LayoutObserver(context, self._admin)
+        read = [*SUBSCRIPTIONS, LATE] if self.knobs.late_subscription else SUBSCRIPTIONS
+        self._cursors = SegmentCursorObserver(context, self._stats, read)
         self._loop: ClientLoop | None = None
         self._producers: list[ScalableProducer] = []
         self._consumers: list[StreamConsumer | QueueConsumer] = []
@@ -352,6 +358,7 @@ class ScalableWorkload:
                              name="layout-observer", daemon=True)]
         for thread in layout_threads:
             thread.start()
+        self._cursors.start()
         run_workers(lambda n: self._produce(n, deadline, stop), len(self._producers),
                     "producer", deadline, self.knobs.send_timeout_s + 5)
         for thread in layout_threads:
@@ -409,30 +416,19 @@ class ScalableWorkload:
                                  detail={"message": f"{type(exc).__name__}: {exc}"},
                                  **fields)
                 return False
-        return wait_until_drained(c, started, self.deliveries, self._backlogs)
+        return wait_until_drained(c, started, self.deliveries, self._cursors.backlogs)
 
-    def _backlogs(self) -> dict[str, int] | None:
-        """`segment/subscription` -> its backlog for the workload's own subscriptions, None
-        while some segment's owner does not answer (a segment topic that does not exist
-        has nothing to read). Other cursors (the merge probe's) have no reader to wait
-        for."""
+    def _stats(self) -> dict[str, Any] | None:
+        """The topic's PIP-468 stats, None when no broker answers. Only the workload's own
+        subscriptions are read from them: other cursors (the merge probe's) have no reader
+        to wait for."""
         try:
-            stats = self._admin.stats()
+            return self._admin.stats()
         except (AdminRefused, AdminUnreachable):
             return None
-        backlogs = {}
-        for segment, entry in stats.get("segments", {}).items():
-            storage = entry.get("storage")
-            if storage is None:
-                continue
-            if "error" in storage:
-                return None
-            for subscription, cursor in storage.get("subscriptions", {}).items():
-                if subscription in SUBSCRIPTIONS or subscription == LATE:
-                    backlogs[f"{segment}/{subscription}"] = int(cursor.get("msgBacklog", 0))
-        return backlogs
 
     def close(self) -> None:
+        self._cursors.stop()
         loop, self._loop = self._loop, None
         if loop is not None:
             try:

@@ -87,6 +87,17 @@ class History:
             detail={"individually_deleted": ranges or [], "backlog": backlog,
                     "consumers": consumers, "unacked": unacked})
 
+    def segment_cursor(self, sub: str, segments: dict[str, dict[str, Any]], *,
+                       topic: str = "T", cluster: str = "a") -> int:
+        """A scalable topic's `cursor` observation: one subscription over its segments,
+        the counts summed (as harness/workloads/segment_cursors.py records them)."""
+        self.now_ms += 1
+        totals = {count: sum(int(figures[count]) for figures in segments.values())
+                  for count in ("backlog", "consumers", "unacked")}
+        return self.writer.record("observer", "ok", "cursor", value=sub, subscription=sub,
+                                  topic=topic, cluster=cluster,
+                                  detail={**totals, "segments": segments})
+
     def health(self, broker: str, answer: str, cluster: str = "a") -> int:
         """A `health` observation: what `broker`'s health check answered the probe."""
         self.now_ms += 1
