@@ -69,6 +69,10 @@ BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (
     Backend("local", "our implementation as local processes",
             frozenset({"kill", "pause", "session-debug"}),
             "harness.targets.local.target:LocalTarget", on_loopback=True),
+    # No session-debug: Pulsar's brokers do not publish their ZooKeeper session.
+    Backend("apache-pulsar", "Apache Pulsar's official distribution in containers",
+            frozenset({"kill", "pause", "partition"}),
+            "harness.targets.apache_pulsar.target:ApachePulsarTarget"),
 )}
 
 

@@ -2,7 +2,10 @@
 
 `DockerDeployment(topology).up()` builds (or reuses) the node image, creates the networks,
 gives every node its addresses, then starts ZooKeeper, the bookies and the brokers in that
-order, each tier in parallel and waited for before the next. `down()` saves every node's
+order, each tier in parallel and waited for before the next. What each node runs comes
+from the deployment's `ClusterSpecs`: our reference implementation's (`ReferenceSpecs`) by
+default, Apache Pulsar's for the `apache-pulsar` backend
+(harness/targets/apache_pulsar/node_specs.py). `down()` saves every node's
 log into the run directory (when there is one) and removes everything labelled with the run
 id. Used as a context manager it always tears down, also when starting fails half-way or a
 Ctrl-C arrives; a reaper process (`reaper.py` beside this module) covers a harness killed
@@ -16,7 +19,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from docker import DockerClient
 
@@ -89,19 +92,67 @@ class ClusterNodes:
         return [f"http://{b.advertised_ip}:{BROKER_ADMIN_PORT}" for b in self.brokers]
 
 
+class ClusterSpecs(Protocol):
+    """What a deployment runs on each node of a cluster, and what it does between tiers.
+    Every method is called once the cluster's nodes have their addresses."""
+
+    def image(self, base: NodeImage) -> NodeImage:
+        """The image the nodes run: `base`, or `base` with more to mount."""
+
+    def zookeeper(self, image: NodeImage, cluster: ClusterNodes, node_id: int) -> NodeSpec:
+        """Member `node_id` (from 1) of the cluster's ensemble."""
+
+    def initialize(self, cluster: ClusterNodes) -> None:
+        """Once the cluster's ZooKeeper serves, before its bookies start."""
+
+    def bookie(self, image: NodeImage, cluster: ClusterNodes, node: ContainerNode) -> NodeSpec:
+        ...
+
+    def broker(self, image: NodeImage, cluster: ClusterNodes, node: ContainerNode) -> NodeSpec:
+        ...
+
+
+@dataclass(frozen=True)
+class ReferenceSpecs:
+    """Our reference implementation's nodes (harness/targets/docker/node_specs.py)."""
+
+    settings: NodeSettings
+    session_expired_policy: str
+
+    def image(self, base: NodeImage) -> NodeImage:
+        return base
+
+    def zookeeper(self, image: NodeImage, cluster: ClusterNodes, node_id: int) -> NodeSpec:
+        servers = zookeeper_servers([zk.ip for zk in cluster.zookeepers])
+        return zookeeper_spec(image, node_id, servers, self.settings)
+
+    def initialize(self, cluster: ClusterNodes) -> None:
+        """Nothing: our brokers create the cluster's metadata themselves."""
+
+    def bookie(self, image: NodeImage, cluster: ClusterNodes, node: ContainerNode) -> NodeSpec:
+        return bookie_spec(image, cluster.metadata_url, node.advertised_ip, self.settings)
+
+    def broker(self, image: NodeImage, cluster: ClusterNodes, node: ContainerNode) -> NodeSpec:
+        return broker_spec(image, cluster.name, cluster.metadata_url, node.advertised_ip,
+                           self.session_expired_policy, self.settings)
+
+
 class DockerDeployment:
     """The clusters of `topology` in containers of run `run_id`.
 
     `reaper=False` leaves the deployment up when this process dies (`starquake cluster up`
-    for exploration); otherwise a watchdog removes it then.
+    for exploration); otherwise a watchdog removes it then. `specs` says what the nodes
+    run: without it, our reference implementation with `settings`.
     """
 
     def __init__(self, topology: Topology, *, settings: NodeSettings = NodeSettings(),
                  run_id: str | None = None, image_source: ImageSource = "auto",
                  run_dir: Path | None = None, reaper: bool = True,
-                 client: DockerClient | None = None, start_timeout: float = 60.0) -> None:
+                 client: DockerClient | None = None, start_timeout: float = 60.0,
+                 specs: ClusterSpecs | None = None) -> None:
         self.topology = topology
         self.settings = settings
+        self.specs = specs or ReferenceSpecs(settings, topology.session_expired_policy)
         self.run_id = run_id or new_run_id()
         self.run_dir = run_dir
         self.start_timeout = start_timeout
@@ -136,7 +187,8 @@ class DockerDeployment:
             raise
 
     def _up(self) -> None:
-        self.image = image = node_image(self._client, self._image_source)
+        specs = self.specs
+        self.image = image = specs.image(node_image(self._client, self._image_source))
         t = self.topology
         self.networks = networks = create_networks(self._client, self.run_id, t.clusters)
         for name in t.clusters:
@@ -147,22 +199,19 @@ class DockerDeployment:
         _each(lambda n: n.attach(networks.of(n.cluster)), self.nodes)
 
         for cluster in self.clusters.values():
-            servers = zookeeper_servers([zk.ip for zk in cluster.zookeepers])
             for node_id, zk in enumerate(cluster.zookeepers, start=1):
-                zk.launch(zookeeper_spec(image, node_id, servers, self.settings))
+                zk.launch(specs.zookeeper(image, cluster, node_id))
         self._wait([zk for c in self.clusters.values() for zk in c.zookeepers])
+        _each(specs.initialize, self.clusters.values())
 
         for cluster in self.clusters.values():
             for bookie in cluster.bookies:
-                bookie.launch(bookie_spec(image, cluster.metadata_url, bookie.advertised_ip,
-                                          self.settings))
+                bookie.launch(specs.bookie(image, cluster, bookie))
         self._wait([b for c in self.clusters.values() for b in c.bookies])
 
         for cluster in self.clusters.values():
             for broker in cluster.brokers:
-                broker.launch(broker_spec(image, cluster.name, cluster.metadata_url,
-                                          broker.advertised_ip, t.session_expired_policy,
-                                          self.settings))
+                broker.launch(specs.broker(image, cluster, broker))
         self._wait([b for c in self.clusters.values() for b in c.brokers])
 
     def add_node(self, cluster: str, name: str, role: str, spec: NodeSpec) -> ContainerNode:

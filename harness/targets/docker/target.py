@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.backends import BACKENDS
-from harness.target import NetworkControl, Node, NodeControl, Role, TargetCluster
+from harness.target import Capability, NetworkControl, Node, NodeControl, Role, TargetCluster
 from harness.targets.docker.containers import ContainerNode
 from harness.targets.docker.deployment import ClusterNodes, DockerDeployment
 from harness.targets.docker.iptables import IptablesNetwork
@@ -60,12 +60,14 @@ class DockerTarget(TopologyDeployment):
         return self._network
 
 
-def cluster_of(nodes: ClusterNodes) -> TargetCluster:
-    """One cluster's ZooKeeper, bookie and broker nodes as a Target shows them (nodes
-    added for other jobs, such as a lookup service, are not the cluster's)."""
+def cluster_of(nodes: ClusterNodes,
+               capabilities: frozenset[Capability] = CAPABILITIES) -> TargetCluster:
+    """One cluster's ZooKeeper, bookie and broker nodes as a Target shows them, each with
+    `capabilities` (nodes added for other jobs, such as a lookup service, are not the
+    cluster's)."""
     roles: tuple[tuple[Role, list[ContainerNode]], ...] = (
         ("zookeeper", nodes.zookeepers), ("bookie", nodes.bookies), ("broker", nodes.brokers))
     return TargetCluster(nodes.name, tuple(nodes.service_urls), tuple(nodes.admin_urls),
                          nodes.zk_connect_string,
-                         tuple(Node(node.name, role, nodes.name, node.ip, CAPABILITIES)
+                         tuple(Node(node.name, role, nodes.name, node.ip, capabilities)
                                for role, members in roles for node in members))

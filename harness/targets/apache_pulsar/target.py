@@ -1,0 +1,96 @@
+"""The real Apache Pulsar as a Deployment: the `apache-pulsar` backend (harness/backends.py).
+
+One cluster of the topology's ZooKeeper nodes, bookies and brokers, each a node of the
+Docker backend's machinery (two containers, the run's labels, iptables partitions in its
+own namespace, logs saved into the run directory, the reaper), running the official
+distribution that `starquake pulsar fetch` keeps in its cache (fetched here when the cache
+lacks it). Every node can be killed (SIGKILL of its JVM, through the container's init),
+paused (the cgroup freezer: SIGSTOP's effect) and partitioned. Pulsar publishes no
+ZooKeeper session of its brokers, so `expire-session` falls back to cutting a broker from
+ZooKeeper past its session timeout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.backends import BACKENDS
+from harness.target import NetworkControl, NodeControl, TargetCluster
+from harness.targets.apache_pulsar.distribution import fetch, locked_version
+from harness.targets.apache_pulsar.node_specs import PulsarSettings, PulsarSpecs
+from harness.targets.docker.deployment import DockerDeployment
+from harness.targets.docker.iptables import IptablesNetwork
+from harness.targets.docker.target import cluster_of
+from harness.targets.lookup import DeployedLookup
+from harness.targets.run_auth import RunAuth
+from harness.targets.topology_deployment import TopologyDeployment
+from harness.topology import Topology
+from history.errors import BadInput
+
+BACKEND = "apache-pulsar"
+START_TIMEOUT_S = 300.0
+"""How long one tier may take to serve: seven JVMs starting on two cores take minutes."""
+
+
+def _refuse_what_pulsar_lacks(topology: Topology, mutants: tuple[str, ...],
+                              lookup_service: bool, auth: RunAuth | None) -> None:
+    """What a scenario may ask of our reference implementation but not of this backend."""
+    where = f"topology.backend = {BACKEND!r}"
+    if mutants:
+        raise BadInput(f"{where}: mutants switch bugs of our reference implementation; "
+                       "Apache Pulsar has none to switch")
+    if lookup_service:
+        raise BadInput(f"{where}: the lookup service is our reference implementation's; "
+                       "Apache Pulsar has none")
+    if auth is not None:
+        raise BadInput(f"{where}: topology.auth = \"token\" is not set up for Apache Pulsar "
+                       "yet")
+    if len(topology.clusters) != 1:
+        raise BadInput(f"{where}: one cluster only (geo-replication is not set up for Apache "
+                       "Pulsar yet)")
+
+
+class ApachePulsarTarget(TopologyDeployment):
+    """Apache Pulsar in containers."""
+
+    def __init__(self, topology: Topology, mutants: tuple[str, ...], run_dir: Path,
+                 lookup_service: bool = False, auth: RunAuth | None = None) -> None:
+        _refuse_what_pulsar_lacks(topology, mutants, lookup_service, auth)
+        super().__init__(topology, DeployedLookup(False, run_dir, None, ()))
+        # Both raise before anything starts: DistributionUnavailable, EngineUnavailable.
+        distribution = fetch(locked_version())
+        self.version = distribution.version
+        self._deployment = DockerDeployment(
+            topology, run_dir=run_dir, image_source="import", start_timeout=START_TIMEOUT_S,
+            specs=PulsarSpecs(distribution, PulsarSettings(
+                session_timeout_ms=topology.session_timeout_ms,
+                session_expired_policy=topology.session_expired_policy)))
+        self._network: IptablesNetwork | None = None
+        self.where = (f"Apache Pulsar {self.version} in containers labelled "
+                      f"starquake={self._deployment.run_id}")
+
+    def start(self) -> None:
+        self._deployment.up()
+        self._network = IptablesNetwork(self._deployment.nodes)
+
+    def stop(self) -> None:
+        self._deployment.down()
+
+    @property
+    def clusters(self) -> tuple[TargetCluster, ...]:
+        capabilities = BACKENDS[BACKEND].capabilities
+        return tuple(cluster_of(nodes, capabilities)
+                     for nodes in self._deployment.clusters.values())
+
+    @property
+    def metadata_loss_shutdown_s(self) -> float | None:
+        """None: Pulsar documents no bound on how long a broker cut from ZooKeeper stays
+        up (under `reconnect` it keeps serving while it tries for a new session)."""
+        return None
+
+    def control(self, node: str) -> NodeControl:
+        return self._deployment.node(node)
+
+    @property
+    def network(self) -> NetworkControl | None:
+        return self._network

@@ -1,0 +1,102 @@
+"""The Apache Pulsar nodes' configuration, without starting anything: the distribution's
+files with our settings applied, the command each node runs and its limits, and what the
+backend refuses before a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+import pytest
+from docker import DockerClient
+
+from harness.targets.apache_pulsar.config import with_settings
+from harness.targets.apache_pulsar.distribution import Distribution
+from harness.targets.apache_pulsar.node_specs import PulsarSettings, PulsarSpecs
+from harness.targets.apache_pulsar.target import ApachePulsarTarget
+from harness.targets.docker.containers import ContainerNode
+from harness.targets.docker.deployment import ClusterNodes
+from harness.targets.docker.images import NodeImage
+from harness.targets.run_auth import run_auth
+from harness.topology import Topology
+from history.errors import BadInput, EnvironmentProblem
+
+IMAGE = NodeImage("starquake-node:test", "import", "/venv/bin/python",
+                  "/usr/lib/jvm/java-17/bin/java", ("/usr",))
+
+
+def test_settings_replace_the_files_line_and_add_what_it_lacks() -> None:
+    template = "# a comment\n#advertisedAddress=commented\nclusterName=\nport=1\nport=2\n"
+    assert with_settings(template, {"clusterName": "a", "port": "6650", "extra": "x"}) == (
+        "# a comment\n#advertisedAddress=commented\nclusterName=a\nport=6650\n\n"
+        "# Set by starquake (harness/targets/apache_pulsar/node_specs.py).\nextra=x\n")
+
+
+def _node(name: str, role: str, ip: str) -> ContainerNode:
+    node = ContainerNode(cast(DockerClient, None), IMAGE, "run", "a", name, role)
+    node.addresses = {"sq-run-a": ip}
+    return node
+
+
+@pytest.fixture
+def specs(tmp_path: Path) -> PulsarSpecs:
+    home = tmp_path / "apache-pulsar-9.9.9"
+    (home / "conf").mkdir(parents=True)
+    for name in ("zookeeper.conf", "bookkeeper.conf", "broker.conf"):
+        (home / "conf" / name).write_text("clusterName=\nmanagedLedgerDefaultEnsembleSize=3\n")
+    return PulsarSpecs(Distribution("9.9.9", tmp_path / "t.tar.gz", home, "0"),
+                       PulsarSettings(session_timeout_ms=10000, session_expired_policy="shutdown"))
+
+
+@pytest.fixture
+def cluster() -> ClusterNodes:
+    return ClusterNodes("a", [_node("a-zk1", "zookeeper", "10.0.0.2")],
+                        [_node("a-bookie1", "bookie", "10.0.0.3")],
+                        [_node(f"a-broker{n}", "broker", f"10.0.0.{n + 3}") for n in (1, 2)])
+
+
+def test_a_broker_runs_the_distributions_launcher_with_its_settings(
+        specs: PulsarSpecs, cluster: ClusterNodes) -> None:
+    image = specs.image(IMAGE)
+    assert specs.home.as_posix() in image.read_only_mounts
+    assert image.environment["JAVA_HOME"] == "/usr/lib/jvm/java-17"
+    spec = specs.broker(image, cluster, cluster.brokers[1])
+    assert spec.command == (str(specs.home / "bin" / "pulsar"), "broker")
+    assert spec.environment["PULSAR_MEM"] == "-Xms256m -Xmx512m -XX:MaxDirectMemorySize=256m"
+    conf = spec.files[spec.environment["PULSAR_BROKER_CONF"]]
+    for line in ("clusterName=a", "managedLedgerDefaultEnsembleSize=2",
+                 "managedLedgerDefaultWriteQuorum=2", "managedLedgerDefaultAckQuorum=2",
+                 "advertisedAddress=10.0.0.5", "metadataStoreUrl=zk:10.0.0.2:2181",
+                 "metadataStoreSessionTimeoutMillis=10000",
+                 "zookeeperSessionExpiredPolicy=shutdown",
+                 "managedLedgerDefaultMarkDeleteRateLimit=0.0"):
+        assert line in conf.splitlines()
+    assert "managedLedgerDefaultEnsembleSize=3" not in conf
+
+
+def test_a_bookie_advertises_its_address_and_keeps_data_in_its_container(
+        specs: PulsarSpecs, cluster: ClusterNodes) -> None:
+    spec = specs.bookie(IMAGE, cluster, cluster.bookies[0])
+    assert spec.environment["BOOKIE_MEM"].startswith("-Xms128m -Xmx256m")
+    conf = spec.files[spec.environment["PULSAR_BOOKKEEPER_CONF"]].splitlines()
+    assert "advertisedAddress=10.0.0.3" in conf
+    assert "metadataServiceUri=metadata-store:zk:10.0.0.2:2181" in conf
+    assert "journalDirectory=/data/bookkeeper/journal" in conf
+
+
+def test_the_backend_needs_the_imported_image(specs: PulsarSpecs) -> None:
+    with pytest.raises(EnvironmentProblem, match="imported node image"):
+        specs.image(NodeImage("starquake-node:build", "dockerfile", "python", "java"))
+
+
+@pytest.mark.parametrize(("topology", "mutants", "lookup", "refused"), [
+    (Topology(backend="apache-pulsar"), ("no-fencing",), False, "mutants"),
+    (Topology(backend="apache-pulsar"), (), True, "lookup service"),
+    (Topology(backend="apache-pulsar", auth="token"), (), False, "auth"),
+    (Topology(clusters=("a", "b"), backend="apache-pulsar"), (), False, "one cluster"),
+])
+def test_what_only_our_implementation_has_is_refused(
+        tmp_path: Path, topology: Topology, mutants: tuple[str, ...], lookup: bool,
+        refused: str) -> None:
+    with pytest.raises(BadInput, match=refused):
+        ApachePulsarTarget(topology, mutants, tmp_path, lookup, run_auth(topology))
