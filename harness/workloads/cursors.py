@@ -188,9 +188,10 @@ class CursorObserver:
 
 
 def read_cursors(admin_urls: Sequence[str], topic: str) -> dict[str, CursorReading] | None:
-    """Each durable subscription's cursor on `topic`: `internalStats` for the cursor
-    (mark-delete position, individually deleted ranges), `stats` for the backlog and the
-    consumers; None when either read finds no broker that answers."""
+    """Each durable subscription's cursor on `topic` whose position is stored (`_stored`):
+    `internalStats` for the cursor (mark-delete position, individually deleted ranges),
+    `stats` for the backlog and the consumers; None when either read finds no broker that
+    answers."""
     stats = first_answer(admin_urls, topic_path(topic) + "/stats", dict)
     internal = first_answer(admin_urls, topic_path(topic) + "/internalStats", dict)
     if stats is None or internal is None:
@@ -198,7 +199,24 @@ def read_cursors(admin_urls: Sequence[str], topic: str) -> dict[str, CursorReadi
     cursors = internal.get("cursors", {})
     return {name: _reading(cursors[name], entry)
             for name, entry in stats.get("subscriptions", {}).items()
-            if entry.get("isDurable", True) and name in cursors}
+            if entry.get("isDurable", True) and name in cursors and _stored(cursors[name])}
+
+
+STORED_STATE = "Open"
+"""Apache Pulsar's managed-cursor state in which each new position is written to the
+cursor's ledger as it moves."""
+
+
+def _stored(cursor: dict[str, Any]) -> bool:
+    """Whether the cursor's position is one a new owner of the topic would find. Apache
+    Pulsar's `internalStats` show the position its owner holds in memory, with the cursor's
+    `state`: outside `Open` (`NoLedger`, `SwitchingLedger`, `Closed`) the owner has no
+    ledger to write it to, so what it shows may be acknowledgements that were never stored
+    (a broker cut from ZooKeeper cannot create one) and that the next owner delivers again,
+    at least once, as Pulsar promises. Such a reading is not taken. A Target that reports
+    no `state` (our reference brokers show the stored position) is taken at its word."""
+    state = cursor.get("state")
+    return state is None or state == STORED_STATE
 
 
 def _reading(cursor: dict[str, Any], subscription: dict[str, Any]) -> CursorReading:

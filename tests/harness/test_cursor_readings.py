@@ -38,3 +38,25 @@ def test_each_round_of_readings_starts_at_the_next_broker(
         assert five.wait(10)
         observer.finish()
     assert asked[:5] == [*URLS, *URLS[:2]]
+
+
+def test_a_cursor_whose_position_is_not_stored_is_not_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Apache Pulsar shows its owner's position in memory; outside the cursor state `Open`
+    nothing writes it, so a reading then could confirm acknowledgements a new owner never
+    finds. A cursor that reports no state (our reference brokers') is read as before."""
+    answers = {
+        "/stats": {"subscriptions": {name: {"msgBacklog": 0, "consumers": []}
+                                     for name in ("cut", "stored", "reference")}},
+        "/internalStats": {"cursors": {
+            "cut": {"markDeletePosition": "8:523", "state": "NoLedger"},
+            "stored": {"markDeletePosition": "8:100", "state": "Open"},
+            "reference": {"markDeletePosition": "3:7"}}},
+    }
+
+    def first_answer(admin_urls: Sequence[str], path: str, kind: type) -> object:
+        return next(answer for suffix, answer in answers.items() if path.endswith(suffix))
+
+    monkeypatch.setattr(cursors, "first_answer", first_answer)
+    readings = cursors.read_cursors(URLS, "persistent://public/default/t")
+    assert readings is not None and sorted(readings) == ["reference", "stored"]
