@@ -18,6 +18,7 @@ declare -A wanted=(
     [openjdk-17-jre-headless]=/usr/lib/jvm/java-17-openjdk-amd64/bin/java
     [procps]=/usr/bin/pgrep
     [chromium]=/usr/bin/chromium
+    [maven]=/usr/share/maven/bin/mvn
 )
 missing=()
 for pkg in "${!wanted[@]}"; do
