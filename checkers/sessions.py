@@ -109,7 +109,10 @@ def _left(facts: list[SmallFact]) -> dict[int, str]:
 def _judge(scope: Scope, facts: list[SmallFact]) -> list[Reassignment]:
     """A membership change explains the first change of each other consumer's assignment
     at or after it began (its rebalance reaches them while the joiner's answer, or the
-    leaver's, may still be on its way), and no later one."""
+    leaver's, may still be on its way), and no later one. What is dealt out is compared
+    across one rebalance's pushes, not push by push: a rebalance that deals fewer segments
+    may move one from c1 to c0 and leave c1 nothing, and c1's push alone, seen after c0's,
+    would look like a move with the same segments dealt."""
     changes = _membership_changes(facts)
     left = _left(facts)
     current: dict[str, frozenset[int]] = {}
@@ -117,30 +120,47 @@ def _judge(scope: Scope, facts: list[SmallFact]) -> list[Reassignment]:
     explained_up_to: dict[str, int] = defaultdict(lambda: -1)
     """Per consumer: the index of the last membership change one of its changes used."""
     found = []
-    steps = sorted([(a.index, a) for a in _assignments(facts)]
-                   + [(index, consumer) for index, consumer in left.items()],
-                   key=lambda step: step[0])
-    for index, step in steps:
-        if isinstance(step, str):
-            current.pop(step, None)
+    for batch in _rebalances(_assignments(facts), left):
+        if isinstance(batch, str):
+            current.pop(batch, None)
             continue
-        old = current.get(step.consumer)
-        if old is None:  # its first: what changed before is no concern of its
-            explained_up_to[step.consumer] = index
-        elif old != step.segments:
-            others = frozenset().union(*(s for c, s in current.items() if c != step.consumer))
-            same_dealt = others | old == others | step.segments
-            unused = [start for start, member in changes
-                      if explained_up_to[step.consumer] < start <= index
-                      and member != step.consumer]
-            if unused:
-                explained_up_to[step.consumer] = max(unused)
-            elif same_dealt:
-                found.append(Reassignment(scope, step.consumer, old, step.segments,
-                                          since[step.consumer], index))
-        current[step.consumer] = step.segments
-        since[step.consumer] = index
+        before = frozenset().union(*current.values())
+        after = frozenset().union(*{**current, **{a.consumer: a.segments for a in batch}
+                                    }.values())
+        for step in batch:
+            old = current.get(step.consumer)
+            if old is None:  # its first: what changed before is no concern of its
+                explained_up_to[step.consumer] = step.index
+            elif old != step.segments:
+                unused = [start for start, member in changes
+                          if explained_up_to[step.consumer] < start <= step.index
+                          and member != step.consumer]
+                if unused:
+                    explained_up_to[step.consumer] = max(unused)
+                elif before == after:
+                    found.append(Reassignment(scope, step.consumer, old, step.segments,
+                                              since[step.consumer], step.index))
+            current[step.consumer] = step.segments
+            since[step.consumer] = step.index
     return found
+
+
+def _rebalances(assigned: list[_Assigned], left: dict[int, str]
+                ) -> list[list[_Assigned] | str]:
+    """The assignments in index order, grouped as one rebalance's pushes: consecutive
+    ones, each to a different consumer; a consumer that left (its name) stands alone."""
+    steps = sorted([(a.index, a) for a in assigned] + list(left.items()),
+                   key=lambda step: step[0])
+    grouped: list[list[_Assigned] | str] = []
+    for _, step in steps:
+        last = grouped[-1] if grouped else None
+        if isinstance(step, str):
+            grouped.append(step)
+        elif isinstance(last, list) and all(a.consumer != step.consumer for a in last):
+            last.append(step)
+        else:
+            grouped.append([step])
+    return grouped
 
 
 def reassignments(facts: Iterable[SmallFact]) -> list[Reassignment]:
