@@ -102,15 +102,6 @@ def write_lock(lock: Lock, path: Path = LOCK_FILE) -> None:
         f'sha512 = "{lock.sha512}"\n')
 
 
-def locked_version(path: Path = LOCK_FILE) -> str:
-    """The version a deployment runs: the lock file's."""
-    lock = read_lock(path)
-    if lock is None:
-        raise DistributionUnavailable(f"{path} is missing: no Apache Pulsar version is "
-                                      "recorded; run `starquake pulsar fetch --version V`")
-    return lock.version
-
-
 def _run(argv: Sequence[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True,
                           timeout=MVN_TIMEOUT_S, check=False)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.backends import BACKENDS
 from harness.target import NetworkControl, NodeControl, TargetCluster
-from harness.targets.apache_pulsar.distribution import fetch, locked_version
+from harness.targets.apache_pulsar.distribution import fetch
 from harness.targets.apache_pulsar.node_specs import PulsarSettings, PulsarSpecs
 from harness.targets.docker.deployment import DockerDeployment
 from harness.targets.docker.iptables import IptablesNetwork
@@ -58,7 +58,7 @@ class ApachePulsarTarget(TopologyDeployment):
         _refuse_what_pulsar_lacks(topology, mutants, lookup_service, auth)
         super().__init__(topology, DeployedLookup(False, run_dir, None, ()))
         # Both raise before anything starts: DistributionUnavailable, EngineUnavailable.
-        distribution = fetch(locked_version())
+        distribution = fetch()  # the version the lock file records
         self.version = distribution.version
         self._deployment = DockerDeployment(
             topology, run_dir=run_dir, image_source="import", start_timeout=START_TIMEOUT_S,
