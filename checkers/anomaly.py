@@ -1,4 +1,5 @@
-"""What a checker is: a name, and a finder from the shared frames to a DataFrame of anomalies.
+"""What a checker finds: a finder from the shared frames to a DataFrame of anomalies
+(`history.checker_registry` declares the checkers, `checkers.registry` binds their finders).
 
 An anomaly row is `(checker, run, sort_key, weight, example)`: usually one row per counted unit (a
 pair, a value, an event, a failover, as the spec defines each count) with weight 1; a row
@@ -13,7 +14,7 @@ checker, and a check runs each finder once however many checkers share it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -38,19 +39,10 @@ Finder = Callable[[HistoryFrames, CheckSettings], DataFrame]
 """Anomaly rows of one or more checkers, each naming its checker."""
 
 
-@dataclass(frozen=True)
-class Checker:
-    name: str
-    finder: Finder
-    needs_drain: bool = False
-    """Cannot decide a run without a completed `drain`: reports unknown there."""
-    judges: Callable[[HistoryFrames, CheckSettings], Collection[str]] | None = None
-    """The runs an optional checker judges; the others' results leave it out (None: every
-    run)."""
-
-    def find(self, frames: HistoryFrames, settings: CheckSettings) -> DataFrame:
-        """This checker's anomalies alone (its finder may decide others in the same pass)."""
-        return self.finder(frames, settings).filter(F.col("checker") == self.name)
+def undecided_rows(checker: str) -> str:
+    """The name a finder's rows carry for the units of `checker` it could not judge (an
+    entry's `undecided`, `history.checker_registry`)."""
+    return f"{checker}:undecided"
 
 
 def anomalies(checker: str | Column, frame: DataFrame, sort_key: str | Column,

@@ -132,6 +132,10 @@ def _print_run(results: dict[str, Any], written: Path) -> None:
             line += f"   e.g. events {checker['examples'][0].get('events')}"
         if checker.get("reason"):
             line += f"   ({checker['reason']})"
+        if checker.get("error"):
+            error = checker["error"]
+            first_line = error["message"].split("\n", 1)[0]
+            line += f"   (failed: {error['type']}: {first_line})"
         click.echo(line)
     click.echo(f"verdict: {_verdict_text(results['valid'])}   results: {written}")
 

@@ -24,15 +24,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from checkers.anomaly import CheckSettings, anomalies
+from checkers.anomaly import CheckSettings, anomalies, undecided_rows
 from checkers.frames import HistoryFrames
 from checkers.partitions import Scan, map_scans, scans
 from checkers.views import OPERATIONS_FILE
 from history.schema import detail_object
 
 CHECKER = "contract"
-UNDECIDED = f"{CHECKER}:undecided"
-"""The rows of probes that could not be judged (see `checkers.check.UNDECIDED_ROWS`)."""
+UNDECIDED = undecided_rows(CHECKER)
+"""The rows of probes that could not be judged (the registry entry's `undecided`)."""
 PROBE = "probe"
 
 _READ = ["f", "value", "topic", "subscription", "cluster", "index", "done_index",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from history.checker_registry import definition
 from history.schema import FIELDS
 from reports.fault_plots import availability, failover_windows
 from reports.figures import Fault, Omitted, Plot, PlotInput
@@ -22,35 +23,6 @@ from reports.timeline import page_file, write_timeline
 CONTEXT_EVENTS = 3
 OUTCOMES = ("ok", "fail", "info", "pending")
 
-# In our words; the normative definitions are in the history spec.
-DEFINITIONS = {
-    "lost": "An acknowledged send that a subscription existing before it never received.",
-    "unexpected": "A delivery of a value nobody sent.",
-    "failed-delivered": "A delivery of a value whose send failed (certainly not written).",
-    "duplicate": "A delivery after the value was acknowledged in the same subscription and "
-                 "cluster, not explained by a failover.",
-    "duplicate-window": "A failover whose duplicates reach back further than the bound.",
-    "dual-write": "A write to an ancestor segment after one of its children took a write.",
-    "forked-position": "Two different values at the same position.",
-    "misrouted": "A send to a segment whose hash range does not hold the key's hash.",
-    "order": "Two values of one key first delivered in the opposite order to their sends.",
-    "stalled-subscription": "A subscription whose backlog waited, its cursor still, while "
-                            "its consumers were connected with nothing out, for longer "
-                            "than the bound.",
-    "multi-position": "One value stored at more positions than a producer's resend can "
-                      "leave (or at two, where the run deduplicates).",
-    "ack-unapplied": "An acknowledgement never confirmed whose message the final cursor "
-                     "does not hold as acknowledged, and that was never delivered again.",
-    "unavailable": "A send that waited longer than the bound for its key to take a write "
-                   "(its own success or a later send's).",
-    "contract": "A probe of the client contract that observed something other than what "
-                "it expected.",
-    "reassigned": "A consumer's segments changed while neither the segments dealt out nor "
-                  "the consumers did: a session the controller forgot.",
-    "zombie-broker": "A broker that kept answering its health check that it cannot serve, "
-                     "without a break, for longer than the bound, instead of shutting "
-                     "down.",
-}
 VERDICT_TEXT = {
     "valid": "Every checker passed.",
     "invalid": "Anomalies found: {names}.",
@@ -77,6 +49,8 @@ class _Section:
     definition: str
     undecided: bool
     reason: str
+    error: str | None
+    """The exception that kept the checker from judging, as `Type: message`."""
     examples: list[_Example]
 
 
@@ -132,10 +106,10 @@ def _verdict_text(run: RunDirectory) -> str:
 def _raw_sections(
         results: dict[str, Any]) -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
     """(checker, its results, its examples) for checkers that found or could not decide
-    something; an undecided checker's examples are the still-missing cases."""
+    something, or failed; an undecided checker's examples are the still-missing cases."""
     sections = []
     for name, checker in results["checkers"].items():
-        if checker.get("count"):
+        if checker.get("count") or checker.get("error"):
             sections.append((name, checker, checker.get("examples") or []))
         elif checker.get("undecided"):
             sections.append((name, checker, checker.get("undecided_examples") or []))
@@ -152,8 +126,10 @@ def _section(name: str, checker: dict[str, Any], found: list[dict[str, Any]],
         examples.append(_Example(indexes, {k: v for k, v in example.items() if k != "events"},
                                  blocks, [c for c in FIELDS if c in present]))
     undecided = not checker.get("count")
+    error = checker.get("error")
     return _Section(name, checker.get("undecided", 0) if undecided else checker["count"],
-                    DEFINITIONS.get(name, ""), undecided, checker.get("reason", ""), examples)
+                    definition(name), undecided, checker.get("reason", ""),
+                    f"{error.get('type')}: {error.get('message')}" if error else None, examples)
 
 
 def _operation_table(stats: dict[str, Any]) -> dict[str, dict[str, int]]:

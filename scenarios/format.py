@@ -21,7 +21,7 @@ from harness.targets.reference_mutants import reference_mutants
 from harness.topology import AUTH_MODES, Topology
 from harness.workloads.registry import cluster_count_problem
 from harness.workloads.settings import WorkloadSettings
-from history.checker_names import CHECKER_NAMES
+from history.checker_registry import CHECKER_NAMES
 from history.errors import BadInput
 from history.toml_input import TomlInput
 from nemesis.faults import FAULT_NAMES

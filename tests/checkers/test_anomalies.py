@@ -9,7 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from checkers.anomaly import CheckSettings
-from checkers.check import CHECKERS, check_runs
+from checkers.check import check_runs
+from history.checker_registry import CHECKER_NAMES
 from history.schema import key_hash
 from tests.checkers.builder import History, prepared_cases
 
@@ -684,8 +685,8 @@ def test_counts(results: dict[str, dict], name: str) -> None:
     counts = {checker: r["count"] for checker, r in results[name]["checkers"].items()}
     # The checkers with a bound of their own judge only the runs that set it, and only
     # they list them.
-    judged = [c.name for c in CHECKERS
-              if c.name not in OPTIONAL_BOUNDS or OPTIONAL_BOUNDS[c.name] in META[name]]
+    judged = [checker for checker in CHECKER_NAMES
+              if checker not in OPTIONAL_BOUNDS or OPTIONAL_BOUNDS[checker] in META[name]]
     assert counts == {checker: expected.get(checker, 0) for checker in judged}
     assert results[name]["valid"] is (not any(expected.values()))
 

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from checkers.anomaly import CheckSettings
-from checkers.check import CHECKERS
 from checkers.frames import HistoryFrames
 from checkers.load import prepare
+from checkers.registry import registered
 from tests.checkers.builder import History
 
 
@@ -29,7 +29,7 @@ def test_a_shared_finder_answers_each_checker_alone(spark, tmp_path) -> None:
     history.drain()
     frames = HistoryFrames.load(spark, {"run": prepare(history.close())})
 
-    by_name = {c.name: c for c in CHECKERS}
+    by_name = {c.name: c for c in registered()}
     shared = {"lost", "unexpected", "failed-delivered", "duplicate"}
     assert len({by_name[name].finder for name in shared}) == 1
     found = {}

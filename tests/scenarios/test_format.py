@@ -46,13 +46,6 @@ def test_every_mutant_has_a_scenario_that_turns_it_on() -> None:
     assert set(CATALOGUE) - turned_on == set()
 
 
-def test_checker_names_known_without_spark_are_the_checkers() -> None:
-    from checkers.check import CHECKERS
-    from history.checker_names import CHECKER_NAMES
-
-    assert tuple(checker.name for checker in CHECKERS) == CHECKER_NAMES
-
-
 def test_defaults_fill_what_is_left_out(tmp_path: Path) -> None:
     scenario = load_scenario(_scenario(tmp_path, 'duration_s = 5\n[topology]\nbrokers = 1\n'))
     assert scenario.name == "s"
