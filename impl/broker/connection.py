@@ -8,7 +8,9 @@ twice that it closes the connection. Bytes that are not a valid frame, and comma
 handler cannot take, close this connection only, with one log line. At most
 `max_pending_publishes` SENDs wait for their answer; beyond, reading pauses until one is
 answered. A request this broker does not serve is refused with ERROR, never left
-unanswered.
+unanswered. Until a CONNECT is accepted only PING and PONG are taken besides: any other
+command, a second CONNECT too, closes the connection unanswered, as Pulsar's `ServerCnx`
+does (its state checks), whatever the security settings.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ LIVENESS_TIMEOUT = 5.0
 `connectionLivenessCheckTimeoutMillis`)."""
 CPP_CLIENT_PREFIX = "Pulsar-CPP-"
 """How the C++ client and those built on it (Python, Node.js) name themselves in CONNECT."""
+BEFORE_CONNECT = frozenset({BaseCommand.CONNECT, BaseCommand.PING, BaseCommand.PONG})
+"""The commands a connection takes before its CONNECT is accepted: a client that has not
+proved a role (or, with authentication off, not even said who it is) may only keep the
+connection alive while it connects."""
 
 
 class ServerConnection:
@@ -80,6 +86,8 @@ class ServerConnection:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._silence = Silence()
         self.closed = False
+        self.connected = False
+        """Whether a CONNECT was accepted: until then only BEFORE_CONNECT is taken."""
         self.understands_end_of_topic = True
         self._handlers: dict[int, Callable[[Frame], None]] = {
             BaseCommand.CONNECT: self._connect,
@@ -120,6 +128,8 @@ class ServerConnection:
             while data := await self._reader.read(READ_SIZE):
                 self._silence.heard()
                 for frame in self._decoder.feed(data):
+                    if self.closed:  # frames read with the one that closed it go unheard
+                        return
                     self._dispatch(frame)
                 await self._publishes.room()
         except MalformedFrame as exc:
@@ -198,12 +208,23 @@ class ServerConnection:
     def _dispatch(self, frame: Frame) -> None:
         # A type number our protocol does not know parses as no type at all (and would
         # read as CONNECT, the default), so it is checked first.
-        handler = (self._handlers.get(frame.command.type)
-                   if frame.command.HasField("type") else None)
+        kind = frame.command.type if frame.command.HasField("type") else None
+        if kind not in BEFORE_CONNECT and not self.connected:
+            self._out_of_turn(kind, "before CONNECT")
+            return
+        handler = self._handlers.get(kind) if kind is not None else None
         if handler is None:
             self._refuse(frame.command)
             return
         handler(frame)
+
+    def _out_of_turn(self, kind: int | None, when: str) -> None:
+        """A command the connection's state does not allow: closed unanswered, as Pulsar's
+        state checks close the channel (an answer would tell an unconnected client what
+        the broker holds)."""
+        name = BaseCommand.Type.Name(kind) if kind is not None else "a command of unknown type"
+        log.warning("closing connection from %s: %s %s", self.address, name, when)
+        self.close()
 
     def _refuse(self, command: BaseCommand) -> None:
         """A command this broker does not serve. With a request id it is answered with
@@ -260,6 +281,9 @@ class ServerConnection:
         role are answered with ERROR AuthenticationError and the connection is closed, as
         Pulsar does."""
         connect = frame.command.connect
+        if self.connected:
+            self._out_of_turn(BaseCommand.CONNECT, "again, once connected")
+            return
         try:
             self.role = self._guard.authenticate(
                 connect.auth_method_name, connect.auth_data.decode(errors="replace"))
@@ -270,6 +294,7 @@ class ServerConnection:
             return
         self.understands_end_of_topic = not connect.client_version.startswith(
             CPP_CLIENT_PREFIX)
+        self.connected = True
         self.send(commands.connected(connect.protocol_version))
 
     async def _permit(self, namespace: NamespaceName, actions: frozenset[str]) -> None:
