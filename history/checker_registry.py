@@ -76,9 +76,9 @@ CHECKERS: tuple[CheckerEntry, ...] = (
                     "what it expected.",
         "checkers.contract:contract", undecided="probes could not run or be judged"),
     CheckerEntry(
-        "stalled-subscription", "A subscription whose backlog waited, its cursor still, "
-                                "while its consumers were connected with nothing out, for "
-                                "longer than the bound.",
+        "stalled-subscription", "A subscription whose backlog waited, its cursor (every "
+                                "segment's, on a scalable topic) still, while its consumers "
+                                "were connected with nothing out, for longer than the bound.",
         "checkers.stalled:stalled_subscriptions"),
     CheckerEntry(
         "multi-position", "One value stored at more positions than a producer's resend can "

@@ -468,6 +468,39 @@ def _moving(h: History) -> None:
     h.drain()
 
 
+def _segment_readings(h: History, seconds: int, *, moving: bool = False) -> None:
+    """A scalable topic's `stream` subscription as a run once left it: segment 8 read to
+    its end by a connected consumer, its children 17 and 18 dealt to nobody, their
+    backlogs waiting; one reading a second (`moving`: segment 17 is being read)."""
+    h.subscribe("stream", "stream", topic="topic://t/ns/x")
+    for second in range(seconds + 1):
+        h.at(1000 * (second + 1)).segment_cursor("stream", {
+            "8": {"mark_delete": "16:479", "backlog": 0, "consumers": 1, "unacked": 0},
+            "17": {"mark_delete": f"20:{second if moving else -1}", "backlog": 83,
+                   "consumers": 1 if moving else 0, "unacked": 0},
+            "18": {"mark_delete": "21:-1", "backlog": 145, "consumers": 0, "unacked": 0}},
+            topic="topic://t/ns/x")
+
+
+@case("stalled-subscription-segments-dealt-to-nobody", stalled_subscription=1)
+def _segments_unassigned(h: History) -> None:
+    _segment_readings(h, 12)
+    h.drain()
+
+
+@case("stalled-subscription-segments-legal-one-moves")
+def _segment_read(h: History) -> None:
+    _segment_readings(h, 12, moving=True)
+    h.drain()
+
+
+@case("stalled-subscription-segments-drain-timed-out", stalled_subscription=1)
+def _segments_unassigned_undrained(h: History) -> None:
+    """The drain gave up waiting: `lost` cannot decide, the stall still decides."""
+    _segment_readings(h, 12)
+    h.drain("info")
+
+
 def _ack_unconfirmed(h: History, final_mark_delete: str, *, again: bool = False,
                      **reading: int) -> None:
     """m1 delivered at 1:0, its ack never confirmed; after the drain, the cursor."""
@@ -618,6 +651,18 @@ def _reassigned_legal_push_late(h: History) -> None:
     h.drain()
 
 
+@case("reassigned-legal-fewer-dealt")
+def _reassigned_legal_fewer(h: History) -> None:
+    """Segments 1 and 3 merged and 3 drained: one rebalance deals only 1, to c0 by name
+    order, so 1 moves from c1 to c0 and c1 is left nothing. Seen push by push, c1's
+    looks like a move with the same segments dealt; across the rebalance, fewer are."""
+    h.register("c0", [3])
+    h.register("c1", [1])
+    h.assign("c0", [1])
+    h.assign("c1", [])
+    h.drain()
+
+
 @case("reassigned-legal-consumer-left")
 def _reassigned_legal_left(h: History) -> None:
     _dealt_to_c0_then_shared(h)
@@ -671,6 +716,10 @@ def _zombie_not_judged(h: History) -> None:
     _health_each_second(h, "u" * 30)
 
 
+UNDRAINED = ("no-drain", "stalled-subscription-segments-drain-timed-out")
+"""Cases whose drain did not complete: the checkers that need one say unknown."""
+
+
 @pytest.fixture(scope="module")
 def results(spark, tmp_path_factory) -> dict[str, dict]:
     histories = prepared_cases({name: build for name, (build, _) in CASES.items()},
@@ -679,7 +728,7 @@ def results(spark, tmp_path_factory) -> dict[str, dict]:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name", [n for n in CASES if n != "no-drain"])
+@pytest.mark.parametrize("name", [n for n in CASES if n not in UNDRAINED])
 def test_counts(results: dict[str, dict], name: str) -> None:
     expected = CASES[name][1]
     counts = {checker: r["count"] for checker, r in results[name]["checkers"].items()}
@@ -717,6 +766,19 @@ def test_stall_and_stuck_ack_examples(results: dict[str, dict]) -> None:
     (stuck,) = results["ack-unapplied"]["checkers"]["ack-unapplied"]["examples"]
     assert stuck["value"] == "m1" and stuck["positions"] == ["1:0"]
     assert len(stuck["events"]) == 3  # the ack, the delivery, the final reading
+
+
+@pytest.mark.spark
+def test_a_stalled_scalable_subscription_names_its_waiting_segments(
+        results: dict[str, dict]) -> None:
+    for name in ("stalled-subscription-segments-dealt-to-nobody",
+                 "stalled-subscription-segments-drain-timed-out"):
+        (stall,) = results[name]["checkers"]["stalled-subscription"]["examples"]
+        assert stall["subscription"] == "stream" and stall["backlog"] == 228
+        assert stall["segments"] == {"17": 83, "18": 145}
+    undrained = results["stalled-subscription-segments-drain-timed-out"]
+    assert undrained["checkers"]["lost"]["valid"] == "unknown"
+    assert undrained["valid"] is False, "the stall decides the run, the drain or not"
 
 
 @pytest.mark.spark
