@@ -29,6 +29,17 @@ def metadata_loss_shutdown_s(policy: str, session_timeout_s: float) -> float:
     return (1 + retries) * session_timeout_s
 
 
+MAX_CLUSTERS = 8
+MAX_PER_CLUSTER: dict[Role, int] = {"zookeeper": 7, "bookie": 9, "broker": 16}
+MAX_NODES = sum(MAX_PER_CLUSTER.values())
+"""The most a run starts: nodes per cluster by role, clusters, and nodes of all clusters
+together (one cluster at every maximum). Each node is a process of its own (a reference
+broker or bookie about 50 to 70 MiB, a ZooKeeper JVM up to its 256 MiB heap and more), so
+32 nodes stay within the 8 GiB a laptop can spare and start in a minute or two on two
+cores; 7 ZooKeepers outlive 3 failures, more only slow their quorum down. A scenario
+asking more is refused as it is read (docs/scenarios.md), not when the machine runs out."""
+
+
 @dataclass(frozen=True)
 class Topology:
     clusters: tuple[str, ...] = ("a",)

@@ -109,9 +109,14 @@ class TomlInput:
             raise self.expected(key, "a non-empty string" if non_empty else "a string", value)
         return value
 
-    def integer(self, key: str, value: Any, *, minimum: int = 0) -> int:
+    def integer(self, key: str, value: Any, *, minimum: int = 0, maximum: int | None = None,
+                why: str = "") -> int:
+        """An integer of at least `minimum` and, when given, at most `maximum`; `why` says
+        where the maximum comes from, after the range."""
         if not isinstance(value, int) or isinstance(value, bool):
             raise self.expected(key, "an integer", value)
+        if maximum is not None and not minimum <= value <= maximum:
+            raise self.expected(key, f"a number from {minimum} to {maximum}{why}", value)
         if value < minimum:
             raise self.expected(key, f"a number of at least {minimum}", value)
         return value

@@ -18,7 +18,13 @@ from typing import Any
 
 from harness.backends import BACKENDS
 from harness.targets.reference_mutants import reference_mutants
-from harness.topology import AUTH_MODES, Topology
+from harness.topology import (
+    AUTH_MODES,
+    MAX_CLUSTERS,
+    MAX_NODES,
+    MAX_PER_CLUSTER,
+    Topology,
+)
 from harness.workloads.registry import cluster_count_problem
 from harness.workloads.settings import WorkloadSettings
 from history.checker_registry import CHECKER_NAMES
@@ -92,6 +98,7 @@ def load_scenario(path: Path) -> Scenario:
                                "workload", "nemesis", "checkers", "mutants", "expected",
                                "expected_anomalies"})
     toml = reader.toml
+    _topology_size(toml, scenario.topology)
     problem = cluster_count_problem(scenario.workload.kind, len(scenario.topology.clusters))
     if problem:
         raise toml.error("topology.clusters", f"{problem}, got "
@@ -101,6 +108,24 @@ def load_scenario(path: Path) -> Scenario:
             raise toml.expected(f"topology.{seconds}", "a number of seconds above 0",
                                 getattr(scenario.topology, seconds))
     return scenario
+
+
+def _topology_size(toml: TomlInput, topology: Topology) -> None:
+    """Refuse a topology larger than a run can start (harness/topology.py's maxima), as the
+    file is read: else it passes validation and fails as the nodes run the machine out."""
+    why = " (the most a run starts, docs/scenarios.md)"
+    for role, most in MAX_PER_CLUSTER.items():
+        key = f"{role}s"
+        toml.integer(f"topology.{key}", getattr(topology, key), minimum=1, maximum=most,
+                      why=why)
+    if len(topology.clusters) > MAX_CLUSTERS:
+        raise toml.expected("topology.clusters", f"at most {MAX_CLUSTERS} clusters{why}",
+                            list(topology.clusters))
+    nodes = len(topology.clusters) * sum(topology.count(role) for role in MAX_PER_CLUSTER)
+    if nodes > MAX_NODES:
+        raise toml.error("topology", f"expected at most {MAX_NODES} nodes in all{why}, got "
+                                     f"{nodes} ({len(topology.clusters)} clusters of "
+                                     f"{nodes // len(topology.clusters)})")
 
 
 def _name(reader: _Reader, data: dict[str, Any], path: Path) -> str:
