@@ -27,7 +27,9 @@ from checkers.load import PreparedHistory
 from checkers.per_value import PRODUCER_RETRY
 from checkers.registry import Checker, registered
 from checkers.safe import CheckerFailure, attempt, find_all
+from checkers.session import cancel_jobs
 from checkers.stats import run_stats
+from history.version import starquake_version
 
 EXAMPLES_PER_CHECKER = 10
 DUPLICATE_WINDOW = "duplicate-window"
@@ -83,7 +85,7 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
         try:
             findings = find_all(checkers, frames, settings, _first_examples)
         except BaseException:
-            spark.sparkContext.cancelAllJobs()  # a Ctrl-C waits for no statistics
+            cancel_jobs(spark)  # a Ctrl-C waits for no statistics
             raise
         stats, window_acks = stats_job.result()
     found = _Found({}, defaultdict(list), dict(findings.failures), {})
@@ -202,5 +204,7 @@ def _acks_judged(stats: dict[str, Any], before_failovers: int,
 
 def write_results(result: RunResult, out: Path | None = None) -> Path:
     path = out or result.history.source.parent / "results.json"
-    path.write_text(json.dumps(result.results, indent=2, default=str) + "\n")
+    # First in the file: the starquake that judged the run (docs/history.md).
+    document = {"starquake_version": starquake_version(), **result.results}
+    path.write_text(json.dumps(document, indent=2, default=str) + "\n")
     return path

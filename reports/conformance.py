@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from reports.junit import add_properties
 from reports.templates import render
 
 
@@ -42,6 +43,7 @@ def _junit(document: dict[str, Any], counts: Counter[str]) -> ET.Element:
     suite = ET.SubElement(suites, "testsuite", name=f"conform {document['target']['name']}",
                           tests=str(len(features)), failures=str(failures),
                           errors=str(errors), skipped=str(skipped))
+    add_properties(suite)
     for feature in features:
         case = ET.SubElement(suite, "testcase", classname="starquake.conform",
                              name=feature["feature"])

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from history.reader import HistoryError, discover_runs
+from reports.junit import add_properties
 from reports.run_dir import RunDirectory, load_run
 from reports.templates import render
 
@@ -104,6 +105,7 @@ def _junit(entries: list[SuiteRun]) -> ET.Element:
     suite = ET.SubElement(suites, "testsuite", name="starquake", tests=str(len(entries)),
                           failures=str(failures), errors="0", skipped="0",
                           time=f"{total_time:.3f}")
+    add_properties(suite)
     for entry in entries:
         run = entry.run
         case = ET.SubElement(suite, "testcase", classname=f"starquake.{run.scenario_name or 'run'}",

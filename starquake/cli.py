@@ -13,9 +13,14 @@ import traceback
 import click
 
 from history.errors import BAD_INPUT, ENVIRONMENT, StarquakeError
+from history.version import DISTRIBUTION
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# The installed package's version (importlib.metadata), the one results.json, the report and
+# the JUnit files name.
+@click.version_option(package_name=DISTRIBUTION, prog_name="starquake",
+                      message="%(prog)s %(version)s")
 def starquake() -> None:
     """Jepsen-style testing for Pulsar-style messaging systems."""
 

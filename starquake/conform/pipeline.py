@@ -40,6 +40,7 @@ from history.errors import (
     EnvironmentProblem,
     StarquakeError,
 )
+from history.version import starquake_version
 from scenarios.format import scenario_toml
 from starquake.conform.features import FEATURES, PlannedFeature, plan_feature
 from starquake.run.check_worker import CheckWorker
@@ -241,6 +242,7 @@ def _write_outputs(directory: Path, options: ConformOptions, name: str, seed: in
         "command": reproducing_command(options, seed, options.features),
         "features": [row.document() for row in rows],
         "exit_code": code,
+        "starquake_version": starquake_version(),
     })
 
 
