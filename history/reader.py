@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 from history.errors import BadInput
 from history.partial import temporary_beside
 from history.schema import ARROW_SCHEMA, EVENT_TYPES, FIELDS, INT_FIELDS, REQUIRED
+from history.torn_line import NotTorn, check_torn
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +198,10 @@ def _convert(path: Path, length: int, target: Path, consumer: BatchConsumer | No
 
 
 def _complete_length(path: Path) -> tuple[int, bool]:
-    """Bytes up to the last complete line, and whether a torn last line was cut off."""
+    """Bytes up to the last complete line, and whether a torn last line was cut off: one
+    that is the start of a JSON object (history/torn_line.py). A last line that is neither
+    a JSON object nor the start of one is bad input, refused with its line's number and
+    the file left as it is."""
     size = path.stat().st_size
     if size == 0:
         return 0, False
@@ -210,7 +214,23 @@ def _complete_length(path: Path) -> tuple[int, bool]:
         orjson.loads(last)
         return size, False
     except orjson.JSONDecodeError:
-        return size - len(last), True
+        pass
+    try:
+        check_torn(last)
+    except NotTorn as exc:
+        raise HistoryError(f"{path}:{_line_number(path, size - len(last))}: not a JSON "
+                           f"object, nor one cut off mid-write: {exc}") from None
+    return size - len(last), True
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """The number (from 1) of the line starting at byte `offset`, by its newlines before."""
+    newlines = 0
+    with open(path, "rb") as f:
+        while offset > 0 and (block := f.read(min(offset, 1 << 20))):
+            newlines += block.count(b"\n")
+            offset -= len(block)
+    return newlines + 1
 
 
 def _last_line(f: BinaryIO, size: int) -> bytes:
