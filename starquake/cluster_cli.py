@@ -18,6 +18,8 @@ import click
 if TYPE_CHECKING:
     from harness.target import LookupEndpoint
     from harness.targets.docker.deployment import DockerDeployment
+    from harness.targets.docker.described import DescribedPromises
+    from harness.topology import Topology
 
 # harness.targets.docker.images.IMAGE_SOURCES, spelled out so that `starquake --help` does
 # not import the docker SDK (a unit test keeps the two equal).
@@ -57,19 +59,12 @@ def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
     """Start the clusters of SCENARIO's [topology] (or of the options), print every
     node's addresses, and leave them running."""
     from harness.signals import sigterm_interrupts
-    from harness.targets.docker.deployment import DockerDeployment
-    from harness.targets.docker.images import ImageSource
-    from harness.targets.docker.node_specs import NodeSettings
     from harness.topology import Topology
-    from history.errors import BadInput
     from scenarios.format import load_scenario
 
     topology, mutants = Topology(), tuple[str, ...]()
     if scenario is not None:
         loaded = load_scenario(scenario)
-        if loaded.topology.backend != "docker":
-            raise BadInput(f"{scenario}: topology.backend is {loaded.topology.backend!r}; "
-                           "`starquake serve` runs a local cluster")
         topology, mutants = loaded.topology, loaded.mutants
     overrides: dict[str, Any] = {
         "clusters": tuple(string.ascii_lowercase[:clusters]) if clusters else None,
@@ -78,9 +73,8 @@ def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
         "session_expired_policy": session_expired_policy}
     topology = dataclasses.replace(
         topology, **{key: value for key, value in overrides.items() if value is not None})
-    deployment = DockerDeployment(topology, settings=NodeSettings(mutants=tuple(mutants)),
-                                  run_id=run_id, image_source=cast(ImageSource, image_source),
-                                  reaper=False)
+    deployment, system, promises = _deployment(topology, mutants, scenario, lookup,
+                                               run_id, image_source)
     started = time.monotonic()
     with sigterm_interrupts():
         deployment.up()
@@ -98,8 +92,10 @@ def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
         ports = " ".join(f"{k}={v}" for k, v in (node.spec.ports if node.spec else {}).items())
         click.echo(f"{node.name:<16} {node.role:<10} {node.ip:<16} {wan:<16} {ports}")
     for nodes in deployment.clusters.values():
-        click.echo(f"cluster {nodes.name}: zookeeper {nodes.zk_connect_string} "
-                   f"(bookies and brokers use {nodes.metadata_url})")
+        # Our brokers keep each cluster under a chroot of its own; Pulsar's use the root.
+        chroot = (f" (bookies and brokers use {nodes.metadata_url})"
+                  if system == "reference" else "")
+        click.echo(f"cluster {nodes.name}: zookeeper {nodes.zk_connect_string}{chroot}")
         for service, admin in zip(nodes.service_urls, nodes.admin_urls, strict=True):
             click.echo(f"  broker {service}  admin {admin}")
     if endpoint is not None:
@@ -107,9 +103,37 @@ def up(scenario: Path | None, clusters: int | None, zookeepers: str | None,
     if target_file is not None:
         from harness.targets.docker.described import described_deployment
 
-        target_file.write_text(described_deployment(deployment, endpoint))
+        target_file.write_text(described_deployment(deployment, endpoint, system, promises))
         click.echo(f"target file: {target_file}")
     click.echo(f"remove with: starquake cluster down {deployment.run_id}")
+
+
+def _deployment(topology: Topology, mutants: tuple[str, ...], scenario: Path | None,
+                lookup: bool, run_id: str | None, image_source: str,
+                ) -> tuple[DockerDeployment, str, DescribedPromises]:
+    """The deployment of the topology's backend, not started, with what its target file
+    calls the system and says of it: our implementation's (`docker`) or Apache Pulsar's
+    (`apache-pulsar`)."""
+    from harness.targets.docker.deployment import DockerDeployment
+    from harness.targets.docker.described import reference_promises
+    from harness.targets.docker.images import ImageSource
+    from harness.targets.docker.node_specs import NodeSettings
+    from history.errors import BadInput
+
+    where = f"{scenario}: " if scenario is not None else ""
+    source = cast(ImageSource, image_source)
+    if topology.backend == "apache-pulsar":
+        from harness.targets.apache_pulsar.target import described_promises, pulsar_deployment
+
+        deployment = pulsar_deployment(topology, mutants=mutants, lookup_service=lookup,
+                                       run_id=run_id, reaper=False, image_source=source)
+        return deployment, "apache-pulsar", described_promises(topology)
+    if topology.backend != "docker":
+        raise BadInput(f"{where}topology.backend is {topology.backend!r}; "
+                       "`starquake serve` runs a local cluster")
+    deployment = DockerDeployment(topology, settings=NodeSettings(mutants=mutants),
+                                  run_id=run_id, image_source=source, reaper=False)
+    return deployment, "reference", reference_promises(deployment)
 
 
 def _start_lookup(deployment: DockerDeployment) -> LookupEndpoint:

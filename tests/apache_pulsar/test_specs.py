@@ -4,6 +4,8 @@ backend refuses before a run."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import cast
 
@@ -13,7 +15,8 @@ from docker import DockerClient
 from harness.targets.apache_pulsar.config import with_settings
 from harness.targets.apache_pulsar.distribution import Distribution
 from harness.targets.apache_pulsar.node_specs import PulsarSettings, PulsarSpecs
-from harness.targets.apache_pulsar.target import ApachePulsarTarget
+from harness.targets.apache_pulsar.target import ApachePulsarTarget, described_promises
+from harness.targets.docker.described import DescribedPromises
 from harness.targets.docker.containers import ContainerNode
 from harness.targets.docker.deployment import ClusterNodes
 from harness.targets.docker.images import NodeImage
@@ -100,3 +103,17 @@ def test_what_only_our_implementation_has_is_refused(
         refused: str) -> None:
     with pytest.raises(BadInput, match=refused):
         ApachePulsarTarget(topology, mutants, tmp_path, lookup, run_auth(topology))
+
+
+def test_a_target_file_states_the_brokers_session_and_no_shutdown_bound() -> None:
+    promises = described_promises(Topology(backend="apache-pulsar", session_timeout_ms=10000))
+    assert promises == DescribedPromises(10.0, 30.0, None)
+
+
+def test_cluster_up_refuses_what_pulsar_lacks_before_starting_anything(tmp_path: Path) -> None:
+    scenario = tmp_path / "pulsar.toml"
+    scenario.write_text('[topology]\nbackend = "apache-pulsar"\n')
+    result = subprocess.run([sys.executable, "-m", "starquake", "cluster", "up", str(scenario),
+                             "--lookup"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 3
+    assert "the lookup service is our reference implementation's" in result.stderr

@@ -16,9 +16,11 @@ from pathlib import Path
 
 from harness.backends import BACKENDS
 from harness.target import NetworkControl, NodeControl, TargetCluster
-from harness.targets.apache_pulsar.distribution import fetch
+from harness.targets.apache_pulsar.distribution import Distribution, fetch
 from harness.targets.apache_pulsar.node_specs import PulsarSettings, PulsarSpecs
 from harness.targets.docker.deployment import DockerDeployment
+from harness.targets.docker.described import DescribedPromises
+from harness.targets.docker.images import ImageSource
 from harness.targets.docker.iptables import IptablesNetwork
 from harness.targets.docker.target import cluster_of
 from harness.targets.lookup import DeployedLookup
@@ -28,6 +30,8 @@ from harness.topology import Topology
 from history.errors import BadInput
 
 BACKEND = "apache-pulsar"
+PULSAR_SNAPSHOT_TIMEOUT_S = 30.0
+"""`replicatedSubscriptionsSnapshotTimeoutSeconds`, the distribution's default."""
 START_TIMEOUT_S = 300.0
 """How long one tier may take to serve: seven JVMs starting on two cores take minutes."""
 
@@ -50,6 +54,32 @@ def _refuse_what_pulsar_lacks(topology: Topology, mutants: tuple[str, ...],
                        "Pulsar yet)")
 
 
+def pulsar_deployment(topology: Topology, distribution: Distribution | None = None, *,
+                      mutants: tuple[str, ...] = (), lookup_service: bool = False,
+                      run_dir: Path | None = None,
+                      run_id: str | None = None, reaper: bool = True,
+                      image_source: ImageSource = "import") -> DockerDeployment:
+    """The topology's one cluster of Apache Pulsar as a Docker deployment, not started:
+    a run's (`ApachePulsarTarget`) and `starquake cluster up`'s. Without `distribution`,
+    the version the lock file records, fetched when the cache lacks it. Raises
+    DistributionUnavailable or EngineUnavailable before anything starts."""
+    _refuse_what_pulsar_lacks(topology, mutants, lookup_service, None)
+    return DockerDeployment(
+        topology, run_dir=run_dir, run_id=run_id, reaper=reaper, image_source=image_source,
+        start_timeout=START_TIMEOUT_S,
+        specs=PulsarSpecs(distribution or fetch(), PulsarSettings(
+            session_timeout_ms=topology.session_timeout_ms,
+            session_expired_policy=topology.session_expired_policy)))
+
+
+def described_promises(topology: Topology) -> DescribedPromises:
+    """What a target file says of a Pulsar cluster this backend started: the brokers'
+    session timeout; the snapshot timeout Pulsar defaults to (30 s); no shutdown bound for
+    a broker cut from ZooKeeper, which Pulsar does not document."""
+    return DescribedPromises(topology.session_timeout_ms / 1000, PULSAR_SNAPSHOT_TIMEOUT_S,
+                             None)
+
+
 class ApachePulsarTarget(TopologyDeployment):
     """Apache Pulsar in containers."""
 
@@ -57,14 +87,9 @@ class ApachePulsarTarget(TopologyDeployment):
                  lookup_service: bool = False, auth: RunAuth | None = None) -> None:
         _refuse_what_pulsar_lacks(topology, mutants, lookup_service, auth)
         super().__init__(topology, DeployedLookup(False, run_dir, None, ()))
-        # Both raise before anything starts: DistributionUnavailable, EngineUnavailable.
         distribution = fetch()  # the version the lock file records
         self.version = distribution.version
-        self._deployment = DockerDeployment(
-            topology, run_dir=run_dir, image_source="import", start_timeout=START_TIMEOUT_S,
-            specs=PulsarSpecs(distribution, PulsarSettings(
-                session_timeout_ms=topology.session_timeout_ms,
-                session_expired_policy=topology.session_expired_policy)))
+        self._deployment = pulsar_deployment(topology, distribution, run_dir=run_dir)
         self._network: IptablesNetwork | None = None
         self.where = (f"Apache Pulsar {self.version} in containers labelled "
                       f"starquake={self._deployment.run_id}")
