@@ -22,6 +22,27 @@ class AdminError(Exception):
         self.status = status
 
 
+REASON_CHARS = 300
+"""The most of a plain-text error body an error carries: it ends up in one-line reasons."""
+
+
+def server_reason(body: str, phrase: str) -> str:
+    """What the server said was wrong, for one line: the `reason` of Pulsar's JSON error;
+    else, for a web server's own HTML error page (Jetty's 404 for a path no resource
+    serves), the status phrase; else the body's first line, shortened."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict) and "reason" in answer:
+        return str(answer["reason"])
+    text = body.strip()
+    if not text or text.startswith("<"):
+        return phrase
+    first = text.splitlines()[0]
+    return first if len(first) <= REASON_CHARS else first[:REASON_CHARS] + "..."
+
+
 def admin_request(base_url: str, method: str, path: str, body: Any = None,
                   timeout: float = TIMEOUT, authenticated: bool = True) -> Any:
     """The parsed JSON answer (None for an empty one); redirects are followed. The
@@ -35,11 +56,7 @@ def admin_request(base_url: str, method: str, path: str, body: Any = None,
         with urllib.request.urlopen(request, timeout=timeout) as response:
             raw = response.read()
     except urllib.error.HTTPError as exc:
-        text = exc.read().decode(errors="replace")
-        try:
-            reason = json.loads(text).get("reason", text)
-        except ValueError:
-            reason = text
+        reason = server_reason(exc.read().decode(errors="replace"), str(exc.reason))
         raise AdminError(method, url, exc.code, reason) from None
     if not raw:
         return None
