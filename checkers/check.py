@@ -27,7 +27,6 @@ from checkers.load import PreparedHistory
 from checkers.per_value import PRODUCER_RETRY
 from checkers.registry import Checker, registered
 from checkers.safe import CheckerFailure, attempt, find_all
-from checkers.session import cancel_jobs
 from checkers.stats import run_stats
 from history.version import starquake_version
 
@@ -85,7 +84,7 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
         try:
             findings = find_all(checkers, frames, settings, _first_examples)
         except BaseException:
-            cancel_jobs(spark)  # a Ctrl-C waits for no statistics
+            spark.sparkContext.cancelAllJobs()  # a Ctrl-C waits for no statistics
             raise
         stats, window_acks = stats_job.result()
     found = _Found({}, defaultdict(list), dict(findings.failures), {})
