@@ -7,10 +7,15 @@ the whole command pays that once, and each later run is judged in 2 to 3 s.
 
 The worker's output for a run (the checkers' lines, Spark's warnings, a traceback) goes to
 that run's `check.log`, as a `starquake check` of its own would write it.
+
+Each worker has a lifeline (starquake/run/lifeline.py): should the command die without
+closing it (SIGKILL), the lifeline kills the worker and its Spark JVM within moments,
+where the worker would otherwise judge on for 20 s or more.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +25,7 @@ from typing import IO
 from checkers.cli import WORKER_DONE
 from checkers.spark_settings import SparkSettings
 from history.errors import ENVIRONMENT
+from starquake.run import lifeline
 
 STOP_WAIT_S = 30
 """How long a worker told to stop may take to end its Spark session before it is killed."""
@@ -32,6 +38,8 @@ class CheckWorker:
     def __init__(self, spark: SparkSettings) -> None:
         self._spark = spark
         self._process: subprocess.Popen[str] | None = None
+        self._lifeline: tuple[subprocess.Popen[bytes], int] | None = None
+        """The running worker's lifeline process and the write end of its pipe."""
 
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "starquake", "check-worker", *self._spark.check_args()]
@@ -49,6 +57,7 @@ class CheckWorker:
                 return code
             self._process = None
             ended = worker.wait()
+            self._release()
             return ended if ended not in (0, 1, 2) else ENVIRONMENT
 
     def _running(self) -> subprocess.Popen[str]:
@@ -58,6 +67,7 @@ class CheckWorker:
             self._process = subprocess.Popen(
                 self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True, bufsize=1)
+            self._lifeline = _lifeline(self._process.pid)
         return self._process
 
     def close(self) -> None:
@@ -76,6 +86,19 @@ class CheckWorker:
             worker.kill()
             worker.wait()
         worker.stdout.close()
+        self._release()
+
+    def _release(self) -> None:
+        """Tell the lifeline the worker was ended here, and let it go."""
+        if self._lifeline is None:
+            return
+        (watcher, write_end), self._lifeline = self._lifeline, None
+        try:
+            os.write(write_end, lifeline.RELEASE)
+        except BrokenPipeError:  # it has ended already
+            pass
+        os.close(write_end)
+        watcher.wait()
 
     def __enter__(self) -> CheckWorker:
         return self
@@ -83,6 +106,22 @@ class CheckWorker:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
         self.close()
+
+
+def _lifeline(worker: int) -> tuple[subprocess.Popen[bytes], int]:
+    """Start the lifeline of the worker `worker`; the pipe's write end stays here only
+    (os.pipe's ends are not inherited, and the lifeline alone is passed the read end)."""
+    read_end, write_end = os.pipe()
+    try:
+        watcher = subprocess.Popen(
+            [sys.executable, "-I", "-S", lifeline.__file__, str(read_end), str(worker)],
+            pass_fds=(read_end,), stdin=subprocess.DEVNULL)
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    return watcher, write_end
 
 
 def _copy_until_done(output: IO[str], log: IO[str]) -> int | None:
