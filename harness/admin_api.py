@@ -17,9 +17,12 @@ TIMEOUT = 15.0
 class AdminError(Exception):
     """The API refused a request; `status` is the HTTP status."""
 
-    def __init__(self, method: str, url: str, status: int, reason: str) -> None:
+    def __init__(self, method: str, url: str, status: int, reason: str,
+                 location: str | None = None) -> None:
         super().__init__(f"{method} {url}: {status} {reason}")
         self.status = status
+        self.location = location
+        """Where a redirect (a change is not followed by `admin_request`) points."""
 
 
 REASON_CHARS = 300
@@ -57,7 +60,7 @@ def admin_request(base_url: str, method: str, path: str, body: Any = None,
             raw = response.read()
     except urllib.error.HTTPError as exc:
         reason = server_reason(exc.read().decode(errors="replace"), str(exc.reason))
-        raise AdminError(method, url, exc.code, reason) from None
+        raise AdminError(method, url, exc.code, reason, exc.headers.get("Location")) from None
     if not raw:
         return None
     try:

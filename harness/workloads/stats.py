@@ -35,21 +35,42 @@ def topic_path(topic: str) -> str:
     return "/admin/v2/" + topic.replace("://", "/")
 
 
+REDIRECTS = 3
+"""How many redirects a change follows from one broker: Pulsar sends a request for a topic
+whose bundle nobody owns yet to its load manager's leader, which sends it on, marked
+`authoritative=true`, to the broker it assigns the bundle to."""
+
+
 def owner_request(admin_urls: Sequence[str], method: str, path: str,
                   body: object = None) -> Any:
     """A change (PUT, POST, DELETE) asked of each broker in turn until one other than a
-    redirect answers: a broker that does not own the topic redirects, which is not
-    followed for a change. Raises that broker's refusal (`AdminError`), or `OSError` when
-    every broker redirected or was out of reach."""
+    redirect answers. A broker that does not own the topic redirects, and `admin_request`
+    follows no redirect for a change, so it is followed here, with the same method and
+    body, as Pulsar's own admin client does: asked again without the redirect's
+    `authoritative=true`, the broker a topic not owned yet is assigned to would redirect
+    once more, and every broker can. Raises a broker's refusal (`AdminError`), or `OSError`
+    when every broker redirected past `REDIRECTS` or was out of reach."""
     for url in admin_urls:
         try:
-            return admin_request(url, method, path, body, timeout=TIMEOUT)
+            return _followed(url.rstrip("/") + path, method, body)
         except AdminError as exc:
             if exc.status != 307:
                 raise
         except OSError:
             continue
     raise OSError(f"no broker took {method} {path}")
+
+
+def _followed(url: str, method: str, body: object) -> Any:
+    """The answer to `method url`, following up to `REDIRECTS` redirects."""
+    for _ in range(REDIRECTS):
+        try:
+            return admin_request(url, method, "", body, timeout=TIMEOUT)
+        except AdminError as exc:
+            if exc.status != 307 or not exc.location:
+                raise
+            url = exc.location
+    return admin_request(url, method, "", body, timeout=TIMEOUT)
 
 
 def first_answer(admin_urls: Sequence[str], path: str, kind: type[T]) -> T | None:
