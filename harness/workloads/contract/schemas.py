@@ -27,8 +27,11 @@ def _record(**fields: Any) -> type[Record]:
 
 Reading = _record(sensor=String(), value=Integer(required=True))
 ReadingWithUnit = _record(sensor=String(), value=Integer(required=True),
-                          unit=String(default="none", required_default=True))
-"""A field more, with a default: compatible with `Reading` both ways."""
+                          unit=String(default="none", required=True, required_default=True))
+"""A field more, with a default: compatible with `Reading` both ways. The field is a plain
+`string`: Avro takes a union's default from its first branch, so the client's optional
+field (`["null", "string"]`) may default to null only, and Pulsar's registry refuses the
+schema otherwise (`Invalid default for field unit`)."""
 ReadingAsText = _record(sensor=String(), value=String(required=True))
 """`value` of another type: compatible with `Reading` in no direction."""
 
