@@ -27,7 +27,9 @@ from wire.tokens import BEARER, TOKEN_METHOD
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-OPEN_PATHS = ("/admin/v2/brokers/health", "/metrics")
+OPEN_PATHS = ("/admin/v2/brokers/health", "/metrics", "/metrics/")
+"""Matched whole: a path that only starts with one (`/admin/v2/brokers/health/{broker}/
+ownedNamespaces`, which routes as a cluster named `health`) needs credentials."""
 DEBUG_PREFIX = "/admin/v2/debug/"
 TOPIC_RESOURCES = frozenset({"persistent", "non-persistent", "schemas", "scalable",
                              "segments"})
@@ -105,13 +107,14 @@ def bearer_role(guard: Guard, request: web.Request) -> str | None:
 def access_middleware(guard: Guard, needs_of: Callable[[str, str], Needs] = needs,
                       open_paths: tuple[str, ...] = OPEN_PATHS) -> Middleware:
     """The broker's rules by default; another HTTP API of the system (the lookup
-    service's) passes its own `needs_of(method, path)` and the paths anyone may reach."""
+    service's) passes its own `needs_of(method, path)` and the paths anyone may reach,
+    each matched whole."""
     @web.middleware
     async def access(request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
         if path.startswith(DEBUG_PREFIX) and not guard.config.debug_endpoints:
             raise web.HTTPNotFound(reason="debug endpoints are switched off on this broker")
-        if path.startswith(open_paths):
+        if path in open_paths:
             return await handler(request)
         try:
             role = bearer_role(guard, request)

@@ -22,7 +22,7 @@ import asyncio
 from aiohttp import web
 
 from impl.admin.access_control import Needs, access_middleware, read_by_any_role
-from impl.admin.bodies import json_object
+from impl.admin.bodies import MAX_BODY_BYTES, json_object
 from impl.admin.errors import error_response, errors_middleware
 from impl.lookup.directory import TenantDirectory, UnknownCluster, UnknownTenant
 from impl.lookup.migration import MigrationRefused, Migrations
@@ -115,7 +115,8 @@ def lookup_needs(method: str, _path: str) -> Needs:
 def build_lookup_app(directory: TenantDirectory, migrations: Migrations,
                      guard: Guard = OPEN_GUARD) -> web.Application:
     app = web.Application(middlewares=[
-        errors_middleware, access_middleware(guard, lookup_needs, (HEALTH_PATH,))])
+        errors_middleware, access_middleware(guard, lookup_needs, (HEALTH_PATH,))],
+        client_max_size=MAX_BODY_BYTES)
     app[DIRECTORY] = directory
     app[MIGRATIONS] = migrations
     app.add_routes(routes)
