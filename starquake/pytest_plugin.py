@@ -14,9 +14,9 @@ It collects scenarios only when asked, so a project's own `pytest` run is unchan
   scenarios/smoke/`. Directories pytest walks into on its own, and `testpaths`, collect
   no scenario.
 
-This module holds only the hooks and imports nothing heavy: pytest loads it in every
-session of an environment where starquake is installed. The items, and the run behind
-each, are in `starquake.pytest_scenario`.
+This module holds the hooks and what a session's items share, and imports nothing heavy:
+pytest loads it in every session of an environment where starquake is installed. The
+items, and the run behind each, are in `starquake.pytest_scenario`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The pytest plugin runs scenarios as `starquake run` does: on correct code the item of a
 scenario that expects `valid` passes; with a mutant switched on the same probes fail it,
 and the failure names the verdict, the anomalies with examples, the seed, the command that
-reproduces the run and the report. Both runs in one pytest session (one check worker),
-on local processes. Every file of theirs names the version of starquake: results.json,
-the report, pytest's JUnit file, and a suite index and JUnit file made from them."""
+reproduces the run and the report; a run whose drain never completes is `unknown`, an
+error. The three runs in one pytest session (one check worker), on local processes.
+Every file of theirs names the version of starquake: results.json, the report, pytest's
+JUnit file, and a suite index and JUnit file made from them."""
 
 from __future__ import annotations
 
@@ -32,9 +33,14 @@ def test_a_valid_run_passes_and_a_mutant_fails_with_what_to_do_next(
     result = pytester.runpytest_subprocess(
         "--starquake", "contract-delayed.toml",
         "--starquake", "contract-delayed-under-mutant.toml",
+        "--starquake", "topic-undrained.toml",
         "--starquake-seed", "1", "--starquake-runs-dir", "runs", "--junitxml", "junit.xml",
         "-p", "no:cacheprovider", timeout=900)
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    result.stdout.fnmatch_lines([
+        "*ERROR at setup of starquake scenario topic-undrained[[]seed=1]*",
+        "topic-undrained[[]seed=1]: expected valid, got unknown (no anomalies)",
+        "  undecided: lost (the history has no completed drain)*"])
     text = "\n".join(result.outlines)
     result.stdout.fnmatch_lines([
         "*contract-delayed-under-mutant[[]seed=1]: expected valid, got invalid (contract=*)",
@@ -42,7 +48,8 @@ def test_a_valid_run_passes_and_a_mutant_fails_with_what_to_do_next(
         "  reproduce: starquake reproduce runs/contract-delayed-under-mutant/*-1",
         "  run directory: runs/contract-delayed-under-mutant/*",
         "  report: runs/contract-delayed-under-mutant/*/report.html"])
-    command = next(line for line in result.outlines if line.startswith("  reproduce: "))
+    command = next(line for line in result.outlines
+                   if line.startswith("  reproduce: starquake reproduce runs/contract-delayed-"))
     run_dir = pytester.path / shlex.split(command.removeprefix("  reproduce: "))[-1]
     assert (run_dir / "report.html").is_file(), text
     results = json.loads((run_dir / "results.json").read_text())
@@ -50,22 +57,24 @@ def test_a_valid_run_passes_and_a_mutant_fails_with_what_to_do_next(
     assert results["checkers"]["contract"]["count"] > 0
     written_by = f"Written by starquake {starquake_version()}."
     assert written_by in (run_dir / "report.html").read_text()
-    both = [path.parent for path in (pytester.path / "runs").glob("*/*/results.json")
+    runs = [path.parent for path in (pytester.path / "runs").glob("*/*/results.json")
             if not path.parent.parent.is_symlink()]
-    index, suite_junit = write_suite_index(both, pytester.path / "index")
+    index, suite_junit = write_suite_index(runs, pytester.path / "index")
     assert written_by in index.read_text()
     assert [(p.get("name"), p.get("value")) for p in ET.parse(suite_junit).iter("property")
             ] == [("starquake_version", starquake_version())]
 
     cases = {case.get("name"): case
              for case in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")}
-    assert len(cases) == 2
+    assert len(cases) == 3
     for name, case in cases.items():
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
         assert properties["starquake_version"] == starquake_version()
         assert properties["seed"] == "1"
         failure = case.find("failure")
-        if "under-mutant" in str(name):
+        if "undrained" in str(name):
+            assert properties["verdict"] == "unknown" and case.find("error") is not None
+        elif "under-mutant" in str(name):
             assert properties["verdict"] == "invalid"
             assert failure is not None and "reproduce: starquake reproduce" in (
                 failure.get("message") or "")
