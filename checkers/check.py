@@ -27,6 +27,7 @@ from checkers.load import PreparedHistory
 from checkers.per_value import PRODUCER_RETRY
 from checkers.registry import Checker, registered
 from checkers.safe import CheckerFailure, attempt, find_all
+from checkers.session import cancel_jobs, in_this_check
 from checkers.stats import run_stats
 from history.version import starquake_version
 
@@ -80,11 +81,11 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
     # deliveries runs the coverage's jobs, `checkers.coverage`), and those the anomaly job
     # leaves idle between its stages.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        stats_job = pool.submit(run_stats, frames)
+        stats_job = pool.submit(in_this_check(spark, run_stats), frames)
         try:
             findings = find_all(checkers, frames, settings, _first_examples)
         except BaseException:
-            spark.sparkContext.cancelAllJobs()  # a Ctrl-C waits for no statistics
+            cancel_jobs(spark)  # a Ctrl-C waits for no statistics
             raise
         stats, window_acks = stats_job.result()
     found = _Found({}, defaultdict(list), dict(findings.failures), {})

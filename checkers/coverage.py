@@ -10,16 +10,22 @@ need of cumulative acks (docs/history.md).
 Two steps find it without gathering every delivery of a subscription in one task:
 
 1. **Marks.** The cumulative acks, a small share of the acks, were set apart by the
-   pairing pass (`checkers.pairing`); they reach every task that reads deliveries as a
-   broadcast, and each task joins its own deliveries to them (in the runs that have any),
-   which gives the positions each ack acknowledged with no shuffle: only the marks come
-   back to the driver.
+   pairing pass (`checkers.pairing`); they reach every task that reads deliveries with
+   its function (below), and each task joins its own deliveries to them (in the runs
+   that have any), which gives the positions each ack acknowledged with no shuffle: only
+   the marks come back to the driver.
 2. **Frontiers.** The driver sorts the marks of each subscription, cluster and segment in
    ack order and keeps those that raised the highest position: the frontier, strictly
    rising in position and in ack. The first frontier entry at or above a position is the
    ack that covered it. Frontiers hold at most one entry per cumulative ack, and reach
-   every partition of the per-value pass as a broadcast, where each delivery finds its
+   every partition of the per-value pass with its function, where each delivery finds its
    covering ack with one sort of the partition's deliveries and the frontiers.
+
+What the driver hands the tasks rides inside their pickled function, not in a broadcast
+variable, which Spark Connect lacks: the same code then runs on a Spark of the command's
+own, a cluster and a Spark Connect server. A local or cluster Spark sends a function
+larger than 1 MiB as a broadcast of its own, so a large table still travels once per
+executor there; a Spark Connect server receives it once, in the plan.
 """
 
 from __future__ import annotations
@@ -78,12 +84,8 @@ def frontiers(frames: HistoryFrames) -> Frontiers | None:
                               for run in sorted(frames.cumulative_ack_runs)])
     tasks = [task for task in frames.scans() if task.run in frames.cumulative_ack_runs
              and task.file == OBSERVATIONS_FILE]
-    shared = frames.spark.sparkContext.broadcast(acked)
-    try:
-        marks = map_scans(frames.spark, tasks, lambda task: _marks(task, shared.value).to_batches(),
-                          from_arrow_schema(_MARKS)).toArrow()
-    finally:
-        shared.unpersist()
+    marks = map_scans(frames.spark, tasks, lambda task: _marks(task, acked).to_batches(),
+                      from_arrow_schema(_MARKS)).toArrow()
     # A message delivered at one position in two tasks' rows gives that mark twice.
     return frontiers_of(marks.group_by(_MARKS.names).aggregate([]))
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import Broadcast
 from pyspark.sql import DataFrame
 
 from checkers.coverage import Frontiers, covered, frontiers
@@ -90,10 +89,8 @@ def per_value(frames: HistoryFrames) -> DataFrame:
     """The pass's output (see the module), gathered by key (`KEY`) for `order`'s pass."""
     subscriptions = frames.subscription_table()
     ordered = frames.subscription_table(ORDERED_MODES).select(["run", "topic", "subscription"])
-    found = frontiers(frames)
     facts = _Facts(frames.deduplicating_runs, frames.final_cursors(),
-                   judged_failover_table(frames),
-                   None if found is None else frames.spark.sparkContext.broadcast(found))
+                   judged_failover_table(frames), frontiers(frames))
     scattered = scatter_scans(frames.spark, frames.scans(), _by_value, "value",
                               frames.partitions)
     by_value = gather([scattered], frames.partitions)
@@ -112,8 +109,9 @@ class _Facts:
     deduplicating: set[str]
     final_cursors: dict[CursorScope, tuple[int, CursorReading]]
     failovers: pa.Table
-    frontiers: Broadcast[Frontiers] | None
-    """Where cumulative acks reached (`checkers.coverage`), when the history has any."""
+    frontiers: Frontiers | None
+    """Where cumulative acks reached (`checkers.coverage`), when the history has any;
+    handed to the tasks inside their function, as `checkers.coverage` says why."""
 
     def runs(self) -> pa.Table:
         return pa.table({"run": pa.array(sorted(self.deduplicating), pa.string())})
@@ -134,7 +132,7 @@ def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table,
             facts: _Facts) -> pa.Table:
     """Everything one partition's values prove."""
     if facts.frontiers is not None:
-        events = pa.concat_tables([events, _covered(events, facts.frontiers.value)])
+        events = pa.concat_tables([events, _covered(events, facts.frontiers)])
     codes = TextCodes(events, _TEXT_KEYS)
     coded = codes.table
 

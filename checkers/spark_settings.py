@@ -18,6 +18,9 @@ import click
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "3g"
+RESIDENT = "local-resident"
+"""The `--spark-remote` that means this machine's resident Spark Connect server, started
+on first use (`checkers.resident`, docs/spark-resident.md)."""
 _MEMORY_SIZE = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
 OPTIONS = (
     # (option, environment variable, help): the options every checking command takes, and
@@ -37,6 +40,10 @@ OPTIONS = (
     ("--spark-driver-memory", "STARQUAKE_SPARK_DRIVER_MEMORY",
      f"The driver JVM's heap, e.g. 1g or 512m (with a local master the executors share "
      f"it) [{DEFAULT_DRIVER_MEMORY}]."),
+    ("--spark-remote", "STARQUAKE_SPARK_REMOTE",
+     f"Check through a Spark Connect server, sc://HOST:PORT, or {RESIDENT}: this "
+     "machine's resident server (`starquake spark up`), started on first use; the master "
+     "and driver options then do not apply [none: a Spark of the command's own]."),
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -51,6 +58,8 @@ class SparkSettings:
     """None: $PYSPARK_PYTHON, else the driver's own interpreter path."""
     shared_dir: Path | None = None
     driver_memory: str = DEFAULT_DRIVER_MEMORY
+    remote: str | None = None
+    """A Spark Connect URL or RESIDENT; None: a Spark of this process's own."""
 
     @property
     def local(self) -> bool:
@@ -60,17 +69,17 @@ class SparkSettings:
     def check_args(self) -> list[str]:
         """The same settings as options of `starquake check`."""
         values = (self.master, self.driver_host, self.python, self.shared_dir,
-                  self.driver_memory)
+                  self.driver_memory, self.remote)
         return [text for (flag, _env, _help), value in zip(OPTIONS, values, strict=True)
                 if value is not None for text in (flag, str(value))]
 
 
 def settings_from(values: Sequence[str | Path | None]) -> SparkSettings:
     """The settings the options' values make, in OPTIONS order; None or empty: the default."""
-    master, driver_host, python, shared_dir, driver_memory = values
+    master, driver_host, python, shared_dir, driver_memory, remote = values
     return SparkSettings(str(master or DEFAULT_MASTER), str(driver_host or "") or None,
                          str(python or "") or None, Path(shared_dir) if shared_dir else None,
-                         str(driver_memory or DEFAULT_DRIVER_MEMORY))
+                         str(driver_memory or DEFAULT_DRIVER_MEMORY), str(remote or "") or None)
 
 
 def memory_size_problem(value: str | None) -> str | None:
@@ -81,12 +90,28 @@ def memory_size_problem(value: str | None) -> str | None:
     return None
 
 
-def _memory_size(_context: click.Context, _option: click.Parameter,
-                 value: str | None) -> str | None:
-    problem = memory_size_problem(value)
-    if problem is not None:
-        raise click.BadParameter(problem)
-    return value
+def remote_problem(value: str | None) -> str | None:
+    """Why `value` is no Spark Connect remote, or None when it is one (or not given)."""
+    if value and value != RESIDENT and not value.startswith("sc://"):
+        return f"{value!r}: expected sc://HOST:PORT or {RESIDENT}"
+    return None
+
+
+def _refusing(problem_of: Callable[[str | None], str | None]
+              ) -> Callable[[click.Context, click.Parameter, str | None], str | None]:
+    """An option's callback that refuses a value `problem_of` finds a problem with."""
+    def check(_context: click.Context, _option: click.Parameter,
+              value: str | None) -> str | None:
+        problem = problem_of(value)
+        if problem is not None:
+            raise click.BadParameter(problem)
+        return value
+
+    return check
+
+
+_CHECKS = {"--spark-driver-memory": _refusing(memory_size_problem),
+           "--spark-remote": _refusing(remote_problem)}
 
 
 def spark_options(command: F) -> F:
@@ -95,16 +120,16 @@ def spark_options(command: F) -> F:
     @functools.wraps(command)
     def with_settings(*args: Any, spark_master: str | None, spark_driver_host: str | None,
                       spark_python: str | None, spark_shared_dir: Path | None,
-                      spark_driver_memory: str | None, **kwargs: Any) -> Any:
+                      spark_driver_memory: str | None, spark_remote: str | None,
+                      **kwargs: Any) -> Any:
         spark = settings_from((spark_master, spark_driver_host, spark_python,
-                               spark_shared_dir, spark_driver_memory))
+                               spark_shared_dir, spark_driver_memory, spark_remote))
         return command(*args, spark=spark, **kwargs)
 
     decorated: Callable[..., Any] = with_settings
     for flag, env, text in reversed(OPTIONS):
         kind = (click.Path(file_okay=False, exists=True, path_type=Path)
                 if flag == "--spark-shared-dir" else click.STRING)
-        check = _memory_size if flag == "--spark-driver-memory" else None
         decorated = click.option(flag, envvar=env, show_envvar=True, type=kind,
-                                 callback=check, help=text)(decorated)
+                                 callback=_CHECKS.get(flag), help=text)(decorated)
     return decorated  # type: ignore[return-value]

@@ -34,6 +34,7 @@ def _register() -> None:
     # Commands import their heavy dependencies (pyspark, docker) inside their bodies so
     # that `starquake --help` stays fast.
     from checkers.cli import check, check_worker, synth
+    from checkers.resident_cli import spark
     from reports.cli import report, suite_index
     from scenarios.cli import scenario
     from starquake.bench.broker import bench_broker
@@ -55,6 +56,7 @@ def _register() -> None:
     starquake.add_command(check)
     starquake.add_command(check_worker)
     starquake.add_command(synth)
+    starquake.add_command(spark)
     starquake.add_command(zk)
     starquake.add_command(cluster)
     starquake.add_command(scenario)

@@ -24,6 +24,7 @@ from checkers.mixes import MIXES, scaled
 from checkers.mixes import write_parquet as write_mix
 from checkers.spark_settings import SparkSettings, spark_options
 from checkers.synthetic import INJECTABLE, SyntheticSpec, write_parquet
+from history.errors import BadInput
 from starquake.bench.duckdb_checks import duckdb_counts
 
 if TYPE_CHECKING:  # pyspark is imported by the command's body, so --help stays fast
@@ -160,6 +161,11 @@ def bench_check(events: int, mix: str, spark: SparkSettings, keep: Path | None,
                 docker_spark_workers: int | None) -> None:
     """Time every checker over EVENTS synthetic events of a MIX and verify the counts
     found, by the checkers and by DuckDB."""
+    if spark.remote is not None:
+        # The bench reads the driver JVM's CPU time and memory, which only a Spark of its
+        # own lets it see (docs/performance.md shows how to time a remote check).
+        raise BadInput(f"bench check: --spark-remote {spark.remote}: the bench times a "
+                       "Spark of its own; time `starquake check --spark-remote` instead")
     inject = dict.fromkeys(INJECTABLE, INJECTED_EACH)
     with tempfile.TemporaryDirectory() as tmp:
         # Named by mix and size: the specs are otherwise fixed, so a kept file of that
