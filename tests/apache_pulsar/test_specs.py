@@ -16,9 +16,9 @@ from harness.targets.apache_pulsar.config import with_settings
 from harness.targets.apache_pulsar.distribution import Distribution
 from harness.targets.apache_pulsar.node_specs import PulsarSettings, PulsarSpecs
 from harness.targets.apache_pulsar.target import ApachePulsarTarget, described_promises
-from harness.targets.docker.described import DescribedPromises
 from harness.targets.docker.containers import ContainerNode
 from harness.targets.docker.deployment import ClusterNodes
+from harness.targets.docker.described import DescribedPromises
 from harness.targets.docker.images import NodeImage
 from harness.targets.run_auth import run_auth
 from harness.topology import Topology
@@ -52,10 +52,31 @@ def specs(tmp_path: Path) -> PulsarSpecs:
 
 
 @pytest.fixture
-def cluster() -> ClusterNodes:
-    return ClusterNodes("a", [_node("a-zk1", "zookeeper", "10.0.0.2")],
-                        [_node("a-bookie1", "bookie", "10.0.0.3")],
-                        [_node(f"a-broker{n}", "broker", f"10.0.0.{n + 3}") for n in (1, 2)])
+def cluster(specs: PulsarSpecs) -> ClusterNodes:
+    nodes = ClusterNodes("a", [_node("a-zk1", "zookeeper", "10.0.0.2")],
+                         [_node("a-bookie1", "bookie", "10.0.0.3")],
+                         [_node(f"a-broker{n}", "broker", f"10.0.0.{n + 3}") for n in (1, 2)])
+    specs.clusters = {"a": nodes}
+    return nodes
+
+
+def test_clusters_share_the_first_clusters_zookeeper_as_configuration_store(
+        specs: PulsarSpecs) -> None:
+    def joined(name: str, role: str, ip: str, wan: str) -> ContainerNode:
+        node = _node(name, role, ip)
+        node.addresses["sq-run-wan"] = wan  # joined last: what it advertises
+        return node
+
+    a = ClusterNodes("a", [joined("a-zk1", "zookeeper", "10.0.1.2", "10.9.0.2")], [],
+                     [joined("a-broker1", "broker", "10.0.1.3", "10.9.0.3")])
+    b = ClusterNodes("b", [joined("b-zk1", "zookeeper", "10.0.2.2", "10.9.0.4")], [],
+                     [joined("b-broker1", "broker", "10.0.2.3", "10.9.0.5")])
+    specs.clusters = {"a": a, "b": b}
+    spec = specs.broker(IMAGE, b, b.brokers[0])
+    conf = spec.files[spec.environment["PULSAR_BROKER_CONF"]].splitlines()
+    assert "clusterName=b" in conf
+    assert "metadataStoreUrl=zk:10.0.2.2:2181" in conf
+    assert "configurationMetadataStoreUrl=zk:10.9.0.2:2181" in conf
 
 
 def test_a_broker_runs_the_distributions_launcher_with_its_settings(
@@ -85,6 +106,8 @@ def test_a_bookie_advertises_its_address_and_keeps_data_in_its_container(
     assert "advertisedAddress=10.0.0.3" in conf
     assert "metadataServiceUri=metadata-store:zk:10.0.0.2:2181" in conf
     assert "journalDirectory=/data/bookkeeper/journal" in conf
+    assert "zkTimeout=10000" in conf  # the brokers' session, not the distribution's 30 s
+    assert "autoRecoveryDaemonEnabled=false" in conf
 
 
 def test_the_backend_needs_the_imported_image(specs: PulsarSpecs) -> None:
@@ -96,7 +119,6 @@ def test_the_backend_needs_the_imported_image(specs: PulsarSpecs) -> None:
     (Topology(backend="apache-pulsar"), ("no-fencing",), False, "mutants"),
     (Topology(backend="apache-pulsar"), (), True, "lookup service"),
     (Topology(backend="apache-pulsar", auth="token"), (), False, "auth"),
-    (Topology(clusters=("a", "b"), backend="apache-pulsar"), (), False, "one cluster"),
 ])
 def test_what_only_our_implementation_has_is_refused(
         tmp_path: Path, topology: Topology, mutants: tuple[str, ...], lookup: bool,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,12 +68,23 @@ class PulsarSettings:
     """What a run sets on every Pulsar node; the rest keeps the distribution's defaults."""
 
     session_timeout_ms: int
-    """`metadataStoreSessionTimeoutMillis`: the brokers' ZooKeeper session timeout."""
+    """`metadataStoreSessionTimeoutMillis`, the brokers' ZooKeeper session timeout, and the
+    bookies' (`zkTimeout`, 30 s by default). A killed bookie started again within its old
+    session finds its registration still held and refuses to register
+    (`LockBusyException: Resource at /ledgers/available/... is already locked`), so the
+    bookies' session is the scenario's too: a fault that outlasts it is survivable."""
     session_expired_policy: str
     """`zookeeperSessionExpiredPolicy`: `reconnect` (Pulsar's default) or `shutdown`."""
     ensemble: int = 2
     write_quorum: int = 2
     ack_quorum: int = 2
+    bookie_autorecovery: bool = False
+    """`autoRecoveryDaemonEnabled`, the distribution's `true`: AutoRecovery (auditor and
+    replication workers) inside every bookie. Off: a bookie frozen past its session comes
+    back with its AutoRecovery's session expired, and BookKeeper then shuts the whole
+    bookie down (its `AutoRecoveryDeathWatcher`), one bookie fault becoming a permanent
+    loss; nothing here would restart it. Re-replication is not what the scenarios judge,
+    and a separate AutoRecovery process would be one JVM more (docs/apache-pulsar.md)."""
     mark_delete_rate_limit: float = 0.0
     """`managedLedgerDefaultMarkDeleteRateLimit`: 0, every acknowledgement's cursor update
     is written to storage at once. Pulsar's default (1 a second, the rest flushed every
@@ -87,11 +99,25 @@ def _broker_urls(cluster: ClusterNodes, scheme: str, port: int) -> str:
 
 
 class PulsarSpecs:
-    """The `ClusterSpecs` of Apache Pulsar (one cluster per ZooKeeper ensemble, no chroot)."""
+    """The `ClusterSpecs` of Apache Pulsar: one cluster per ZooKeeper ensemble, no chroot,
+    and one configuration store for all of them, the first cluster's ZooKeeper (Pulsar's
+    geo-replication with a shared configuration store: tenants, namespaces and the
+    clusters' URLs are the same everywhere)."""
 
     def __init__(self, distribution: Distribution, settings: PulsarSettings) -> None:
         self.distribution = distribution
         self.settings = settings
+        self.clusters: Mapping[str, ClusterNodes] = {}
+        """The deployment's clusters, the first holding the configuration store: its
+        `clusters`, which it fills as it starts them (`pulsar_deployment` binds them)."""
+        self._initializing = threading.Lock()
+
+    def configuration_store(self) -> str:
+        """The first cluster's ZooKeeper at the addresses every cluster reaches (the WAN's
+        when there are several clusters), as Pulsar's `zk:` URL."""
+        first = next(iter(self.clusters.values()))
+        return "zk:" + ",".join(f"{zk.advertised_ip}:{ZOOKEEPER_CLIENT_PORT}"
+                                for zk in first.zookeepers)
 
     @property
     def home(self) -> Path:
@@ -134,16 +160,17 @@ class PulsarSpecs:
     def initialize(self, cluster: ClusterNodes) -> None:
         """Pulsar's own `PulsarClusterMetadataSetup` (`bin/pulsar
         initialize-cluster-metadata`), run in the first ZooKeeper node's container: the
-        cluster, its brokers' URLs, the `public/default` namespace and BookKeeper's
-        metadata."""
-        store = f"zk:{cluster.zk_connect_string}"
+        cluster and its brokers' URLs in the configuration store, the `public/default`
+        namespace when the store lacks it, and BookKeeper's metadata in the cluster's own
+        ZooKeeper."""
         argv = [str(self.distribution.launcher), "initialize-cluster-metadata",
-                "--cluster", cluster.name, "--metadata-store", store,
-                "--configuration-metadata-store", store,
+                "--cluster", cluster.name, "--metadata-store", f"zk:{cluster.zk_connect_string}",
+                "--configuration-metadata-store", self.configuration_store(),
                 "--web-service-url", _broker_urls(cluster, "http", BROKER_ADMIN_PORT),
                 "--broker-service-url", _broker_urls(cluster, "pulsar", BROKER_PORT)]
         node = cluster.zookeepers[0]
-        result = node.process.exec_run(argv, environment={"PULSAR_MEM": HEAP["tool"]})
+        with self._initializing:  # one at a time: each writes `public` into the shared store
+            result = node.process.exec_run(argv, environment={"PULSAR_MEM": HEAP["tool"]})
         output = result.output.decode(errors="replace")
         if result.exit_code != 0:
             tail = "\n".join(output.splitlines()[-20:])
@@ -157,17 +184,18 @@ class PulsarSpecs:
             "bookiePort": str(BOOKIE_PORT), "advertisedAddress": node.advertised_ip,
             "metadataServiceUri": f"metadata-store:zk:{zk}", "zkServers": zk,
             "journalDirectory": f"{BOOKIE_DATA}/journal",
-            "ledgerDirectories": f"{BOOKIE_DATA}/ledgers"})
+            "ledgerDirectories": f"{BOOKIE_DATA}/ledgers",
+            "zkTimeout": str(self.settings.session_timeout_ms),
+            "autoRecoveryDaemonEnabled": str(self.settings.bookie_autorecovery).lower()})
         return self._spec("bookie", "PULSAR_BOOKKEEPER_CONF", "bookkeeper.conf", conf,
                           TcpPort(BOOKIE_PORT, host=node.advertised_ip),
                           {"bookie": BOOKIE_PORT})
 
     def broker(self, image: NodeImage, cluster: ClusterNodes, node: ContainerNode) -> NodeSpec:
         s = self.settings
-        store = f"zk:{cluster.zk_connect_string}"
         conf = rendered(self.home, "broker.conf", {
-            "clusterName": cluster.name, "metadataStoreUrl": store,
-            "configurationMetadataStoreUrl": store,
+            "clusterName": cluster.name, "metadataStoreUrl": f"zk:{cluster.zk_connect_string}",
+            "configurationMetadataStoreUrl": self.configuration_store(),
             "advertisedAddress": node.advertised_ip, "bindAddress": "0.0.0.0",
             "brokerServicePort": str(BROKER_PORT), "webServicePort": str(BROKER_ADMIN_PORT),
             "metadataStoreSessionTimeoutMillis": str(s.session_timeout_ms),
