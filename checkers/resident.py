@@ -165,33 +165,39 @@ def _start(home: Path, driver_memory: str, idle_s: int) -> ServerState:
     # The server's Python workers are this interpreter, so they import this checkout.
     environment.update({"SPARK_HOME": str(spark_home), "PYSPARK_PYTHON": sys.executable,
                         "SPARK_LOCAL_IP": LOOPBACK})
-    with log.open("w") as output:
-        # A session of its own: a Ctrl-C meant for the command that starts it does not
-        # reach the server; its working directory keeps Spark's files out of the user's.
-        server = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output,
-                                  stderr=subprocess.STDOUT, cwd=home, env=environment,
-                                  start_new_session=True)
+    log.write_text("")
+    server = _detached(argv, log, home, environment)
     _wait_until_answering(home, server, port, log)
-    with (home / "watchdog.log").open("a") as output:
-        watchdog = subprocess.Popen(
-            [sys.executable, "-m", WATCHDOG_MODULE, str(home), str(server.pid), str(idle_s)],
-            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, cwd=home,
-            start_new_session=True)
-    state = ServerState(server.pid, port, str(log), watchdog.pid, idle_s, driver_memory,
+    watchdog = _detached([sys.executable, "-m", WATCHDOG_MODULE, str(home), str(server),
+                          str(idle_s)], home / "watchdog.log", home, None)
+    state = ServerState(server, port, str(log), watchdog, idle_s, driver_memory,
                         code_fingerprint(), str(uuid.uuid4()), started_at)
     write_state(home, state)
     return state
 
 
-def _wait_until_answering(home: Path, server: subprocess.Popen[bytes], port: int,
-                          log: Path) -> None:
+def _detached(argv: list[str], output: Path, home: Path,
+              environment: dict[str, str] | None) -> int:
+    """Start `argv` in `home` as a child of no command of ours, appending its output to
+    `output`; its pid. A shell starts it in the background and exits, in a session of its
+    own: a Ctrl-C meant for the command that starts it does not reach it, nor does ending
+    that command's process tree (a run's lifeline does, docs/running.md), and the system
+    reaps it when it exits. The working directory keeps Spark's files out of the user's."""
+    launcher = subprocess.run(["/bin/sh", "-c", '"$@" </dev/null >>"$0" 2>&1 & echo $!',
+                               str(output), *argv], cwd=home, env=environment,
+                              capture_output=True, text=True, check=True,
+                              start_new_session=True)
+    return int(launcher.stdout.strip())
+
+
+def _wait_until_answering(home: Path, server: int, port: int, log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while not answers(port):
-        if server.poll() is not None:
-            raise EnvironmentProblem(f"the resident Spark server exited while starting "
-                                     f"(code {server.returncode}): see {log}")
+        if not is_server(server, home):
+            raise EnvironmentProblem(f"the resident Spark server exited while starting: "
+                                     f"see {log}")
         if time.monotonic() > deadline:
-            stop_process(server.pid, lambda pid: is_server(pid, home))
+            stop_process(server, lambda pid: is_server(pid, home))
             raise EnvironmentProblem(f"the resident Spark server did not answer on port "
                                      f"{port} within {START_TIMEOUT_S:.0f} s: see {log}")
         time.sleep(0.25)
