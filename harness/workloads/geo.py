@@ -43,6 +43,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulsar
 
@@ -308,6 +309,14 @@ def _replication_backlogs(cluster: TargetCluster, topic: str) -> dict[str, int] 
             stats = admin_request(url, "GET", path, timeout=3.0)
         except (AdminError, OSError, ValueError):
             continue
-        return {remote: int(entry.get("msgBacklog", 0))
-                for remote, entry in stats.get("replication", {}).items()}
+        return replication_backlogs_of(stats)
     return None
+
+
+def replication_backlogs_of(stats: dict[str, Any]) -> dict[str, int]:
+    """Remote cluster -> `replicationBacklog` of a topic's stats: the field Pulsar's
+    `ReplicatorStats` has. (Our reference brokers also report it as `msgBacklog`; Pulsar
+    does not, and a drain reading that saw nothing left while a replicator waited for a
+    remote broker to come back.)"""
+    return {remote: int(entry.get("replicationBacklog", 0))
+            for remote, entry in stats.get("replication", {}).items()}

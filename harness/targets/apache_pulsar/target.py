@@ -49,9 +49,6 @@ def _refuse_what_pulsar_lacks(topology: Topology, mutants: tuple[str, ...],
     if auth is not None:
         raise BadInput(f"{where}: topology.auth = \"token\" is not set up for Apache Pulsar "
                        "yet")
-    if len(topology.clusters) != 1:
-        raise BadInput(f"{where}: one cluster only (geo-replication is not set up for Apache "
-                       "Pulsar yet)")
 
 
 def pulsar_deployment(topology: Topology, distribution: Distribution | None = None, *,
@@ -64,12 +61,14 @@ def pulsar_deployment(topology: Topology, distribution: Distribution | None = No
     the version the lock file records, fetched when the cache lacks it. Raises
     DistributionUnavailable or EngineUnavailable before anything starts."""
     _refuse_what_pulsar_lacks(topology, mutants, lookup_service, None)
-    return DockerDeployment(
+    specs = PulsarSpecs(distribution or fetch(), PulsarSettings(
+        session_timeout_ms=topology.session_timeout_ms,
+        session_expired_policy=topology.session_expired_policy))
+    deployment = DockerDeployment(
         topology, run_dir=run_dir, run_id=run_id, reaper=reaper, image_source=image_source,
-        start_timeout=START_TIMEOUT_S,
-        specs=PulsarSpecs(distribution or fetch(), PulsarSettings(
-            session_timeout_ms=topology.session_timeout_ms,
-            session_expired_policy=topology.session_expired_policy)))
+        start_timeout=START_TIMEOUT_S, specs=specs)
+    specs.clusters = deployment.clusters
+    return deployment
 
 
 def described_promises(topology: Topology) -> DescribedPromises:
