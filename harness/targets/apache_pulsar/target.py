@@ -1,6 +1,7 @@
 """The real Apache Pulsar as a Deployment: the `apache-pulsar` backend (harness/backends.py).
 
-One cluster of the topology's ZooKeeper nodes, bookies and brokers, each a node of the
+The topology's clusters (several share the first one's ZooKeeper as configuration store,
+for geo-replication) of ZooKeeper nodes, bookies and brokers, each a node of the
 Docker backend's machinery (two containers, the run's labels, iptables partitions in its
 own namespace, logs saved into the run directory, the reaper), running the official
 distribution that `starquake pulsar fetch` keeps in its cache (fetched here when the cache
