@@ -97,6 +97,7 @@ CREATE TEMP TABLE readings AS
          TRY_CAST(string_split(regexp_extract(position, '^-?[0-9]+:-?[0-9]+'), ':') AS BIGINT[])
            AS mark,
          CAST(json_extract(detail, '$.individually_deleted') AS VARCHAR) AS ranges,
+         CAST(json_extract(detail, '$.segments.*.mark_delete') AS VARCHAR) AS segment_marks,
          coalesce(TRY_CAST(json_extract_string(detail, '$.backlog') AS BIGINT), 0) AS backlog,
          coalesce(TRY_CAST(json_extract_string(detail, '$.consumers') AS BIGINT), 0)
            AS consumers,
@@ -256,17 +257,20 @@ WHERE s.f = 'send' AND s.done_type = 'ok' AND s.time > l.first
 """,
     "stalled-subscription": """
 -- Islands of consecutive idle readings (a backlog, consumers, nothing out at them) with
--- one cursor; a stall starts at each reading whose backlog is below every earlier one of
+-- one cursor (and, on a scalable topic, every segment's mark-delete position); a stall starts at each reading whose backlog is below every earlier one of
 -- its island (a backlog may not fall below the stall's first), and counts when its
 -- readings span more than the bound.
 WITH flagged AS (
   SELECT *, backlog > 0 AND consumers > 0 AND unacked = 0 AS idle,
          lag(backlog > 0 AND consumers > 0 AND unacked = 0) OVER w AS idle_before,
-         lag(mark) OVER w AS mark_before, lag(ranges) OVER w AS ranges_before
+         lag(mark) OVER w AS mark_before, lag(ranges) OVER w AS ranges_before,
+         lag(segment_marks) OVER w AS segment_marks_before
   FROM readings WINDOW w AS (PARTITION BY topic, subscription, cluster ORDER BY "index")),
 islands AS (
   SELECT *, sum(CASE WHEN idle AND idle_before AND mark IS NOT DISTINCT FROM mark_before
-                          AND ranges IS NOT DISTINCT FROM ranges_before THEN 0 ELSE 1 END)
+                          AND ranges IS NOT DISTINCT FROM ranges_before
+                          AND segment_marks IS NOT DISTINCT FROM segment_marks_before
+                     THEN 0 ELSE 1 END)
               OVER (PARTITION BY topic, subscription, cluster ORDER BY "index") AS island
   FROM flagged),
 lows AS (
@@ -295,7 +299,7 @@ final AS (
   SELECT * FROM readings WHERE "index" > (SELECT ok FROM drained)
   QUALIFY row_number() OVER (PARTITION BY topic, subscription, cluster
                              ORDER BY "index" DESC) = 1),
-idle AS (SELECT * FROM final WHERE consumers > 0 AND unacked = 0),
+idle AS (SELECT * FROM final WHERE consumers > 0 AND unacked = 0 AND mark IS NOT NULL),
 held AS (
   SELECT topic, subscription, cluster,
          CAST(string_split(json_extract_string(pair, '$[0]'), ':') AS BIGINT[])[1:2] AS lo,
