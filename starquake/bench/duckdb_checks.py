@@ -257,9 +257,10 @@ WHERE s.f = 'send' AND s.done_type = 'ok' AND s.time > l.first
 """,
     "stalled-subscription": """
 -- Islands of consecutive idle readings (a backlog, consumers, nothing out at them) with
--- one cursor (and, on a scalable topic, every segment's mark-delete position); a stall starts at each reading whose backlog is below every earlier one of
--- its island (a backlog may not fall below the stall's first), and counts when its
--- readings span more than the bound.
+-- one cursor (and, on a scalable topic, every segment's mark-delete position); a stall
+-- starts at each reading whose backlog is below every earlier one of its island (a
+-- backlog may not fall below the stall's first), and counts when its readings span more
+-- than the bound.
 WITH flagged AS (
   SELECT *, backlog > 0 AND consumers > 0 AND unacked = 0 AS idle,
          lag(backlog > 0 AND consumers > 0 AND unacked = 0) OVER w AS idle_before,
