@@ -55,7 +55,8 @@ def test_a_directory_named_on_the_command_line_gives_its_scenarios_only(
     assert sorted(_collected(result)) == [
         "scenarios/contract-delayed-under-mutant.toml::contract-delayed-under-mutant"
         "[seed=random]",
-        "scenarios/contract-delayed.toml::contract-delayed[seed=random]"]
+        "scenarios/contract-delayed.toml::contract-delayed[seed=random]",
+        "scenarios/topic-undrained.toml::topic-undrained[seed=random]"]
 
 
 def test_a_project_run_collects_no_toml(pytester: pytest.Pytester) -> None:
