@@ -168,27 +168,56 @@ class FrameDecoder:
 
 
 def check_entry(entry: bytes) -> MessageMetadata:
-    """The entry's metadata, once the entry is known to be one the broker can serve: the
-    metadata parses and, for an uncompressed batch, every message it announces lies within
-    the payload. A compressed batch is only opened by consumers, so its count is held to
-    what its announced uncompressed size (itself at most the largest message) could hold,
-    at least a 4-byte size field per message. Raises `BadEntry`."""
+    """The entry's metadata, once the entry is known to be one the broker can serve and the
+    official client can decode: the metadata parses; a compressed payload names its
+    uncompressed size, which for a whole message is at most the largest message; a chunk
+    carries every chunk field, consistently; and the messages a batch announces fit it.
+    An uncompressed batch is split to see that they lie within the payload. A compressed
+    batch is only opened by consumers, so its count is held to what its uncompressed size
+    could hold, at least a 4-byte size field per message. Raises `BadEntry`."""
     try:
         metadata, payload = split_entry(entry)
+        _check_chunk(metadata, len(payload))
         if metadata.compression == CompressionType.NONE:
             split_batch(metadata, payload)
-        elif metadata.HasField("num_messages_in_batch"):
-            _check_compressed_batch(metadata)
+        else:
+            _check_compressed(metadata)
     except MalformedFrame as exc:
         raise BadEntry(ServerError.MetadataError, str(exc)) from None
     return metadata
 
 
-def _check_compressed_batch(metadata: MessageMetadata) -> None:
+CHUNK_FIELDS = ("uuid", "num_chunks_from_msg", "total_chunk_msg_size", "chunk_id")
+"""What a chunk of a chunked message carries (PIP-37); a client reassembling chunks reads
+all four, and the official one crashed on a chunk that lacked its uuid."""
+
+
+def _check_chunk(metadata: MessageMetadata, payload_size: int) -> None:
+    present = [name for name in CHUNK_FIELDS if metadata.HasField(name)]
+    if not present:
+        return
+    if len(present) < len(CHUNK_FIELDS) or not metadata.uuid:
+        missing = sorted(set(CHUNK_FIELDS) - set(present)) or ["uuid"]
+        raise MalformedFrame(f"a chunk without {', '.join(missing)}")
+    chunks, chunk_id = metadata.num_chunks_from_msg, metadata.chunk_id
+    total = metadata.total_chunk_msg_size
+    if not 0 <= chunk_id < chunks:
+        raise MalformedFrame(f"chunk {chunk_id} of a message in {chunks} chunks")
+    if not payload_size <= total <= chunks * DEFAULT_MAX_MESSAGE_SIZE:
+        raise MalformedFrame(f"a chunk of {payload_size} bytes of a message of {total} bytes "
+                             f"in {chunks} chunks")
+    if metadata.num_messages_in_batch > 1:
+        raise MalformedFrame("a chunk of a batch")
+
+
+def _check_compressed(metadata: MessageMetadata) -> None:
+    if not metadata.HasField("uncompressed_size"):
+        raise MalformedFrame(f"a {CompressionType.Name(metadata.compression)} payload "
+                             "without its uncompressed size")
     size, count = metadata.uncompressed_size, metadata.num_messages_in_batch
-    if size > DEFAULT_MAX_MESSAGE_SIZE:
+    if not metadata.HasField("chunk_id") and size > DEFAULT_MAX_MESSAGE_SIZE:
         raise MalformedFrame(f"an uncompressed size of {size} bytes")
-    if not 1 <= count <= size // 4:
+    if metadata.HasField("num_messages_in_batch") and not 1 <= count <= size // 4:
         raise MalformedFrame(f"a compressed batch of {count} messages in {size} bytes")
 
 

@@ -40,7 +40,7 @@ from impl.storage.api import (
     StorageError,
 )
 from impl.system_cursors import DEDUPLICATION_CURSOR, REPLICATOR_PREFIX
-from wire.frames import split_entry
+from wire.frames import MalformedFrame, split_entry
 from wire.pulsar_api_pb2 import CommandSend, MessageMetadata
 
 log = logging.getLogger(__name__)
@@ -179,7 +179,12 @@ class MessageDeduplication:
             cursor.rewind()
             while entries := await cursor.read_entries(REPLAY_BATCH):
                 for entry in entries:
-                    sequence = recorded_sequence(split_entry(entry.data)[0])
+                    try:
+                        sequence = recorded_sequence(split_entry(entry.data)[0])
+                    except MalformedFrame as exc:  # written past the broker's checks
+                        log.warning("%s: entry %s records no sequence: %s", self._topic,
+                                    entry.position, exc)
+                        continue
                     if sequence is not None:
                         recovered[sequence.producer] = max(recovered.get(sequence.producer, -1),
                                                            sequence.highest)

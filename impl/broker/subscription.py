@@ -15,6 +15,12 @@ before it changes anything: a position past the last written entry, or a batch i
 ack set beyond the stored entry's batch, is refused (ACK_RESPONSE with an error when the
 client asked for a receipt, else one log line).
 
+An entry read from storage that the official client could not decode (one written past
+the broker's checks, straight into a bookie) is acknowledged and reported instead of
+dispatched: a log line naming its position, and `unreadableEntriesSkipped` in the stats.
+Pulsar acknowledges an entry whose metadata does not parse the same way; left in place, it
+would stop the subscription for good, or crash every consumer it reached.
+
 Delayed messages (`deliver_at_time`) read by a Shared or Key_Shared subscription wait in
 the delayed-delivery tracker (impl/broker/delayed.py) and are read again once due.
 
@@ -49,8 +55,8 @@ from impl.broker.errors import AckRefused, ConsumerBusy, ConsumerNotFound, serve
 from impl.metadata.errors import MetadataError
 from impl.mutants import NONE, Mutants
 from impl.replication.broker_hooks import NO_SUBSCRIPTION_HOOKS, SubscriptionHooks
-from impl.storage.api import ManagedCursor, OwnershipLost, Position, StorageError
-from wire.frames import MalformedFrame
+from impl.storage.api import Entry, ManagedCursor, OwnershipLost, Position, StorageError
+from wire.frames import BadEntry, MalformedFrame, check_entry
 from wire.pulsar_api_pb2 import CommandAck, CommandSubscribe, MessageIdData
 
 log = logging.getLogger(__name__)
@@ -116,6 +122,7 @@ class Subscription:
         self._task: asyncio.Task[None] | None = None
         self._more: asyncio.Task[None] | None = None
         self.messages_out = 0
+        self.unreadable_skipped = 0
 
     # --- consumers ---------------------------------------------------------------------
 
@@ -391,7 +398,7 @@ class Subscription:
             wanted = sum(c.permits for c in self.dispatcher.consumers if c.permits > 0)
             batch = await self.cursor.read_entries(max(1, min(READ_BATCH, wanted)))
             read = len(batch)  # markers count as progress although none is delivered
-            for stored in await self._hooks.admit(batch):
+            for stored in await self._hooks.admit(await self._skip_unreadable(batch)):
                 if stored.position not in self._unacked:
                     self._hold_or_queue(DispatchEntry.of(stored))
         await self._release_due()
@@ -400,6 +407,25 @@ class Subscription:
             peers = {id(c.peer): c.peer for c in self.consumers}.values()
             await asyncio.gather(*(peer.drain() for peer in peers))
         return bool(read or sent)
+
+    async def _skip_unreadable(self, batch: list[Entry]) -> list[Entry]:
+        """The entries of `batch` a consumer can be sent; the others are acknowledged."""
+        readable, unreadable = [], []
+        for stored in batch:
+            try:
+                check_entry(stored.data)
+            except BadEntry as exc:
+                log.warning("%s: skipped the unreadable entry %s: %s", self.name,
+                            stored.position, exc)
+                unreadable.append(stored.position)
+            else:
+                readable.append(stored)
+        if unreadable:
+            self.unreadable_skipped += len(unreadable)
+            for position in unreadable:
+                self._forget(position)
+            await self.cursor.delete(unreadable)
+        return readable
 
     def _hold_or_queue(self, entry: DispatchEntry) -> None:
         """Queue `entry` for delivery, unless it is a delayed message not yet due."""
@@ -493,4 +519,5 @@ class Subscription:
             "msgOutCounter": self.messages_out,
             "unackedMessages": sum(c["unackedMessages"] for c in consumers),
             "msgDelayed": len(self._delayed),
+            "unreadableEntriesSkipped": self.unreadable_skipped,
         }

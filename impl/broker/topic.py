@@ -33,7 +33,7 @@ from impl.storage.api import (
     TopicTerminated,
 )
 from impl.system_cursors import is_system_cursor
-from wire.frames import split_entry
+from wire.frames import MalformedFrame, split_entry
 from wire.pulsar_api_pb2 import (
     CommandProducer,
     CommandSend,
@@ -263,7 +263,10 @@ class Topic:
         if last is None:
             return NOTHING_WRITTEN, -1
         (entry,) = await self.ledger.read([last])
-        metadata, _ = split_entry(entry.data)
+        try:
+            metadata, _ = split_entry(entry.data)
+        except MalformedFrame:  # written past the broker's checks; no consumer gets it
+            return last, -1
         size = metadata.num_messages_in_batch if metadata.HasField("num_messages_in_batch") else 0
         return last, size - 1 if size > 0 else -1
 

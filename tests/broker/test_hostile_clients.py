@@ -5,6 +5,7 @@ be sent, hold more connections than the broker allows, or fill its log with trac
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Iterator
 
@@ -19,6 +20,7 @@ from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandPing,
     CommandSend,
+    CompressionType,
     MessageIdData,
     MessageMetadata,
     ServerError,
@@ -203,3 +205,68 @@ def test_compressed_batches_of_the_official_client_pass_validation_and_key_share
     producer.flush()
     received = [consumer.receive(timeout_millis=5000).data() for _ in range(40)]
     assert received == [f"{n}".encode() for n in range(40)]
+
+
+def test_chunked_and_compressed_messages_of_the_official_client_pass_validation(
+        client: pulsar.Client) -> None:
+    """Every chunk carries the four chunk fields and the whole message's uncompressed
+    size, which may exceed the largest message: what the official client sends must pass."""
+    topic = f"{TOPIC}-chunked"
+    consumer = client.subscribe(topic, "chunks")
+    producer = client.create_producer(topic, chunking_enabled=True, batching_enabled=False,
+                                      compression_type=pulsar.CompressionType.LZ4)
+    large = random.Random(7).randbytes(6 * 1024 * 1024)  # incompressible: two chunks
+    producer.send(large)
+    producer.send(b"small")
+    assert consumer.receive(timeout_millis=10_000).data() == large
+    assert consumer.receive(timeout_millis=5000).data() == b"small"
+
+
+UNREADABLE = {
+    "garbage": b"\x00\x00\x00\x09not protobuf at all",
+    "lz4-without-size": encode_entry(MessageMetadata(
+        producer_name="p", sequence_id=1, publish_time=1, compression=CompressionType.LZ4),
+        b"\x10abc"),
+    "chunk-without-uuid": encode_entry(MessageMetadata(
+        producer_name="p", sequence_id=2, publish_time=1, num_chunks_from_msg=2,
+        total_chunk_msg_size=8, chunk_id=0), b"half"),
+}
+
+
+def test_an_entry_stored_past_the_broker_is_skipped_and_the_consumer_gets_the_next(
+        memory_broker: MemoryBroker, client: pulsar.Client,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Written straight into storage (a bookie takes any client's writes), such entries
+    once stopped a topic for good: the broker retried the one it could not parse for
+    ever, and the official client crashed on the others. Each is now acknowledged,
+    logged by its position and counted, and consumers get the next good message."""
+    topic = f"{TOPIC}-unreadable"
+    consumer = client.subscribe(topic, "reader", consumer_type=pulsar.ConsumerType.Shared)
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(b"before")
+    assert consumer.receive(timeout_millis=5000).data() == b"before"
+    ledger = memory_broker.ledger(topic)
+    with caplog.at_level(logging.WARNING, logger="impl.broker.subscription"):
+        stored = [memory_broker.run(ledger.add_entry(data)) for data in UNREADABLE.values()]
+        producer.send(b"after")
+        assert consumer.receive(timeout_millis=5000).data() == b"after"
+    skipped = [r.getMessage() for r in caplog.records if "unreadable entry" in r.getMessage()]
+    assert [next(m for m in skipped if f" {position}: " in m) for position in stored]
+    stats = memory_broker.topic_stats(topic)["subscriptions"]["reader"]
+    assert stats["unreadableEntriesSkipped"] == len(UNREADABLE)
+    assert memory_broker.backlog(topic, "reader") == 2  # both received, neither acknowledged
+
+
+def test_a_compressed_send_without_its_uncompressed_size_is_refused_and_not_stored(
+        memory_broker: MemoryBroker) -> None:
+    topic = f"{TOPIC}-lz4-without-size"
+    raw = RawProducer(memory_broker.url, topic)
+    frame = encode_command(
+        BaseCommand(type=BaseCommand.SEND, send=CommandSend(producer_id=1, sequence_id=1)),
+        UNREADABLE["lz4-without-size"])
+    raw.send_bytes(frame)
+    (refused,) = raw.collect(1.0)
+    assert refused.type == BaseCommand.SEND_ERROR
+    assert refused.send_error.error == ServerError.MetadataError
+    assert "without its uncompressed size" in refused.send_error.message
+    assert memory_broker.ledger(topic).entries == []

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from wire.frames import (
+    Frame,
     FrameDecoder,
     MalformedFrame,
     encode_command,
@@ -136,6 +137,47 @@ def test_compressed_batch_announcing_more_than_its_size_holds_is_refused() -> No
                                                         encode_entry(metadata, b"junk")))
         assert decoded.refused is not None, (count, size)
         assert decoded.refused.error == ServerError.MetadataError
+
+
+def _decoded_send(**fields: object) -> Frame:
+    command = BaseCommand(type=BaseCommand.SEND, send=CommandSend(producer_id=1, sequence_id=0))
+    metadata = MessageMetadata(producer_name="p", sequence_id=0, publish_time=1, **fields)
+    (decoded,) = FrameDecoder().feed(encode_command(command, encode_entry(metadata, b"junk")))
+    return decoded
+
+
+CHUNK = {"uuid": "p-0", "num_chunks_from_msg": 2, "total_chunk_msg_size": 10, "chunk_id": 0}
+
+
+@pytest.mark.parametrize("fields", [
+    {"compression": CompressionType.LZ4},
+    {"compression": CompressionType.ZSTD, "uncompressed_size": 2**32 - 1},
+    {"num_chunks_from_msg": 3},
+    {**CHUNK, "uuid": ""},
+    {**CHUNK, "chunk_id": 2},
+    {**CHUNK, "chunk_id": -1},
+    {**CHUNK, "total_chunk_msg_size": 3},
+    {**CHUNK, "total_chunk_msg_size": 2**31 - 1},
+    {**CHUNK, "num_messages_in_batch": 5},
+], ids=["lz4-without-size", "zstd-of-4-gib", "chunk-count-alone", "chunk-without-uuid",
+        "chunk-id-past-count", "negative-chunk-id", "chunk-larger-than-total",
+        "total-past-its-chunks", "chunked-batch"])
+def test_metadata_the_official_client_cannot_decode_is_refused(fields: dict[str, object]
+                                                               ) -> None:
+    """Stored, the first two made the official client crash on every later read of the
+    topic: a compressed payload without its uncompressed size, a chunk without its uuid."""
+    decoded = _decoded_send(**fields)
+    assert decoded.refused is not None and decoded.refused.error == ServerError.MetadataError
+
+
+@pytest.mark.parametrize("fields", [
+    CHUNK, {**CHUNK, "chunk_id": 1},
+    {"compression": CompressionType.LZ4, "uncompressed_size": 4},
+    {**CHUNK, "compression": CompressionType.LZ4, "uncompressed_size": 2**31},
+], ids=["first-chunk", "last-chunk", "lz4", "compressed-chunk-of-a-large-message"])
+def test_complete_chunks_and_compressed_messages_are_stored(fields: dict[str, object]) -> None:
+    decoded = _decoded_send(**fields)
+    assert decoded.refused is None and decoded.entry is not None
 
 
 def test_encoding_an_incomplete_command_is_our_bug() -> None:
