@@ -8,20 +8,24 @@ calls block on ZooKeeper; asyncio callers run them in a thread.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from impl.json_fields import INT32_MAX, boolean, text, url, whole
 from impl.metadata import paths
 from impl.metadata.errors import AlreadyExists, NotEmpty, NotFound
 from impl.metadata.store import MetadataStore
 from impl.naming.bundles import (
     DEFAULT_NUM_BUNDLES,
+    FULL_UPPER_BOUND,
     MAX_NAMESPACE_BUNDLES,
     NamespaceBundles,
     even_boundaries,
 )
+from impl.naming.entity_names import check_name
 from impl.naming.topic_name import NamespaceName, TopicName
 from impl.retention import BacklogQuota, RetentionPolicies, exceeds_retention, quota_type
 
@@ -67,6 +71,10 @@ def names_in(value: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def cluster_names_in(value: dict[str, Any], key: str) -> tuple[str, ...]:
+    return tuple(check_name("cluster", name) for name in names_in(value, key))
+
+
 @dataclass(frozen=True)
 class ClusterData:
     service_url: str = ""
@@ -77,7 +85,10 @@ class ClusterData:
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> ClusterData:
-        return cls(str(value.get("serviceUrl", "")), str(value.get("brokerServiceUrl", "")))
+        """Pulsar's `ClusterData`: its admin API's URL and its brokers' (TLS or not)."""
+        return cls(url(value.get("serviceUrl", ""), "serviceUrl", ("http", "https")),
+                   url(value.get("brokerServiceUrl", ""), "brokerServiceUrl",
+                       ("pulsar", "pulsar+ssl")))
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,7 @@ class TenantInfo:
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> TenantInfo:
-        return cls(names_in(value, "adminRoles"), names_in(value, "allowedClusters"))
+        return cls(names_in(value, "adminRoles"), cluster_names_in(value, "allowedClusters"))
 
 
 @dataclass(frozen=True)
@@ -149,7 +160,9 @@ class NamespacePolicies:
                 raise ValueError(f"{count} bundles; a namespace has 1 to {max_bundles} "
                                  f"(loadBalancerNamespaceMaximumBundles)")
             if bundles.get("boundaries"):
-                boundaries = tuple(int(str(b), 16) for b in bundles["boundaries"])
+                boundaries = tuple(int(text(b, "a bundle boundary"), 16)
+                                   for b in bundles["boundaries"])
+                _check_boundaries(boundaries)
             else:
                 boundaries = tuple(even_boundaries(count))
         except (TypeError, ValueError, OverflowError) as exc:
@@ -159,15 +172,25 @@ class NamespacePolicies:
         quotas = value.get("backlog_quota_map") or {}
         deduplication = value.get("deduplicationEnabled")
         granted = (value.get("auth_policies") or {}).get("namespace_auth") or {}
-        return cls(names_in(value, "replication_clusters"), boundaries,
-                   None if ttl is None else int(ttl),
+        return cls(cluster_names_in(value, "replication_clusters"), boundaries,
+                   None if ttl is None else whole(ttl, "message_ttl_in_seconds", 0, INT32_MAX),
                    None if retention is None else RetentionPolicies.from_json(retention),
                    tuple(sorted((quota_type(kind), BacklogQuota.from_json(quota))
                                 for kind, quota in quotas.items())),
-                   str(value.get("schema_compatibility_strategy") or "UNDEFINED"),
-                   None if deduplication is None else bool(deduplication),
+                   text(value.get("schema_compatibility_strategy") or "UNDEFINED",
+                        "schema_compatibility_strategy"),
+                   None if deduplication is None else boolean(deduplication,
+                                                              "deduplicationEnabled"),
                    tuple(sorted((str(role), tuple(sorted(map(str, actions))))
                                 for role, actions in granted.items())))
+
+
+def _check_boundaries(boundaries: tuple[int, ...]) -> None:
+    """Pulsar's rule: from 0x00000000 to 0xffffffff, rising, so every hash has a bundle."""
+    if boundaries[0] != 0 or boundaries[-1] != FULL_UPPER_BOUND:
+        raise ValueError("the first boundary must be 0x00000000 and the last 0xffffffff")
+    if any(low >= high for low, high in itertools.pairwise(boundaries)):
+        raise ValueError("boundaries must rise")
 
 
 def _namespace_auth(policies: dict[str, Any]) -> dict[str, Any]:
@@ -193,6 +216,7 @@ class PulsarResources:
         return ClusterData.from_json(self._read("cluster", name, paths.cluster(name)))
 
     def create_cluster(self, name: str, data: ClusterData) -> None:
+        check_name("cluster", name)
         self._create("cluster", name, paths.cluster(name), data.to_json())
 
     def update_cluster(self, name: str, data: ClusterData) -> None:
@@ -210,6 +234,7 @@ class PulsarResources:
         return TenantInfo.from_json(self._read("tenant", name, paths.tenant_policies(name)))
 
     def create_tenant(self, name: str, info: TenantInfo) -> None:
+        check_name("tenant", name)
         self._check_clusters(info.allowed_clusters)
         self._create("tenant", name, paths.tenant_policies(name), info.to_json())
 

@@ -12,17 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from impl.json_fields import INT32_MAX, INT64_MAX, whole
+
 QUOTA_TYPES = ("destination_storage", "message_age")
 QUOTA_POLICIES = ("producer_request_hold", "producer_exception", "consumer_backlog_eviction")
 UNLIMITED = -1
 MIB = 1024 * 1024
 
 
-def _whole(value: dict[str, Any], key: str, default: int) -> int:
-    number = value.get(key, default)
-    if not isinstance(number, int) or isinstance(number, bool) or number < UNLIMITED:
-        raise ValueError(f"{key} must be a whole number, -1 (unlimited) or more")
-    return number
+def _whole(value: dict[str, Any], key: str, default: int, high: int = INT32_MAX) -> int:
+    """`key`'s number, -1 (unlimited) or more, within its Java type (`int` unless `high`
+    says `long`)."""
+    return whole(value.get(key, default), key, UNLIMITED, high)
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class RetentionPolicies:
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> RetentionPolicies:
         return cls(_whole(value, "retentionTimeInMinutes", 0),
-                   _whole(value, "retentionSizeInMB", 0))
+                   _whole(value, "retentionSizeInMB", 0, INT64_MAX))
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,12 @@ class BacklogQuota:
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> BacklogQuota:
         """Pulsar's body; its deprecated `limit` stands for `limitSize`."""
-        size = _whole(value, "limitSize", _whole(value, "limit", UNLIMITED))
-        policy = str(value.get("policy", "producer_request_hold"))
+        size = _whole(value, "limitSize", _whole(value, "limit", UNLIMITED, INT64_MAX),
+                      INT64_MAX)
+        policy = value.get("policy", "producer_request_hold")
         if policy not in QUOTA_POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(QUOTA_POLICIES)}, not {policy!r}")
+            raise ValueError(f"policy must be one of {', '.join(QUOTA_POLICIES)}, "
+                             f"not {policy!r:.40}")
         return cls(size, _whole(value, "limitTime", UNLIMITED), policy)
 
 

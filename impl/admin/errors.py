@@ -12,6 +12,7 @@ from aiohttp import web
 from impl.broker.errors import ConsumerBusy, IncompatibleSchema, InvalidSchema, TopicClosing
 from impl.metadata.ephemeral import StaleNodeRemains
 from impl.metadata.errors import MetadataError
+from impl.naming.entity_names import InvalidName
 from impl.ownership.namespace_service import NoBrokerAvailable, NotOwner
 from impl.partitioned_topics import InvalidPartitionCount, PartitionsNotGrown
 from impl.resources import (
@@ -34,6 +35,7 @@ STATUS: list[tuple[type[BaseException], int]] = [
     (InvalidPartitionCount, 406),  # as Pulsar answers a count it cannot take
     (InvalidResource, 412),
     (InvalidTopicName, 412),
+    (InvalidName, 412),  # as Pulsar answers a name its NamedEntity refuses
     (TopicTerminated, 409),
     (InvalidSchema, 422),  # a schema definition that does not parse
     (IncompatibleSchema, 409),

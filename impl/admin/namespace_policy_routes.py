@@ -22,6 +22,7 @@ from impl.admin.bodies import json_body, json_boolean, json_object
 from impl.admin.context import context
 from impl.admin.namespace_routes import namespace_of
 from impl.broker.schemas.compatibility import Strategy, effective
+from impl.json_fields import INT32_MAX, whole
 from impl.resources import NamespacePolicies
 from impl.retention import BacklogQuota, RetentionPolicies, quota_type
 
@@ -50,10 +51,9 @@ async def get_message_ttl(request: web.Request) -> web.Response:
 
 @routes.post(NAMESPACE + "/messageTTL")
 async def set_message_ttl(request: web.Request) -> web.Response:
-    """Body: a whole number of seconds (412 when negative)."""
-    seconds = await json_body(request)
-    if not isinstance(seconds, int) or isinstance(seconds, bool):
-        raise ValueError("request body must be a whole number of seconds")
+    """Body: a whole number of seconds, a Java `int` (400 beyond; 412 when negative)."""
+    seconds = whole(await json_body(request), "the message TTL in seconds", -INT32_MAX - 1,
+                    INT32_MAX)
     return await _change(request, "set_message_ttl", seconds)
 
 

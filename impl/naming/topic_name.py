@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from impl.naming.entity_names import InvalidName, check_name
 from wire.topic_names import InvalidTopicName
 
 NON_PERSISTENT = "non-persistent"
@@ -24,6 +25,10 @@ PARTITION_SUFFIX = "-partition-"
 class NamespaceName:
     tenant: str
     namespace: str
+
+    def __post_init__(self) -> None:
+        check_name("tenant", self.tenant)
+        check_name("namespace", self.namespace)
 
     def __str__(self) -> str:
         return f"{self.tenant}/{self.namespace}"
@@ -42,6 +47,19 @@ class TopicName:
     tenant: str
     namespace: str
     local_name: str
+
+    def __post_init__(self) -> None:
+        """A known domain, and its namespace's names as Pulsar checks them; a local name
+        may hold anything but nothing, or a character no ZooKeeper path or log line can
+        carry."""
+        if self.domain not in DOMAINS:
+            raise InvalidTopicName(str(self), f"domain must be one of {', '.join(DOMAINS)}")
+        try:
+            NamespaceName(self.tenant, self.namespace)
+        except InvalidName as exc:
+            raise InvalidTopicName(str(self), str(exc)) from None
+        if not self.local_name or not self.local_name.isprintable():
+            raise InvalidTopicName(str(self), "the topic's own name is empty or unprintable")
 
     @property
     def namespace_name(self) -> NamespaceName:
@@ -82,8 +100,6 @@ class TopicName:
             domain, rest = "persistent", name
             if "/" not in name:
                 return cls(domain, DEFAULT_TENANT, DEFAULT_NAMESPACE, name)
-        if domain not in DOMAINS:
-            raise InvalidTopicName(name, f"domain must be one of {', '.join(DOMAINS)}")
         parts = rest.split("/", 2)
         if len(parts) != 3 or not all(parts):
             raise InvalidTopicName(name, "expected domain://tenant/namespace/topic")

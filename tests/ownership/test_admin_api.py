@@ -150,3 +150,54 @@ def test_a_topic_in_a_bundle_owned_elsewhere_is_redirected_to_its_owner(
         assert lookup["brokerUrl"] == OTHER.broker_url and lookup["httpUrl"] == OTHER.web_url
 
     run(scenario)
+
+
+REFUSED_WRITES = [
+    ("put", "/admin/v2/tenants/a%2Fb", {}, 412, "invalid tenant name 'a/b'"),
+    ("put", "/admin/v2/tenants/nul%00", {}, 412, "invalid tenant name"),
+    ("put", "/admin/v2/tenants/t2", {"allowedClusters": ["a/x"]}, 412, "invalid cluster name"),
+    ("put", "/admin/v2/clusters/c%2Fd", {"serviceUrl": "http://c:8080"}, 412,
+     "invalid cluster name"),
+    ("put", "/admin/v2/clusters/c", {"serviceUrl": 8080}, 400, "serviceUrl must be a string"),
+    ("put", "/admin/v2/clusters/c", {"brokerServiceUrl": "http://c:6650"}, 400,
+     "brokerServiceUrl must be a pulsar or pulsar+ssl URL"),
+    ("put", "/admin/v2/namespaces/t/bad%2Fname", None, 412, "invalid namespace name"),
+    ("put", "/admin/v2/namespaces/t/b1", {"bundles": {"boundaries": ["0x10", "0xffffffff"]}},
+     412, "the first boundary must be 0x00000000"),
+    ("put", "/admin/v2/namespaces/t/b2", {"deduplicationEnabled": "yes"}, 400,
+     "deduplicationEnabled must be true or false"),
+    ("put", "/admin/v2/namespaces/t/b3", {"message_ttl_in_seconds": 2**80}, 400,
+     "message_ttl_in_seconds must be a whole number from 0 to 2147483647"),
+    ("post", "/admin/v2/namespaces/t/ns/messageTTL", 2**80, 400,
+     "the message TTL in seconds must be a whole number"),
+    ("post", "/admin/v2/namespaces/t/ns/messageTTL", "60", 400, "must be a whole number"),
+    ("post", "/admin/v2/namespaces/t/ns/retention",
+     {"retentionTimeInMinutes": 2**40, "retentionSizeInMB": 1}, 400,
+     "retentionTimeInMinutes must be a whole number from -1 to 2147483647"),
+    ("post", "/admin/v2/namespaces/t/ns/backlogQuota", {"limitSize": 2**70}, 400,
+     "limitSize must be a whole number from -1 to 9223372036854775807"),
+    ("get", "/lookup/v2/topic/unknown/t/ns/x", None, 412, "domain must be one of"),
+]
+
+
+def test_values_and_names_pulsar_would_refuse_are_refused_and_nothing_is_stored(
+        run: Callable[..., Any]) -> None:
+    """Each was once stored as sent (a TTL of 2^80 seconds, a service URL that is a
+    number, a tenant `a/b` filed as a namespace of tenant `a`) or answered 200."""
+    async def scenario(client: TestClient) -> None:
+        await client.put("/admin/v2/tenants/t", json={"allowedClusters": ["a"]})
+        await client.put("/admin/v2/namespaces/t/ns")
+        before = [await (await client.get(path)).json() for path in (
+            "/admin/v2/tenants", "/admin/v2/clusters", "/admin/v2/namespaces/t",
+            "/admin/v2/namespaces/t/ns")]
+        for method, path, body, status, reason in REFUSED_WRITES:
+            answer = await getattr(client, method)(path, json=body)
+            assert answer.status == status, (path, body, await answer.text())
+            assert reason in (await answer.json())["reason"], (path, body)
+        after = [await (await client.get(path)).json() for path in (
+            "/admin/v2/tenants", "/admin/v2/clusters", "/admin/v2/namespaces/t",
+            "/admin/v2/namespaces/t/ns")]
+        assert after == before
+        assert (await client.get("/admin/v2/tenants/a")).status == 404
+
+    run(scenario)
