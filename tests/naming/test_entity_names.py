@@ -4,6 +4,8 @@ Once, a tenant named `a/b` (sent URL-encoded) was filed as namespace `b` of tena
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from impl.naming.entity_names import InvalidName, check_name
@@ -18,7 +20,7 @@ def test_names_pulsar_accepts_pass(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["", "a/b", "nul\x00", "sp ace", "percent%2F", "ü"])
 def test_names_pulsar_refuses_are_refused(name: str) -> None:
-    with pytest.raises(InvalidName, match="letters, digits and _-=:. only"):
+    with pytest.raises(InvalidName, match=re.escape("letters, digits and _-=:. only")):
         check_name("tenant", name)
     with pytest.raises(InvalidName):
         NamespaceName("public", name)
