@@ -166,6 +166,10 @@ class FrameDecoder:
         """Bytes of an incomplete frame held back (a peer that stops mid-frame)."""
         return len(self._buffer)
 
+    def release(self) -> None:
+        """Drop an incomplete frame: its connection is gone."""
+        self._buffer = bytearray()
+
 
 def check_entry(entry: bytes) -> MessageMetadata:
     """The entry's metadata, once the entry is known to be one the broker can serve and the

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from impl.admin.app import build_admin_app
 from impl.admin.context import AdminContext
+from impl.broker.allocator import return_large_buffers_when_freed
 from impl.broker.config import USAGE_EXIT_CODE, BrokerConfig, parse_args
 from impl.broker.dedup_policy import MetadataDeduplication
 from impl.broker.schemas.registry import SchemaRegistry
@@ -189,6 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     # `kill -USR1 <pid>` writes every thread's stack to the log: how a hung broker is read.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    return_large_buffers_when_freed()
     try:
         sys.exit(asyncio.run(BrokerProcess(config).run()))
     except (MetadataError, OSError) as exc:

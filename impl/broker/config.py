@@ -9,10 +9,12 @@ from typing import NoReturn
 
 from impl.broker.dedup_policy import DEFAULT_SNAPSHOT_INTERVAL
 from impl.broker.limits import (
+    DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_LIMITS,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_CONNECTIONS_PER_IP,
     DEFAULT_MAX_PENDING_PUBLISH_REQUESTS,
+    DEFAULT_MAX_UNCONNECTED_PER_IP,
     ConnectionLimits,
 )
 from impl.mutants import Mutants, UnknownMutant
@@ -137,6 +139,13 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
                         default=DEFAULT_MAX_CONNECTIONS_PER_IP,
                         help="open connections from one address at most, 0 for no bound "
                              "(Pulsar's brokerMaxConnectionsPerIp)")
+    parser.add_argument("--broker-max-unconnected-per-ip", type=_bound,
+                        default=DEFAULT_MAX_UNCONNECTED_PER_IP,
+                        help="connections from one address without an accepted CONNECT at "
+                             "most (one more closes the oldest), 0 for no bound")
+    parser.add_argument("--connect-timeout-seconds", type=_positive_seconds,
+                        default=DEFAULT_CONNECT_TIMEOUT_S,
+                        help="close a connection whose CONNECT is not accepted this soon")
     parser.add_argument("--max-pending-publish-requests-per-connection", type=_positive,
                         default=DEFAULT_MAX_PENDING_PUBLISH_REQUESTS,
                         help="unanswered SENDs of one connection before the broker stops "
@@ -179,7 +188,9 @@ def parse_args(argv: list[str] | None = None) -> BrokerConfig:
         limits=ConnectionLimits(
             max_connections=args.broker_max_connections,
             max_connections_per_ip=args.broker_max_connections_per_ip,
-            max_pending_publish_requests=args.max_pending_publish_requests_per_connection),
+            max_pending_publish_requests=args.max_pending_publish_requests_per_connection,
+            max_unconnected_per_ip=args.broker_max_unconnected_per_ip,
+            connect_timeout_s=args.connect_timeout_seconds),
         max_namespace_bundles=args.max_namespace_bundles)
 
 
@@ -214,6 +225,13 @@ def _bound(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number of seconds")
     return value
 
 

@@ -23,7 +23,11 @@ from typing import Any
 from impl.broker import commands
 from impl.broker.consumer import Consumer
 from impl.broker.errors import BrokerRequestError, ConsumerNotFound, SeekRefused, server_error
-from impl.broker.limits import DEFAULT_MAX_PENDING_PUBLISH_REQUESTS, PendingPublishes
+from impl.broker.limits import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_MAX_PENDING_PUBLISH_REQUESTS,
+    PendingPublishes,
+)
 from impl.broker.namespace_topics import topic_list
 from impl.broker.producer import Producer
 from impl.broker.scalable_commands import ScalableCommands
@@ -67,11 +71,13 @@ class ServerConnection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  service: BrokerService, keepalive: float = KEEPALIVE_S,
                  guard: Guard = OPEN_GUARD,
-                 max_pending_publishes: int = DEFAULT_MAX_PENDING_PUBLISH_REQUESTS) -> None:
+                 max_pending_publishes: int = DEFAULT_MAX_PENDING_PUBLISH_REQUESTS,
+                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
         self._reader = reader
         self._writer = writer
         self._service = service
         self._keepalive = keepalive
+        self._connect_timeout = connect_timeout
         self._guard = guard
         self.role: str | None = None
         """The role CONNECT proved (None while authentication is off)."""
@@ -124,6 +130,8 @@ class ServerConnection:
     async def serve(self) -> None:
         keepalive = asyncio.create_task(keep_alive(
             self._keepalive, self._silence, lambda: self.send(ping()), self._silent))
+        deadline = asyncio.get_running_loop().call_later(self._connect_timeout,
+                                                         self._connect_overdue)
         try:
             while data := await self._reader.read(READ_SIZE):
                 self._silence.heard()
@@ -143,6 +151,13 @@ class ServerConnection:
                         self.address, type(exc).__name__, exc)
         finally:
             keepalive.cancel()
+            deadline.cancel()
+            self.close()
+
+    def _connect_overdue(self) -> None:
+        if not self.connected:
+            log.warning("closing connection from %s: no CONNECT accepted within %.0f s",
+                        self.address, self._connect_timeout)
             self.close()
 
     def send(self, command: BaseCommand, entry: bytes | None = None) -> None:
@@ -163,6 +178,9 @@ class ServerConnection:
             return
         self.closed = True
         self._writer.close()
+        # A frame cut off by the close can hold up to 5 MiB: give it back now, not when
+        # the cycle collector next finds this connection.
+        self._decoder.release()
         for topic, producer in self._producers.values():
             topic.remove_producer(producer)
         for topic, subscription, consumer in self._consumers.values():

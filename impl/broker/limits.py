@@ -14,6 +14,8 @@ DEFAULT_MAX_CONNECTIONS = 4096
 DEFAULT_MAX_CONNECTIONS_PER_IP = 1024
 DEFAULT_MAX_PENDING_PUBLISH_REQUESTS = 1000
 """Pulsar's default `maxPendingPublishRequestsPerConnection`."""
+DEFAULT_MAX_UNCONNECTED_PER_IP = 64
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,16 @@ class ConnectionLimits:
     """Pulsar's `maxPendingPublishRequestsPerConnection`: SENDs of one connection without
     their answer yet; at the bound the broker stops reading from the connection until one
     is answered, so a client that never waits cannot fill the broker's memory."""
+    max_unconnected_per_ip: int = DEFAULT_MAX_UNCONNECTED_PER_IP
+    """Connections from one address whose CONNECT has not been accepted yet, at most (0
+    for no bound): one more closes the oldest of them. Ours, not Pulsar's: a flood of
+    silent connections from an address then holds at most this many of its
+    `max_connections_per_ip`, and a real client's connection, which CONNECTs at once,
+    still gets in."""
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    """A connection whose CONNECT has not been accepted this long after it opened is
+    closed (ours: Pulsar's only bound is keep-alive, which a client answering PINGs
+    passes)."""
 
     def refusal(self, open_total: int, open_from_address: int) -> str | None:
         """Why one more connection may not be opened, or None when it may."""

@@ -1,6 +1,8 @@
 """The binary-protocol listener: accepts connections, serves each on its own, and closes
 them all on shutdown. A connection's failure never reaches another. Beyond the
-connection limits (impl/broker/limits.py) a new connection is closed as it is accepted."""
+connection limits (impl/broker/limits.py) a new connection is closed as it is accepted;
+past the bound on silent connections from its address, the oldest of those is closed
+instead."""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ class BinaryServer:
         self._guard = guard
         self._limits = limits
         self._server: asyncio.Server | None = None
-        self._connections: set[ServerConnection] = set()
+        self._connections: dict[ServerConnection, str] = {}
+        """Each open connection and the address it came from."""
         self._per_address: Counter[str] = Counter()
 
     @property
@@ -41,14 +44,16 @@ class BinaryServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         host = str((writer.get_extra_info("peername") or ("?",))[0])
+        self._make_room_for_speakers(host)
         refusal = self._limits.refusal(len(self._connections), self._per_address[host])
         if refusal is not None:
             log.warning("refused a connection from %s: %s", host, refusal)
             writer.close()
             return
         connection = ServerConnection(reader, writer, self._service, self._keepalive,
-                                      self._guard, self._limits.max_pending_publish_requests)
-        self._connections.add(connection)
+                                      self._guard, self._limits.max_pending_publish_requests,
+                                      self._limits.connect_timeout_s)
+        self._connections[connection] = host
         self._per_address[host] += 1
         try:
             await connection.serve()
@@ -56,10 +61,20 @@ class BinaryServer:
             log.exception("connection from %s failed", connection.address)
             connection.close()
         finally:
-            self._connections.discard(connection)
+            self._connections.pop(connection, None)
             self._per_address[host] -= 1
             if not self._per_address[host]:
                 del self._per_address[host]
+
+    def _make_room_for_speakers(self, host: str) -> None:
+        """At `max_unconnected_per_ip` connections from `host` without an accepted
+        CONNECT, close the oldest: the new one may be a client that speaks."""
+        silent = [c for c, address in self._connections.items()
+                  if address == host and not c.connected and not c.closed]
+        if 0 < self._limits.max_unconnected_per_ip <= len(silent):
+            log.warning("closing connection from %s: the oldest of %d from its address "
+                        "without an accepted CONNECT", silent[0].address, len(silent))
+            silent[0].close()
 
     async def close(self) -> None:
         if self._server is not None:
