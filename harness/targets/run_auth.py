@@ -2,7 +2,8 @@
 "token"`): per run, a fresh token secret key and ZooKeeper digest credentials. Brokers
 require tokens signed with the key and grant a superuser role everything; the lookup
 service (tenant migration) checks the same tokens and takes changes from the superuser
-only; brokers, bookies and the lookup service authenticate to ZooKeeper, whose nodes they
+only; bookies take requests only from a client presenting the superuser's token (the
+brokers); brokers, bookies and the lookup service authenticate to ZooKeeper, whose nodes they
 create only they may read or change; the harness presents the superuser's token
 (harness/credentials.py) to its workloads, admin driver and nemesis, and so do the brokers
 when they are clients themselves (their replicators in the other clusters, their admin
@@ -55,6 +56,22 @@ class RunAuth:
                 "--token-secret-key", f"{directory}/{SECRET_KEY_FILE}",
                 "--superuser-roles", SUPERUSER_ROLE,
                 "--broker-client-token-file", f"{directory}/{BROKER_CLIENT_TOKEN_FILE}")
+
+    def bookie_files(self) -> dict[str, str]:
+        """What the bookie's token flags name, by file name: the key it checks tokens
+        with (brokers present the superuser's token)."""
+        return {SECRET_KEY_FILE: self.secret}
+
+    @staticmethod
+    def bookie_args(directory: str) -> tuple[str, ...]:
+        """The bookie's token flags: only the brokers' role may use it."""
+        return ("--token-secret-key", f"{directory}/{SECRET_KEY_FILE}",
+                "--client-roles", SUPERUSER_ROLE)
+
+    def local_bookie_args(self, directory: Path) -> tuple[str, ...]:
+        """Write `bookie_files` into `directory`; the flags that name them."""
+        _write_private(directory, self.bookie_files())
+        return self.bookie_args(str(directory))
 
     def local_broker_args(self, directory: Path) -> tuple[str, ...]:
         """Write `broker_files` into `directory` (brokers on this machine read them there);

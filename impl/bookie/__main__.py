@@ -1,8 +1,9 @@
-"""`python -m impl.bookie --port P --data-dir D --zk HOSTS[/chroot] [--mutants a,b]`.
+"""`python -m impl.bookie --port P --data-dir D --zk HOSTS[/chroot] [--mutants a,b]
+[--token-secret-key FILE --client-roles ROLES]`.
 
 Recovers its ledgers from the journal, listens, then registers itself in ZooKeeper. SIGTERM
 or SIGINT: unregister (by closing the session), make the journal durable, exit 0. A failed
-fsync exits 1.
+fsync exits 1. With a token key, only the brokers' roles may use it (impl/bookie/server.py).
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from impl.bookie.registration import BookieRegistration
 from impl.bookie.server import BookieConfig, BookieServer
 from impl.metadata.store import MetadataStore, read_digest
 from impl.mutants import Mutants
+from wire.tokens import read_secret_key
 
 log = logging.getLogger("impl.bookie")
 
 
-def _arguments(argv: list[str] | None) -> argparse.Namespace:
+def parse_bookie_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m impl.bookie", description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--data-dir", type=Path, required=True)
@@ -33,9 +35,30 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="address to listen on (default: the advertised host)")
     parser.add_argument("--session-timeout-ms", type=int, default=6000)
     parser.add_argument("--mutants", default="")
+    parser.add_argument("--token-secret-key", default=None,
+                        help="file with the HS256 key: only clients presenting a token "
+                             "signed with it, of one of --client-roles, may use the bookie")
+    parser.add_argument("--client-roles", default="",
+                        help="comma-separated roles (the brokers') whose tokens are taken")
     parser.add_argument("--metadata-digest-file", default=None,
                         help="user:password file for ZooKeeper digest authentication")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.token_secret = None
+    if args.token_secret_key is not None:
+        if not args.client_roles:
+            parser.error("--token-secret-key needs --client-roles: whose tokens to take")
+        try:
+            args.token_secret = read_secret_key(args.token_secret_key)
+        except (OSError, ValueError) as exc:
+            parser.error(f"--token-secret-key {args.token_secret_key}: {exc}")
+    return args
+
+
+def bookie_config(args: argparse.Namespace) -> BookieConfig:
+    return BookieConfig(args.bind_host or args.advertised_host, args.port,
+                        token_secret=args.token_secret,
+                        client_roles=frozenset(role.strip() for role in args.client_roles.split(",")
+                                               if role.strip()))
 
 
 async def _serve(args: argparse.Namespace) -> int:
@@ -52,8 +75,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
     ledgers = LedgerStore(args.data_dir, fatal)
     log.info("recovered %d ledgers from %s", len(ledgers.ledgers), ledgers.journal.path)
-    server = BookieServer(ledgers, BookieConfig(args.bind_host or args.advertised_host,
-                                                args.port), mutants)
+    server = BookieServer(ledgers, bookie_config(args), mutants)
     await server.start()
     session_timeout = args.session_timeout_ms / 1000
     digest = (None if args.metadata_digest_file is None
@@ -75,7 +97,7 @@ async def _serve(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return asyncio.run(_serve(_arguments(argv)))
+    return asyncio.run(_serve(parse_bookie_args(argv)))
 
 
 if __name__ == "__main__":

@@ -45,6 +45,9 @@ class Op(IntEnum):
     """ledger id -> empty"""
     LAST_ENTRY = 7
     """ledger id -> last entry id, without fencing (only the no-fencing mutant uses it)"""
+    AUTH = 8
+    """token (UTF-8) -> empty. A bookie with authentication on takes it as the first
+    request of a connection and refuses every other before it; one without takes it too"""
 
 
 class Status(IntEnum):
@@ -57,6 +60,8 @@ class Status(IntEnum):
     BAD_ENTRY_ID = 6
     NO_SUCH_ENTRY = 7
     INTERNAL = 8
+    NOT_AUTHORIZED = 9
+    """no AUTH yet, or its token refused: the bookie closes the connection after saying so"""
 
 
 class RequestFailed(Exception):

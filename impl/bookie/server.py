@@ -6,6 +6,11 @@ their order), and each one's answer is sent when its journal record is fsynced; 
 can therefore overtake one another and carry the request id. A request that parses as a
 frame but not as its operation gets a MALFORMED answer; a stream that is not even frames
 (an absurd length) closes that connection only.
+
+With authentication on (`BookieConfig.token_secret`), a connection's first request must be
+AUTH with a token signed with that key whose role is one of `client_roles` (the brokers'):
+any other request, or a token refused, is answered NOT_AUTHORIZED and the connection
+closed, so only brokers read, write or fence ledgers (docs/security.md).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from impl.bookie import protocol
 from impl.bookie.ledgers import LedgerStore
 from impl.bookie.protocol import Op, RequestFailed, Status
 from impl.mutants import NONE, Mutants
+from wire.tokens import InvalidToken, verify
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +41,22 @@ class BookieConfig:
     host: str
     port: int
     ack_before_durable: bool = False
+    token_secret: bytes | None = None
+    """The key tokens are signed with; None: authentication off, anyone may connect."""
+    client_roles: frozenset[str] = frozenset()
+    """The roles whose tokens are taken (the brokers')."""
+
+    def refusal(self, token: bytes) -> str | None:
+        """Why AUTH with `token` is refused; None when it is taken."""
+        if self.token_secret is None:
+            return None
+        try:
+            role = verify(self.token_secret, token.decode("utf-8", errors="replace"))
+        except InvalidToken as exc:
+            return f"invalid token: {exc}"
+        if role not in self.client_roles:
+            return f"role {role!r} may not use this bookie"
+        return None
 
 
 class BookieServer:
@@ -80,6 +102,7 @@ class BookieServer:
         assert task is not None
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
+        authenticated = self.config.token_secret is None
         try:
             while True:
                 payload = await _read_frame(reader)
@@ -87,7 +110,19 @@ class BookieServer:
                     log.warning("closing connection from %s: not a frame stream", peer)
                     return
                 op, request_id = protocol.REQUEST_HEADER.unpack_from(payload)
-                answer = self._handle(op, payload[protocol.REQUEST_HEADER.size :])
+                body = payload[protocol.REQUEST_HEADER.size :]
+                if op == Op.AUTH or not authenticated:
+                    refusal = (self.config.refusal(body) if op == Op.AUTH
+                               else f"{_op_name(op)} before AUTH")
+                    if refusal is not None:
+                        log.warning("closing connection from %s: %s", peer, refusal)
+                        await self._send(writer, op, request_id,
+                                         RequestFailed(Status.NOT_AUTHORIZED, refusal))
+                        return
+                    authenticated = True
+                    await self._send(writer, op, request_id, _now(b""))
+                    continue
+                answer = self._handle(op, body)
                 sending = asyncio.create_task(self._send(writer, op, request_id, answer))
                 self._answers.add(sending)
                 sending.add_done_callback(self._answers.discard)
@@ -175,6 +210,10 @@ class BookieServer:
         Op.DELETE: _delete,
         Op.LAST_ENTRY: _last_entry,
     }
+
+
+def _op_name(op: int) -> str:
+    return Op(op).name if op in Op.__members__.values() else f"operation {op}"
 
 
 def _exact(layout: struct.Struct, body: bytes) -> tuple[int, ...]:

@@ -43,6 +43,7 @@ from impl.scalable.segment_storage import SegmentStorage
 from impl.scalable.service import ScalableTopicsConfig, ScalableTopicService
 from impl.security.config import InvalidSecurityConfig
 from impl.security.guard import Guard
+from impl.storage.context import ManagedLedgerConfig
 from impl.storage.factory import ManagedLedgerFactory
 
 log = logging.getLogger("impl.broker")
@@ -94,7 +95,8 @@ class BrokerProcess:
         ownership = OwnershipCache(
             store, self.me, stale_wait=stale_wait,
             check_owner=not config.mutants.on("reown-without-owner-check"))
-        storage = ManagedLedgerFactory(store, config.mutants, executor=self._executor)
+        storage = ManagedLedgerFactory(store, config.mutants, executor=self._executor,
+                                       config=ManagedLedgerConfig(bookie_token=client_token))
         namespaces = NamespaceService(resources, ownership, registry, storage.open_ledger,
                                       executor=self._executor)
         schemas = SchemaRegistry(ZooKeeperSchemas(resources), config.mutants)

@@ -29,6 +29,7 @@ _ERRORS: dict[Status, type[errors.BookieError]] = {
     Status.BAD_ENTRY_ID: errors.BadEntryId,
     Status.NO_SUCH_ENTRY: errors.NoSuchEntry,
     Status.INTERNAL: errors.BookieInternalError,
+    Status.NOT_AUTHORIZED: errors.BookieNotAuthorized,
 }
 
 
@@ -36,8 +37,11 @@ class BookieClient:
     """The connection to one bookie at `host:port`."""
 
     def __init__(self, address: str, *, connect_timeout: float = 5.0,
-                 request_timeout: float = 15.0) -> None:
+                 request_timeout: float = 15.0, token: str | None = None) -> None:
         self.address = address
+        self._token = token
+        """Presented (AUTH) first on every connection, for a bookie with authentication
+        on; None: nothing presented."""
         self._connect_timeout = connect_timeout
         self._request_timeout = request_timeout
         self._ids = itertools.count(1)
@@ -86,7 +90,9 @@ class BookieClient:
     # --- plumbing ----------------------------------------------------------------------
 
     async def _call(self, op: Op, body: bytes) -> bytes:
-        writer = await self._connection()
+        return await self._request(await self._connection(), op, body)
+
+    async def _request(self, writer: asyncio.StreamWriter, op: Op, body: bytes) -> bytes:
         request_id = next(self._ids)
         future: asyncio.Future[tuple[Status, bytes]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
@@ -115,8 +121,15 @@ class BookieClient:
                     reader, writer = await asyncio.open_connection(host, int(port))
             except (OSError, TimeoutError) as exc:
                 raise errors.BookieUnavailable(self.address, f"cannot connect: {exc!r}") from None
-            self._writer = writer
             self._reader_task = asyncio.create_task(self._read_answers(reader, writer))
+            if self._token is not None:
+                # Before any other request can be written on this connection.
+                try:
+                    await self._request(writer, Op.AUTH, self._token.encode())
+                except errors.BookieError:
+                    writer.close()
+                    raise
+            self._writer = writer
             return writer
 
     async def _read_answers(self, reader: asyncio.StreamReader,
@@ -156,15 +169,18 @@ def _entry_id(body: bytes) -> int:
 class BookiePool:
     """One `BookieClient` per bookie address, shared by every managed ledger of a broker."""
 
-    def __init__(self, *, connect_timeout: float = 5.0, request_timeout: float = 15.0) -> None:
+    def __init__(self, *, connect_timeout: float = 5.0, request_timeout: float = 15.0,
+                 token: str | None = None) -> None:
         self._clients: dict[str, BookieClient] = {}
         self._connect_timeout = connect_timeout
         self._request_timeout = request_timeout
+        self._token = token
 
     def client(self, address: str) -> BookieClient:
         if address not in self._clients:
             self._clients[address] = BookieClient(address, connect_timeout=self._connect_timeout,
-                                                  request_timeout=self._request_timeout)
+                                                  request_timeout=self._request_timeout,
+                                                  token=self._token)
         return self._clients[address]
 
     async def close(self) -> None:

@@ -29,6 +29,8 @@ class ManagedLedgerConfig:
     bookie_connect_timeout: float = 5.0
     bookie_request_timeout: float = 15.0
     """An add unanswered this long fails with BookieUnavailable (outcome unknown)."""
+    bookie_token: str | None = None
+    """What the broker presents to bookies with authentication on (its client token)."""
 
 
 @dataclass

@@ -55,6 +55,10 @@ class MalformedRequest(BookieError):
     """The bookie could not parse our request: a bug on one side of the protocol."""
 
 
+class BookieNotAuthorized(BookieError):
+    """The bookie has authentication on and took no token of ours."""
+
+
 class BookieInternalError(BookieError):
     pass
 

@@ -31,7 +31,8 @@ class ManagedLedgerFactory:
         self._executor = executor or ThreadPoolExecutor(4, thread_name_prefix="storage-metadata")
         self._ctx = StorageContext(
             store, BookiePool(connect_timeout=config.bookie_connect_timeout,
-                              request_timeout=config.bookie_request_timeout),
+                              request_timeout=config.bookie_request_timeout,
+                              token=config.bookie_token),
             mutants, config, self._executor)
 
     async def open(self, name: str) -> ManagedLedger:

@@ -1,7 +1,7 @@
 """The broker's security flags: loopback unless told, everything off unless switched on,
 and combinations that cannot work refused at the command line; a token run's brokers, on
 either backend, find the files their flags name and present a superuser's token as
-clients (`--broker-client-token-file`)."""
+clients (`--broker-client-token-file`), which is the token their bookies take."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from harness.targets.docker.images import NodeImage
-from harness.targets.docker.node_specs import NodeSettings, broker_spec
+from harness.targets.docker.node_specs import NodeSettings, bookie_spec, broker_spec
 from harness.targets.run_auth import RunAuth
+from impl.bookie.__main__ import bookie_config, parse_bookie_args
 from impl.broker.config import USAGE_EXIT_CODE, parse_args
 from impl.security.config import InvalidSecurityConfig
 from wire.tokens import read_secret_key, verify
@@ -66,6 +67,30 @@ def test_a_token_run_writes_the_files_its_flags_name_into_broker_containers() ->
     assert spec.command[1:3] == ("-m", "impl.broker")
     security = parse_args(list(spec.command[3:])).security
     assert {security.token_secret_key, security.broker_client_token_file} <= set(spec.files)
+
+
+BOOKIE_REQUIRED = ["--port", "3181", "--data-dir", "d", "--zk", "127.0.0.1:2181"]
+
+
+def test_a_token_run_lets_only_its_brokers_use_the_bookies_on_either_backend(
+        tmp_path: Path) -> None:
+    auth = RunAuth("k")
+    credentials = auth.credentials()
+    bookie = bookie_config(parse_bookie_args([*BOOKIE_REQUIRED,
+                                              *auth.local_bookie_args(tmp_path)]))
+    assert bookie.refusal(credentials.token.encode()) is None  # what brokers present
+    assert "may not use this bookie" in str(bookie.refusal(
+        (credentials.unprivileged or "").encode()))
+    spec = bookie_spec(NodeImage("image", "import", "python3", "java"), "zk:2181",
+                       "10.0.0.3", NodeSettings(auth=auth))
+    flags = list(spec.command)
+    assert flags[flags.index("--token-secret-key") + 1] in spec.files
+    assert flags[flags.index("--client-roles") + 1] == "starquake"
+
+
+def test_a_bookie_key_without_the_roles_it_takes_is_refused(secret_key_file: Path) -> None:
+    with pytest.raises(SystemExit):
+        parse_bookie_args([*BOOKIE_REQUIRED, "--token-secret-key", str(secret_key_file)])
 
 
 def test_without_the_client_token_flag_a_broker_presents_nothing() -> None:

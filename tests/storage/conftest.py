@@ -52,11 +52,11 @@ class Bookie:
 @pytest.fixture
 def start_bookie(tmp_path: Path, zk_connect_string: str,
                  zk_store: Callable[..., MetadataStore]) -> Iterator[Callable[..., Bookie]]:
-    """`start_bookie(mutants="")` -> a serving, registered bookie process."""
+    """`start_bookie(mutants="", *flags)` -> a serving, registered bookie process."""
     bookies: list[Bookie] = []
     store = zk_store()
 
-    def start(mutants: str = "") -> Bookie:
+    def start(mutants: str = "", *flags: str) -> Bookie:
         (port,) = free_ports(1, HOST)
         index = len(bookies)
         data_dir = tmp_path / f"bookie-{index}"
@@ -65,6 +65,7 @@ def start_bookie(tmp_path: Path, zk_connect_string: str,
                    "--session-timeout-ms", "4000"]
         if mutants:
             command += ["--mutants", mutants]
+        command += flags
         process = LocalProcess(f"bookie-{index}", command, tmp_path / f"bookie-{index}.log")
         bookie = Bookie(BookieNode(index, port, process), store, data_dir)
         bookies.append(bookie)

@@ -8,6 +8,7 @@ import asyncio
 import socket
 import struct
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ from impl.bookie.protocol import Op, Status
 from impl.storage.bookie_client import BookieClient
 from impl.storage.errors import (
     BadEntryId,
+    BookieNotAuthorized,
     BookieUnavailable,
     LedgerClosed,
     LedgerExists,
@@ -26,6 +28,7 @@ from impl.storage.errors import (
 )
 from tests.storage.conftest import Bookie
 from tests.storage.running import run
+from wire.tokens import mint
 
 pytestmark = [pytest.mark.zk, pytest.mark.cluster]
 
@@ -206,5 +209,44 @@ def test_a_dead_bookie_is_unavailable_not_a_hang(start_bookie: StartBookie) -> N
         with pytest.raises(BookieUnavailable):
             await client.create(1)
         await client.close()
+
+    run(scenario())
+
+
+def test_with_authentication_on_only_the_brokers_role_may_use_the_bookie(
+        start_bookie: StartBookie, tmp_path: Path) -> None:
+    """A bookie took requests from whoever reached it: read any ledger, fence a topic's,
+    or write an entry no broker checked. With a token key it takes them only from a
+    connection whose first request presented a token of the brokers' role."""
+    key = tmp_path / "token.key"
+    key.write_bytes(b"k" * 32)
+    guarded = start_bookie("", "--token-secret-key", str(key), "--client-roles", "broker")
+    open_bookie = start_bookie()
+
+    async def scenario() -> None:
+        refused = {"no token": (BookieClient(guarded.address), "CREATE before AUTH"),
+                   "another role": (BookieClient(guarded.address,
+                                                 token=mint(key.read_bytes(), "someone")),
+                                    "role 'someone' may not use this bookie"),
+                   "another key": (BookieClient(guarded.address, token=mint(b"x" * 32, "broker")),
+                                   "invalid token")}
+        for client, reason in refused.values():
+            with pytest.raises(BookieNotAuthorized, match=reason):
+                await client.create(1)
+            await client.close()
+        broker = BookieClient(guarded.address, token=mint(key.read_bytes(), "broker"))
+        await broker.create(1)
+        await broker.add(1, 0, b"checked by a broker")
+        forgers = [BookieClient(guarded.address) for _ in range(2)]
+        with pytest.raises(BookieNotAuthorized):
+            await forgers[0].add(1, 1, b"written past the broker")
+        with pytest.raises(BookieNotAuthorized):
+            await forgers[1].fence(1)
+        assert await _payloads(broker, 1) == [b"checked by a broker"]
+        # A client that presents a token is served by a bookie with authentication off.
+        presenting = BookieClient(open_bookie.address, token=mint(b"any", "broker"))
+        await presenting.create(2)
+        for client in (broker, *forgers, presenting):
+            await client.close()
 
     run(scenario())

@@ -89,17 +89,24 @@ def _metadata_files(settings: NodeSettings) -> dict[str, str]:
     return {} if settings.auth is None else {DIGEST_PATH: settings.auth.metadata_digest}
 
 
+def _security_files(files: dict[str, str]) -> dict[str, str]:
+    """`files` (a node's token files by name) at their paths in the container."""
+    return {f"{SECURITY_DIR}/{name}": text for name, text in files.items()}
+
+
 def bookie_spec(image: NodeImage, zk_connect: str, advertised_host: str,
                 settings: NodeSettings) -> NodeSpec:
     """The bookie registers `advertised_host` in ZooKeeper, where brokers in other
     containers find it, and listens on every address of its namespace."""
+    auth = settings.auth
     return NodeSpec(
         command=(image.python, "-m", "impl.bookie", "--port", str(BOOKIE_PORT),
                  "--advertised-host", advertised_host, "--bind-host", "0.0.0.0",
                  "--data-dir", "/data/bookie", "--zk", zk_connect, *_mutant_args(settings),
-                 *_metadata_args(settings)),
+                 *(auth.bookie_args(SECURITY_DIR) if auth else ()), *_metadata_args(settings)),
         wait=TcpPort(BOOKIE_PORT, host=advertised_host),
-        files=_metadata_files(settings),
+        files={**_metadata_files(settings),
+               **_security_files(auth.bookie_files() if auth else {})},
         ports={"bookie": BOOKIE_PORT},
     )
 
@@ -123,8 +130,7 @@ def broker_spec(image: NodeImage, cluster: str, zk_connect: str, advertised_host
                  *_mutant_args(settings), *(auth.broker_args(SECURITY_DIR) if auth else ()),
                  *_metadata_args(settings)),
         files={**_metadata_files(settings),
-               **({} if auth is None else {f"{SECURITY_DIR}/{name}": content
-                                           for name, content in auth.broker_files().items()})},
+               **_security_files(auth.broker_files() if auth else {})},
         # Where it advertises, it must listen, whatever else it binds.
         wait=HttpStatus(BROKER_ADMIN_PORT, BROKER_HEALTH_PATH, host=advertised_host),
         ports={"service": BROKER_PORT, "admin": BROKER_ADMIN_PORT},

@@ -79,8 +79,9 @@ class LocalTarget(TopologyDeployment):
             "--controller-step-pause-ms", str(topology.controller_step_pause_ms))
         bookie_args: tuple[str, ...] = ()
         if auth is not None:
-            bookie_args = auth.local_metadata_args(self._base)
-            broker_args += (*auth.local_broker_args(self._base), *bookie_args)
+            metadata_args = auth.local_metadata_args(self._base)
+            bookie_args = (*auth.local_bookie_args(self._base), *metadata_args)
+            broker_args += (*auth.local_broker_args(self._base), *metadata_args)
         self._locals = {
             name: LocalCluster(self._base / name, ClusterSettings(
                 name=name, brokers=topology.brokers, bookies=topology.bookies,
