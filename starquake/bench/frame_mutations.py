@@ -1,7 +1,9 @@
 """Frames for fuzzing a broker: valid ones of every command a client sends, built with our
 codec (wire/frames.py, which the official client agrees with), and the ways to spoil them
 that a hostile or broken client would: flipped bits, cut frames, size fields that lie,
-protobuf fields nobody defined, and counts far beyond anything real.
+protobuf fields nobody defined, counts far beyond anything real, SENDs whose metadata
+contradicts itself (compression without its size, chunk fields missing or at odds), and
+frames announced large and only half sent.
 
 Everything is drawn from one `random.Random`, so a campaign repeats from its seed.
 """
@@ -12,7 +14,7 @@ import random
 import struct
 from collections.abc import Callable
 
-from wire.frames import encode_command, encode_entry
+from wire.frames import DEFAULT_MAX_MESSAGE_SIZE, encode_command, encode_entry
 from wire.pulsar_api_pb2 import (
     BaseCommand,
     CommandAck,
@@ -30,6 +32,7 @@ from wire.pulsar_api_pb2 import (
     CommandSend,
     CommandSubscribe,
     CommandUnsubscribe,
+    CompressionType,
     MessageIdData,
     MessageMetadata,
     SingleMessageMetadata,
@@ -193,6 +196,53 @@ def _huge_send(rng: random.Random) -> bytes:
         encode_entry(metadata, _U32.pack(len(raw)) + raw + b"x" * rng.randint(0, 8)))
 
 
+CHUNK = {"uuid": "fuzz-0", "num_chunks_from_msg": 2, "total_chunk_msg_size": 64,
+         "chunk_id": 0}
+
+
+def _inconsistent_metadata(rng: random.Random) -> MessageMetadata:
+    """Metadata that parses but that a consumer could not decode: compression without its
+    uncompressed size or with an absurd one, a chunk missing some of its fields or with
+    fields at odds with each other, a chunked batch."""
+    metadata = MessageMetadata(producer_name="fuzz", sequence_id=rng.randrange(2**63),
+                               publish_time=1)
+    kind = rng.randrange(6)
+    if kind == 0:
+        metadata.compression = rng.choice((CompressionType.LZ4, CompressionType.ZLIB,
+                                           CompressionType.ZSTD, CompressionType.SNAPPY))
+    elif kind == 1:
+        metadata.compression = CompressionType.LZ4
+        metadata.uncompressed_size = rng.choice((2**32 - 1, DEFAULT_MAX_MESSAGE_SIZE + 1))
+    elif kind == 2:  # some of a chunk's fields
+        for name in rng.sample(sorted(CHUNK), rng.randint(1, 3)):
+            setattr(metadata, name, CHUNK[name])
+    else:  # every field, one of them at odds with the rest
+        for name, value in CHUNK.items():
+            setattr(metadata, name, value)
+        wrong = {3: ("chunk_id", rng.choice((2, -1, 2**31 - 1))),
+                 4: ("total_chunk_msg_size", rng.choice((0, -5, 2**31 - 1))),
+                 5: ("num_messages_in_batch", 7)}[kind]
+        setattr(metadata, *wrong)
+    return metadata
+
+
+def _inconsistent_send(rng: random.Random) -> bytes:
+    return encode_command(BaseCommand(type=BaseCommand.SEND, send=CommandSend(
+        producer_id=PRODUCER_ID, sequence_id=rng.randrange(2**32), num_messages=1)),
+        encode_entry(_inconsistent_metadata(rng), rng.randbytes(rng.randint(1, 32))))
+
+
+HALF_SENT_MAX = 256 * 1024
+"""How much of a frame announced at up to the largest size is sent before the connection
+moves on (and is closed at the round's end): bounded, so a campaign's traffic stays so."""
+
+
+def half_sent_frame(rng: random.Random) -> bytes:
+    """A frame header announcing up to the largest frame, and only part of its bytes."""
+    announced = rng.randint(HALF_SENT_MAX, DEFAULT_MAX_MESSAGE_SIZE)
+    return _U32.pack(announced) + bytes(rng.randint(1, HALF_SENT_MAX))
+
+
 def _varint(value: int) -> bytes:
     out = bytearray()
     while True:
@@ -229,4 +279,8 @@ class FrameFuzzer:
             return _huge_send(rng)
         if roll < 0.3:
             return rng.randbytes(rng.randint(1, 256))
+        if roll < 0.4:
+            return _inconsistent_send(rng)
+        if roll < 0.41:
+            return half_sent_frame(rng)
         return rng.choice(MUTATIONS)(rng, self.sound())

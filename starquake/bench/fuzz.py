@@ -4,9 +4,12 @@ broker over many connections, some of them with a producer or a consumer in plac
 the spoiled SENDs and ACKs reach the code behind them. Bounded by a frame count and a time.
 
 It reports crashes (the broker process exited), hangs (a fresh connection's PING got no
-PONG within 5 s), the growth of the broker's resident memory, and whether the official
-client still works afterwards (produce-and-consume round trips). It exits 0 only with no
-crash, no hang and every round trip done.
+PONG within 5 s), the growth of the broker's resident memory, what the broker refused
+(its SEND_ERROR and ERROR answers by code, and the connections it closed), whether the
+official client still works afterwards (produce-and-consume round trips), and whether it
+reads every topic the campaign wrote to from its first message to its last, each in a
+process of its own so that a client crash is counted rather than suffered. It exits 0
+only with no crash, no hang, every round trip done and every topic read.
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ from __future__ import annotations
 import random
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -30,7 +36,7 @@ from starquake.bench.frame_mutations import (
     subscribe_frame,
 )
 from wire.frames import FrameDecoder, MalformedFrame, encode_command
-from wire.pulsar_api_pb2 import BaseCommand, CommandPing
+from wire.pulsar_api_pb2 import BaseCommand, CommandPing, ServerError
 
 CONNECTIONS_AT_ONCE = 8
 FRAMES_PER_CONNECTION = 40
@@ -38,6 +44,7 @@ CHECK_EVERY = 25
 """Rounds of connections between two liveness checks."""
 PING_TIMEOUT = 5.0
 ROUND_TRIPS = 100
+TOPIC_READ_TIMEOUT_S = 120
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,12 @@ class FuzzResult:
     rss_after_kib: int
     round_trips: int
     seconds: float
+    refusals: dict[str, int] = field(default_factory=dict)
+    """The broker's refusals by kind: `SEND_ERROR MetadataError`, `ERROR ...`, and
+    `connection closed` for each connection it closed."""
+    topic_reads: dict[str, int | None] = field(default_factory=dict)
+    """Per topic the campaign wrote to: the messages the official client read from it,
+    or None when the reading process failed (a crash, an error, no end)."""
 
     @property
     def rss_growth_mib(self) -> float:
@@ -57,7 +70,8 @@ class FuzzResult:
 
     @property
     def passed(self) -> bool:
-        return not self.crashes and not self.hangs and self.round_trips == ROUND_TRIPS
+        return (not self.crashes and not self.hangs and self.round_trips == ROUND_TRIPS
+                and None not in self.topic_reads.values())
 
 
 def rss_kib(pid: int | None) -> int:
@@ -119,13 +133,29 @@ def client_round_trips(service_url: str, topic: str, count: int = ROUND_TRIPS) -
     return done
 
 
+def read_topic(service_url: str, topic: str) -> int | None:
+    """How many messages the official client reads from `topic`, from its first to its
+    last, in a process of its own (`starquake.bench.topic_reader`); None when that process
+    fails: a crash on what the broker served, an error, no end in time."""
+    try:
+        done = subprocess.run([sys.executable, "-m", "starquake.bench.topic_reader",
+                               service_url, topic], capture_output=True, text=True,
+                              timeout=TOPIC_READ_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return None
+    if done.returncode != 0:
+        return None
+    return int(done.stdout.split()[-1])
+
+
 class _Campaign:
     def __init__(self, service_url: str, seed: int) -> None:
         self._address = _address(service_url)
         self._rng = random.Random(seed)
-        self._topics = [f"persistent://public/default/fuzz-{seed}-{n}" for n in range(4)]
+        self.topics = [f"persistent://public/default/fuzz-{seed}-{n}" for n in range(4)]
         self.frames = 0
         self.connections = 0
+        self.refusals: Counter[str] = Counter()
 
     def round(self, frame_budget: int) -> None:
         """CONNECTIONS_AT_ONCE connections open at once, each sent FRAMES_PER_CONNECTION
@@ -140,23 +170,28 @@ class _Campaign:
             try:
                 sock.sendall(frame)
             except OSError:  # the broker closed it, as it should after a bad frame
+                self.refusals["connection closed"] += 1
                 sock.close()
                 slots[slot] = self._open()
                 continue
             self.frames += 1
         time.sleep(0.05)
         for sock, _ in slots:
-            _drain(sock)
+            self.refusals.update(_drain(sock))
             sock.close()
 
     def _open(self) -> tuple[socket.socket, FrameFuzzer]:
         """A connection, most with CONNECT and a producer or consumer in place, and the
         fuzzer of its topic."""
         rng = self._rng
-        topic = rng.choice(self._topics)
+        topic = rng.choice(self.topics)
         sock = socket.create_connection(self._address, timeout=5)
         self.connections += 1
-        setup = rng.choice((b"", connect_frame() + producer_frame(topic),
+        # Without CONNECT, or with a producer or consumer asked for before it: the broker
+        # must take nothing but CONNECT and PING from such a connection.
+        setup = rng.choice((b"", producer_frame(topic), subscribe_frame(topic, "a"),
+                            connect_frame() + producer_frame(topic),
+                            connect_frame() + producer_frame(topic),
                             connect_frame() + subscribe_frame(topic, rng.choice("abc"))))
         if setup:
             try:
@@ -168,14 +203,29 @@ class _Campaign:
         return sock, FrameFuzzer(rng, topic)
 
 
-def _drain(sock: socket.socket) -> None:
-    """Read what the broker sent, so that its writes never back up."""
+def _drain(sock: socket.socket) -> Counter[str]:
+    """Read what the broker sent, so that its writes never back up: the refusals in it,
+    and whether it closed the connection."""
     sock.setblocking(False)
+    decoder, refusals = FrameDecoder(), Counter[str]()
     try:
-        while sock.recv(65536):
-            pass
+        while data := sock.recv(65536):
+            for frame in decoder.feed(data):
+                refusals.update(_refusal(frame.command))
+        refusals["connection closed"] += 1
+    except MalformedFrame:
+        pass  # the rest of a message this decoder's limit does not take: not a refusal
     except OSError:
-        pass
+        pass  # nothing more yet: the connection is still open
+    return refusals
+
+
+def _refusal(command: BaseCommand) -> list[str]:
+    if command.type == BaseCommand.SEND_ERROR:
+        return [f"SEND_ERROR {ServerError.Name(command.send_error.error)}"]
+    if command.type == BaseCommand.ERROR:
+        return [f"ERROR {ServerError.Name(command.error.error)}"]
+    return []
 
 
 def run_fuzz(service_url: str, broker_pid: Callable[[], int | None], *, frames: int,
@@ -208,9 +258,12 @@ def run_fuzz(service_url: str, broker_pid: Callable[[], int | None], *, frames: 
     rss_after = rss_kib(broker_pid())
     trips = 0 if crashes else client_round_trips(
         service_url, f"persistent://public/default/fuzz-{seed}-after")
+    reads = {topic: None if crashes else read_topic(service_url, topic)
+             for topic in campaign.topics}
     return FuzzResult(frames=campaign.frames, connections=campaign.connections,
                       crashes=crashes, hangs=hangs, rss_before_kib=rss_before,
-                      rss_after_kib=rss_after, round_trips=trips, seconds=elapsed)
+                      rss_after_kib=rss_after, round_trips=trips, seconds=elapsed,
+                      refusals=dict(campaign.refusals.most_common()), topic_reads=reads)
 
 
 def describe(result: FuzzResult) -> list[str]:
@@ -221,6 +274,11 @@ def describe(result: FuzzResult) -> list[str]:
         f"broker RSS {result.rss_before_kib / 1024:.0f} MiB before, "
         f"{result.rss_after_kib / 1024:.0f} MiB after ({result.rss_growth_mib:+.0f} MiB)",
         f"official client afterwards: {result.round_trips}/{ROUND_TRIPS} round trips",
+        "refused: " + (", ".join(f"{kind} {count:,}" for kind, count in result.refusals.items())
+                       or "nothing"),
+        *(f"official client read {topic}: "
+          + ("FAILED (crashed, erred or never ended)" if count is None else f"{count:,} messages")
+          for topic, count in result.topic_reads.items()),
     ]
 
 
