@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 from wire.errors import ConnectionClosed, broker_error
@@ -213,6 +213,20 @@ class ClientConnection:
             callback()
         if self._task is not None and self._task is not asyncio.current_task():
             self._task.cancel()
+
+
+def service_urls(service_url: str) -> list[str]:
+    """Each broker of a service URL, which may name several as Pulsar's clients take them:
+    `pulsar://h1:6650,h2:6650` -> `pulsar://h1:6650`, `pulsar://h2:6650`."""
+    scheme, sep, rest = service_url.partition("://")
+    hosts, slash, path = rest.partition("/")
+    return [f"{scheme}{sep}{host}{slash}{path}" for host in hosts.split(",")]
+
+
+def joined_service_url(urls: Sequence[str]) -> str:
+    """The one service URL naming every broker of `urls` (which share a scheme)."""
+    scheme = urls[0].partition("://")[0]
+    return f"{scheme}://" + ",".join(url.partition("://")[2].rstrip("/") for url in urls)
 
 
 class ConnectionPool:

@@ -1,5 +1,6 @@
 """Geo-replication between a run's clusters, set up as an operator does it, through each
-cluster's admin REST API only: every cluster learns the others' URLs, and one namespace
+cluster's admin REST API only: every cluster learns the others' URLs (every broker's, in
+one multi-host `brokerServiceUrl`), and one namespace
 exists in each with all of them as its replication clusters. Then the replicators copy
 every message published in one cluster to all the others (docs/geo-replication.md)."""
 
@@ -12,6 +13,7 @@ from typing import Any
 from harness.admin_api import AdminError, admin_request
 from harness.target import TargetCluster
 from history.errors import EnvironmentProblem
+from wire.connection import joined_service_url
 
 LINK_TIMEOUT_S = 60.0
 
@@ -29,8 +31,10 @@ def replicate_namespace(clusters: Sequence[TargetCluster], namespace: str) -> No
         for other in clusters:
             if other is not cluster:
                 path = f"/admin/v2/clusters/{other.name}"
+                # Every broker, so that the replicators reach the cluster while one of
+                # its brokers is down; the admin URL stays one, as brokers redirect to it.
                 urls = {"serviceUrl": other.admin_urls[0],
-                        "brokerServiceUrl": other.service_urls[0]}
+                        "brokerServiceUrl": joined_service_url(other.service_urls)}
                 _put(cluster, path, urls, (path, urls))
         path = f"/admin/v2/tenants/{tenant}"
         _put(cluster, path, {"allowedClusters": names}, (path, {"allowedClusters": names}))

@@ -14,7 +14,7 @@ import asyncio
 import itertools
 
 from impl.storage.api import Position
-from wire.connection import ClientConnection, ConnectionPool
+from wire.connection import ClientConnection, ConnectionPool, service_urls
 from wire.errors import ClientError
 from wire.frames import Frame, split_entry
 from wire.pulsar_api_pb2 import (
@@ -56,9 +56,11 @@ class RemoteProducer:
     async def connect(cls, service_url: str, topic: str, name: str,
                       timeout: float = 10.0, keepalive: float | None = None,
                       token: str | None = None) -> RemoteProducer:
-        """`token`: what the CONNECT presents (the broker's client token), None nothing;
+        """`service_url` may name several brokers (`pulsar://h1:6650,h2:6650`): each is
+        tried in turn, as Pulsar's replicator client tries them. `token`: what the
+        CONNECT presents (the broker's client token), None nothing;
         a remote that refuses it raises RemoteUnavailable naming `AuthenticationError`."""
-        pool = ConnectionPool([service_url], keepalive, token)
+        pool = ConnectionPool(service_urls(service_url), keepalive, token)
         try:
             async with asyncio.timeout(timeout):
                 connection = await pool.lookup(topic)
