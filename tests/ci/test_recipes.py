@@ -36,7 +36,10 @@ SKIPPED_BY_DESIGN = (
     (r"--starquake smoke .*--junitxml", "the whole smoke suite, a cluster for each of six "
                                         "scenarios: tests/pytest_plugin/test_runs.py runs the "
                                         "plugin end to end, tests/run/test_smoke_suite.py the "
-                                        "suite"),
+                                        "suite through it"),
+    (r"starquake suite-index runs", "indexes the smoke suite's runs, which are not made "
+                                    "here: tests/run/test_smoke_suite.py runs the recipe's "
+                                    "suite command and this index"),
     (r"starquake (cluster up|conform|cluster down)", "a cluster of the job's own and every "
                                                      "conformance feature against it: "
                                                      "tests/docker/test_conform_containers.py"),

@@ -1,6 +1,8 @@
-"""The smoke suite through `starquake suite`, as a user's CI runs it: every scenario of
-`scenarios/smoke` (containers and local processes, each kind of workload) ends `valid`
-with seed 1, the suite exits 0, and its JUnit file has one passing case per scenario.
+"""The smoke suite as a user's CI runs it, through the pytest plugin with the commands of
+examples/ci/: every scenario of `scenarios/smoke` (containers and local processes, each
+kind of workload) is one pytest item that passes with seed 1, pytest's JUnit file has a
+passing case per scenario with its run's verdict, and `starquake suite-index` makes the
+index and starquake's JUnit file from the runs.
 The same runs then answer for each backend and workload what one run of it must show:
 kills on local processes, partitions and a session expiry in containers with nothing left
 on the engine, failovers between two clusters, a tenant migration's five steps, a
@@ -14,11 +16,13 @@ import json
 import re
 import shlex
 import subprocess
+import xml.etree.ElementTree as ET
 
 import pytest
 
+from history.version import starquake_version
 from scenarios.catalogue import resolve_suite
-from tests.run.suite_runs import REPO, STARQUAKE, SuiteRuns
+from tests.run.suite_runs import REPO, STARQUAKE, PluginSuiteRuns
 from tests.run.test_run_local import _events, assert_replayed
 
 SMOKE = {path.stem for path in resolve_suite("smoke")}
@@ -27,14 +31,19 @@ pytestmark = [pytest.mark.docker, pytest.mark.cluster, pytest.mark.spark, pytest
 
 
 @pytest.fixture(scope="module")
-def smoke(tmp_path_factory: pytest.TempPathFactory) -> SuiteRuns:
-    return SuiteRuns(tmp_path_factory.mktemp("smoke") / "runs", "smoke", timeout_s=1500)
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> PluginSuiteRuns:
+    return PluginSuiteRuns(tmp_path_factory.mktemp("smoke") / "runs", "smoke", timeout_s=1500)
 
 
 def test_every_smoke_scenario_passes_and_junit_has_a_passing_case_for_each(
-        smoke: SuiteRuns) -> None:
+        smoke: PluginSuiteRuns) -> None:
     assert smoke.done.returncode == 0, smoke.outcome()
     assert smoke.passed == dict.fromkeys(SMOKE, True)
+    for case in ET.parse(smoke.pytest_junit_file).getroot().iter("testcase"):
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert (properties["verdict"], properties["seed"], properties["starquake_version"]
+                ) == ("valid", "1", starquake_version()), case.get("name")
+    assert smoke.indexed.returncode == 0, smoke.indexed.stdout + smoke.indexed.stderr
     junit = smoke.junit()
     assert (junit.get("tests"), junit.get("failures"), junit.get("errors")) == (
         str(len(SMOKE)), "0", "0")
@@ -48,7 +57,7 @@ def test_every_smoke_scenario_passes_and_junit_has_a_passing_case_for_each(
     assert all(name in index for name in SMOKE)
 
 
-def test_a_run_under_broker_kills_is_valid_complete_and_replayed(smoke: SuiteRuns) -> None:
+def test_a_run_under_broker_kills_is_valid_complete_and_replayed(smoke: PluginSuiteRuns) -> None:
     run_dir = smoke.run("topic-kill")
     assert run_dir.name.endswith("-1")
     for name in ("scenario.toml", "command.txt", "history.jsonl", "history.parquet",
@@ -89,7 +98,7 @@ def test_a_run_under_broker_kills_is_valid_complete_and_replayed(smoke: SuiteRun
 
 
 def test_partitions_and_a_session_expiry_in_containers_leave_nothing_behind(
-        smoke: SuiteRuns) -> None:
+        smoke: PluginSuiteRuns) -> None:
     """Seed 1 of topic-faults isolates the topic's owner and expires a broker's session."""
     run_dir = smoke.run("topic-faults")
     nemesis = {(e["f"], e["type"]): e for e in _events(run_dir) if e["process"] == "nemesis"}
@@ -111,7 +120,7 @@ def test_partitions_and_a_session_expiry_in_containers_leave_nothing_behind(
 
 
 def test_a_replicated_subscription_fails_over_back_and_forth_and_every_message_replicates(
-        smoke: SuiteRuns) -> None:
+        smoke: PluginSuiteRuns) -> None:
     run_dir = smoke.run("geo-failover")
     events = _events(run_dir)
     failovers = [json.loads(e["detail"]) for e in events
@@ -136,7 +145,7 @@ def test_a_replicated_subscription_fails_over_back_and_forth_and_every_message_r
         p.name for p in (run_dir / "logs").iterdir()}
 
 
-def test_a_tenant_migrates_in_five_steps_while_its_clients_go_on(smoke: SuiteRuns) -> None:
+def test_a_tenant_migrates_in_five_steps_while_its_clients_go_on(smoke: PluginSuiteRuns) -> None:
     run_dir = smoke.run("tenant-migration")
     events = _events(run_dir)
     steps = [(e["value"], e["type"]) for e in events if e["f"] == "migrate"]
@@ -153,7 +162,7 @@ def test_a_tenant_migrates_in_five_steps_while_its_clients_go_on(smoke: SuiteRun
 
 
 def test_splits_and_merges_under_faults_keep_the_scalable_topics_history_contract(
-        smoke: SuiteRuns) -> None:
+        smoke: PluginSuiteRuns) -> None:
     """Seed 1 of scalable-split-partition pauses the owner twice and kills a broker."""
     run_dir = smoke.run("scalable-split-partition")
     assert (run_dir / "logs" / "client.log").is_file()
