@@ -55,6 +55,9 @@ class Backend:
     on_loopback: bool = False
     """Its nodes are processes on this machine's loopback, rather than hosts reached by
     their node names (containers on a network of their own)."""
+    unsupported_workloads: frozenset[str] = frozenset()
+    """Workloads its system cannot run (PIP-468 and our lookup service are our reference
+    implementation's): `starquake explore` draws none of them for it."""
 
     def deployment_class(self) -> DeploymentClass:
         module, _, name = self.deployment.partition(":")
@@ -72,7 +75,8 @@ BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (
     # No session-debug: Pulsar's brokers do not publish their ZooKeeper session.
     Backend("apache-pulsar", "Apache Pulsar's official distribution in containers",
             frozenset({"kill", "pause", "partition"}),
-            "harness.targets.apache_pulsar.target:ApachePulsarTarget"),
+            "harness.targets.apache_pulsar.target:ApachePulsarTarget",
+            unsupported_workloads=frozenset({"scalable", "migration", "auth"})),
 )}
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,15 +54,18 @@ def scenario_files(paths: list[Path]) -> list[Path]:
     return [file for path in paths for file in resolve_suite(str(path))]
 
 
-def run_suite(files: list[Path], options: RunOptions, console: Console
-              ) -> Iterator[SuiteResult]:
+def run_suite(files: list[Path], options: RunOptions, console: Console,
+              keep_going: Callable[[], bool] = lambda: True) -> Iterator[SuiteResult]:
     """Every scenario's run, judged by one check worker (its Spark session starts once),
-    each yielded as it ends so that a caller can keep it before the next one starts."""
+    each yielded as it ends so that a caller can keep it before the next one starts.
+    `keep_going` is asked before each run; once it says no, no run starts."""
     if not files:
         return
     scenarios = {f: resolve(dataclasses.replace(options, scenario=f))[0] for f in files}
     with CheckWorker(options.spark) as checks:
         for number, scenario in enumerate(files, start=1):
+            if not keep_going():
+                return
             console.print(f"suite: {number}/{len(files)} {scenario}", markup=False)
             try:
                 outcome = run_scenario(dataclasses.replace(options, scenario=scenario), console,

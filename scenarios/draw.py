@@ -1,0 +1,211 @@
+"""Whole scenarios drawn from a seed, for `starquake explore` (docs/explore.md).
+
+A seed draws everything a scenario file holds: the workload and every knob it declares,
+the topology within what the backend can start, a random fault schedule over the faults
+the planned nodes can take, the run's length, and the liveness bound its faults justify.
+The distributions are broad and written down here, one per knob, so a knob added without
+one is refused by the tests; nothing in them knows of any mutant. The drawn scenario is an
+ordinary scenario file: `starquake run` and `starquake reproduce` repeat it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from harness.backends import backend as backend_named
+from harness.target import Node
+from harness.topology import Topology
+from harness.workloads.knobs import KnobSpec, declared
+from harness.workloads.registry import WORKLOADS
+from harness.workloads.settings import WorkloadSettings
+from nemesis.faults import FAULTS
+from nemesis.faults.base import FaultPlanError
+from nemesis.schedule import NemesisSettings, build_schedule
+from scenarios.format import Checkers, Scenario
+from scenarios.plan import surface
+
+KINDS = ("topic", "scalable", "geo", "migration", "contract")
+"""The workloads explore draws from (the `auth` workload probes a token topology's
+refusals: `starquake conform` runs it where a target has tokens)."""
+
+
+@dataclass(frozen=True)
+class Draw:
+    """What a knob's distribution may look at: the seed's generator and the run's length."""
+
+    rng: random.Random
+    duration_s: float
+
+    def log_uniform(self, low: float, high: float) -> float:
+        return math.exp(self.rng.uniform(math.log(low), math.log(high)))
+
+    def sometimes(self, share: float, value: Callable[[], Any], otherwise: Any) -> Any:
+        """`value()` in `share` of the draws, else `otherwise` (the knob's off value)."""
+        return value() if self.rng.random() < share else otherwise
+
+
+KnobDraw = Callable[[Draw, KnobSpec], Any]
+
+
+def _choice(draw: Draw, spec: KnobSpec) -> Any:
+    return draw.rng.choice(spec.rule.choices)
+
+
+def _subset(draw: Draw, spec: KnobSpec) -> tuple[str, ...]:
+    """A third of the choices on average, at least one, in their declared order."""
+    chosen = {c for c in spec.rule.choices if draw.rng.random() < 1 / 3}
+    chosen = chosen or {draw.rng.choice(spec.rule.choices)}
+    return tuple(c for c in spec.rule.choices if c in chosen)
+
+
+def _coin(share: float) -> KnobDraw:
+    return lambda draw, _spec: draw.rng.random() < share
+
+
+def _ints(low: int, high: int) -> KnobDraw:
+    return lambda draw, _spec: draw.rng.randint(low, high)
+
+
+def _log_ints(low: int, high: int) -> KnobDraw:
+    return lambda draw, _spec: round(draw.log_uniform(low, high))
+
+
+def _seconds(low: float, high: float) -> KnobDraw:
+    return lambda draw, _spec: round(draw.rng.uniform(low, high), 1)
+
+
+def _off_or(share: float, low: float, high: float) -> KnobDraw:
+    """The knob's 0 (off) most of the time, else a log-uniform value."""
+    return lambda draw, _spec: draw.sometimes(
+        share, lambda: round(draw.log_uniform(low, high), 2), 0.0)
+
+
+def _default(_draw: Draw, spec: KnobSpec) -> Any:
+    return spec.default
+
+
+KNOB_DRAWS: dict[str, KnobDraw] = {
+    # every workload's
+    "rate": _log_ints(20, 300),
+    "keys": _log_ints(1, 1000),
+    "producers": _ints(1, 4),
+    "consumers": _ints(1, 4),
+    "drain_quiet_s": _default,  # how the harness waits, not what the system does
+    "drain_timeout_s": _default,
+    # consumers at work, clients' timeouts
+    "process_ms": _off_or(0.5, 1, 50),
+    "send_timeout_s": lambda draw, _spec: draw.rng.choice((3.0, 10.0, 30.0)),
+    "subscription_mode": _choice,
+    "processes": _ints(1, 4),
+    "crash_interval_s": _off_or(0.4, 3, 15),
+    "receiver_queue": lambda draw, _spec: draw.rng.choice((1, 10, 100, 1000)),
+    "nack_share": _off_or(0.4, 0.01, 0.3),
+    "consumer_lag_s": _seconds(0, 3),
+    # scalable topics
+    "initial_segments": _ints(1, 4),
+    "layout_interval_s": _seconds(2, 8),
+    "layout_until_s": lambda draw, _spec: draw.sometimes(
+        0.3, lambda: round(draw.rng.uniform(0.3, 0.8) * draw.duration_s, 1), 0.0),
+    "edge_key_share": lambda draw, _spec: round(draw.rng.uniform(0, 0.6), 2),
+    "layout_lag_ms": _off_or(0.5, 50, 1500),
+    "late_subscription": _coin(0.3),
+    "merge_union_probe": _coin(0.3),
+    # geo-replication
+    "failover_every_s": _seconds(3, 12),
+    # contract probes
+    "groups": _subset,
+}
+"""One distribution per knob a workload declares (docs/explore.md lists them)."""
+
+
+def knob_value(spec: KnobSpec, draw: Draw) -> Any:
+    value = KNOB_DRAWS[spec.name](draw, spec)
+    if spec.kind is int:
+        return max(int(value), int(spec.rule.least or 1))
+    return value
+
+
+def draw_workload(kind: str, draw: Draw) -> WorkloadSettings:
+    common = {spec.name: knob_value(spec, draw) for spec in declared(WorkloadSettings)}
+    specs = declared(WORKLOADS[kind].knobs)
+    values = {spec.name: knob_value(spec, draw) for spec in specs}
+    knobs = WORKLOADS[kind].knobs(**values)
+    for _ in specs:  # values that make no sense together: the one named goes back to default
+        problem = knobs.problem()
+        if problem is None:
+            break
+        values[problem[0]] = next(spec.default for spec in specs if spec.name == problem[0])
+        knobs = WORKLOADS[kind].knobs(**values)
+    return WorkloadSettings(kind=kind, knobs=knobs, **common)
+
+
+def draw_topology(kind: str, backend: str, rng: random.Random) -> Topology:
+    clusters = ("a", "b") if WORKLOADS[kind].clusters == "several" else ("a",)
+    return Topology(clusters=clusters, zookeepers=rng.choice((1, 1, 1, 3)),
+                    bookies=rng.randint(1, 3), brokers=rng.randint(1, 3), backend=backend,
+                    session_expired_policy=rng.choice(("reconnect", "shutdown")),
+                    session_timeout_ms=rng.choice((4000, 6000, 10000)))
+
+
+FAULT_LENGTHS = ((1.0, 3.0), (4.0, 10.0), (12.0, 30.0))
+"""Short faults, faults past the client's keep-alive and the session timeout, and long ones:
+each drawn scenario's faults last about one of these (seconds)."""
+HEAL_MARGIN_S = 20.0
+"""What the liveness bound allows past the longest fault and the session timeout: the
+clients' back-off and reconnection, a new owner's recovery, a replicator's reconnect."""
+
+
+def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
+                 rng: random.Random) -> NemesisSettings:
+    """A random schedule over one to four faults the planned nodes can take."""
+    takes = [name for name in FAULTS if _can_take(scenario, nodes, name)]
+    faults = tuple(rng.sample(takes, min(len(takes), rng.randint(1, 4))))
+    low, high = rng.choice(FAULT_LENGTHS)
+    return NemesisSettings(schedule="random", faults=faults,
+                           interval_s=round(rng.uniform(2, 10), 1),
+                           duration_s=round(rng.uniform(low, high), 1))
+
+
+def _can_take(scenario: Scenario, nodes: Sequence[Node] | None, fault: str) -> bool:
+    try:
+        build_schedule(NemesisSettings(schedule="random", faults=(fault,)),
+                       surface(scenario, nodes=nodes), 0, scenario.duration_s, "explore")
+    except FaultPlanError:
+        return False
+    return True
+
+
+def liveness_bound_ms(nemesis: NemesisSettings, topology: Topology) -> int:
+    """How long a key may stay unwritable, or a subscription stalled: the longest fault
+    the schedule draws (one and a half times its setting), the session timeout, and
+    `HEAL_MARGIN_S`."""
+    longest = 1.5 * nemesis.duration_s
+    return round(1000 * (longest + topology.session_timeout_ms / 1000 + HEAL_MARGIN_S))
+
+
+def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = None,
+                  mutants: tuple[str, ...] = (), kinds: Sequence[str] = KINDS) -> Scenario:
+    """The scenario seed `seed` draws for `backend` (or for the `nodes` of a target
+    starquake did not start), with `mutants` switched on and `valid` expected. `kinds`:
+    the workloads to draw from (those the target can run)."""
+    rng = random.Random(f"explore:{seed}")
+    offered = [kind for kind in KINDS if kind in kinds
+               and kind not in backend_named(backend).unsupported_workloads]
+    kind = rng.choice(offered)
+    duration_s = float(rng.randint(20, 60))
+    topology = draw_topology(kind, backend, rng)
+    scenario = Scenario(name=f"explore-{seed}", path=Path(f"explore-{seed}.toml"),
+                        duration_s=duration_s,
+                        seed=seed, description=f"Drawn by starquake explore from seed {seed}.",
+                        topology=topology, workload=draw_workload(kind, Draw(rng, duration_s)),
+                        mutants=mutants)
+    nemesis = draw_nemesis(scenario, nodes, rng)
+    bound = liveness_bound_ms(nemesis, topology)
+    return replace(scenario, nemesis=nemesis,
+                   checkers=Checkers(unavailable_bound_ms=bound,
+                                     zombie_broker_bound_ms=rng.choice((None, bound))))

@@ -1,0 +1,64 @@
+"""Scenarios drawn from seeds (scenarios/draw.py): every knob any workload declares has a
+distribution, every drawn scenario reads back as a valid scenario file whose faults the
+backend's nodes can take, a seed draws the same scenario every time and seeds differ, and
+the draws know nothing of mutants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.backends import BACKENDS
+from harness.targets.reference_mutants import reference_mutants
+from harness.workloads.knobs import declared
+from harness.workloads.registry import WORKLOADS
+from harness.workloads.settings import WorkloadSettings
+from nemesis.faults import FAULTS
+from scenarios import draw
+from scenarios.draw import KNOB_DRAWS, draw_scenario, liveness_bound_ms
+from scenarios.format import load_scenario, scenario_toml
+from scenarios.plan import schedule_for
+
+SEEDS = range(120)
+
+
+def test_every_declared_knob_has_a_distribution() -> None:
+    knobs = {spec.name for spec in declared(WorkloadSettings)}
+    knobs |= {spec.name for kind in WORKLOADS.values() for spec in declared(kind.knobs)}
+    assert knobs - set(KNOB_DRAWS) == set(), "add a distribution to KNOB_DRAWS"
+    assert set(KNOB_DRAWS) - knobs == set(), "a distribution for no knob"
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_drawn_scenarios_read_back_and_plan_on_their_backend(backend: str,
+                                                             tmp_path: Path) -> None:
+    capabilities = BACKENDS[backend].capabilities
+    for seed in SEEDS:
+        drawn = draw_scenario(seed, backend)
+        path = tmp_path / f"{drawn.name}.toml"
+        path.write_text(scenario_toml(drawn))
+        scenario = load_scenario(path)
+        assert scenario.seed == seed and scenario.expected == "valid"
+        assert scenario.workload.kind not in BACKENDS[backend].unsupported_workloads
+        schedule_for(scenario, seed)  # raises when a fault is beyond the nodes
+        assert all(FAULTS[name].needs <= capabilities for name in scenario.nemesis.faults)
+        assert scenario.checkers.unavailable_bound_ms == liveness_bound_ms(
+            scenario.nemesis, scenario.topology)
+
+
+def test_a_seed_draws_one_scenario_and_seeds_draw_many() -> None:
+    assert scenario_toml(draw_scenario(7, "docker")) == scenario_toml(draw_scenario(7, "docker"))
+    drawn = {scenario_toml(draw_scenario(seed, "docker")).split("\n", 4)[4] for seed in SEEDS}
+    assert len(drawn) == len(SEEDS)
+    kinds = {draw_scenario(seed, "docker").workload.kind for seed in SEEDS}
+    assert kinds == set(draw.KINDS)
+
+
+def test_the_draws_name_no_mutant() -> None:
+    source = Path(draw.__file__).read_text()
+    assert [m for m in reference_mutants() if m in source] == []
+
+
+def test_mutants_asked_for_are_in_every_drawn_scenario() -> None:
+    assert draw_scenario(3, "local", mutants=("no-fencing",)).mutants == ("no-fencing",)
