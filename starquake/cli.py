@@ -50,6 +50,7 @@ def _register() -> None:
     from starquake.run.cli import reproduce, run
     from starquake.run.detect import detect
     from starquake.run.explore import explore
+    from starquake.run.shrink import shrink
     from starquake.run.suite import suite
     from starquake.serve_cli import serve
     from starquake.zk_cli import zk
@@ -67,6 +68,7 @@ def _register() -> None:
     starquake.add_command(suite)
     starquake.add_command(detect)
     starquake.add_command(explore)
+    starquake.add_command(shrink)
     starquake.add_command(conform)
     starquake.add_command(pulsar)
     starquake.add_command(report)

@@ -1,0 +1,118 @@
+"""Smaller neighbours of a scenario, for `starquake shrink` (docs/explore.md): each removes
+or reduces one thing (a fault, the fault lengths, the run's length, a knob back to its
+default, a client, a key, a node), and `size` says how much a scenario holds, so a search
+can keep the smallest that still fails. Pure: the search and its runs are in
+starquake/run/shrink.py."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from harness.workloads.knobs import declared
+from harness.workloads.registry import WORKLOADS
+from harness.workloads.settings import WorkloadSettings
+from scenarios.format import Scenario
+
+SHORTEST_RUN_S = 10.0
+SHORTEST_FAULT_S = 1.0
+SIZED = frozenset({"producers", "consumers", "keys", "rate"})
+"""Knobs `size` weighs by their value (fewer is smaller), not by whether they are set."""
+
+
+def size(scenario: Scenario) -> float:
+    """What a reader of the scenario must take in: faults weigh most, then seconds of run,
+    nodes, clients and keys, and every knob away from its default."""
+    nemesis = scenario.nemesis
+    faults = len(nemesis.timeline) if nemesis.schedule == "timeline" else len(nemesis.faults)
+    fault_s = nemesis.duration_s if faults else 0.0
+    topology = scenario.topology
+    nodes = topology.zookeepers + topology.bookies + topology.brokers
+    workload = scenario.workload
+    clients = workload.producers + workload.consumers
+    return (10 * faults + fault_s + scenario.duration_s / 10 + nodes + clients
+            + workload.keys / 100 + workload.rate / 100 + _knobs_set(scenario))
+
+
+def _knobs_set(scenario: Scenario) -> int:
+    workload = scenario.workload
+    own = declared(WORKLOADS[workload.kind].knobs)
+    common = [s for s in declared(WorkloadSettings) if s.name not in SIZED]
+    return (sum(1 for s in common if getattr(workload, s.name) != s.default)
+            + sum(1 for s in own if getattr(workload.knobs, s.name) != s.default))
+
+
+def candidates(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
+    """(what was removed, the smaller scenario), the boldest steps first. Some may not be
+    valid scenarios (knobs that no longer make sense together): the caller checks."""
+    yield from _fewer_faults(scenario)
+    yield from _shorter(scenario)
+    yield from _knobs_to_default(scenario)
+    yield from _fewer_clients(scenario)
+    yield from _fewer_nodes(scenario)
+
+
+def _fewer_faults(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
+    nemesis = scenario.nemesis
+    if nemesis.schedule == "random":
+        if len(nemesis.faults) > 1:
+            for fault in nemesis.faults:
+                kept = tuple(f for f in nemesis.faults if f != fault)
+                yield f"fault {fault} removed", _with_nemesis(scenario, faults=kept)
+    elif nemesis.schedule == "timeline" and len(nemesis.timeline) > 1:
+        for n, item in enumerate(nemesis.timeline):
+            kept_items = nemesis.timeline[:n] + nemesis.timeline[n + 1:]
+            yield (f"timeline fault {n} ({item.fault} at {item.at_s:g} s) removed",
+                   _with_nemesis(scenario, timeline=kept_items))
+    if nemesis.schedule == "random" and nemesis.duration_s / 2 >= SHORTEST_FAULT_S:
+        yield (f"faults halved to about {nemesis.duration_s / 2:g} s",
+               _with_nemesis(scenario, duration_s=nemesis.duration_s / 2))
+
+
+def _shorter(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
+    if scenario.duration_s / 2 >= SHORTEST_RUN_S:
+        half = scenario.duration_s / 2
+        yield f"run halved to {half:g} s", dataclasses.replace(scenario, duration_s=half)
+
+
+def _knobs_to_default(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
+    workload = scenario.workload
+    for spec in declared(WorkloadSettings):
+        if spec.name not in SIZED and getattr(workload, spec.name) != spec.default:
+            yield (f"{spec.name} back to {spec.default!r}",
+                   _with_workload(scenario, **{spec.name: spec.default}))
+    for spec in declared(WORKLOADS[workload.kind].knobs):
+        if getattr(workload.knobs, spec.name) != spec.default:
+            knobs = dataclasses.replace(workload.knobs, **{spec.name: spec.default})
+            yield f"{spec.name} back to {spec.default!r}", _with_workload(scenario, knobs=knobs)
+
+
+def _fewer_clients(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
+    workload = scenario.workload
+    for name in ("producers", "consumers", "keys", "rate"):
+        value = getattr(workload, name)
+        if value > 1:
+            smaller = value // 2 if name in ("keys", "rate") else value - 1
+            yield f"{name} {value} -> {smaller}", _with_workload(scenario, **{name: smaller})
+
+
+def _fewer_nodes(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
+    topology = scenario.topology
+    for role in ("brokers", "bookies", "zookeepers"):
+        count = getattr(topology, role)
+        if count > 1:
+            counts: dict[str, Any] = {role: 1 if role == "zookeepers" else count - 1}
+            fewer = dataclasses.replace(topology, **counts)
+            yield (f"{role} {count} -> {getattr(fewer, role)}",
+                   dataclasses.replace(scenario, topology=fewer))
+
+
+def _with_nemesis(scenario: Scenario, **changes: Any) -> Scenario:
+    return dataclasses.replace(scenario,
+                               nemesis=dataclasses.replace(scenario.nemesis, **changes))
+
+
+def _with_workload(scenario: Scenario, **changes: Any) -> Scenario:
+    return dataclasses.replace(scenario,
+                               workload=dataclasses.replace(scenario.workload, **changes))

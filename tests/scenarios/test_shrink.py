@@ -1,0 +1,41 @@
+"""The neighbours `starquake shrink` tries (scenarios/shrink.py): each removes or reduces
+one thing and is smaller by `size`, the boldest (a fault) first; a scenario with nothing
+left to take has no smaller neighbour."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from harness.topology import Topology
+from harness.workloads.settings import WorkloadSettings
+from nemesis.schedule import NemesisSettings
+from scenarios.draw import draw_scenario
+from scenarios.format import Scenario
+from scenarios.shrink import candidates, size
+
+
+def test_every_neighbour_of_a_drawn_scenario_is_smaller_and_says_what_it_took() -> None:
+    for seed in range(40):
+        scenario = draw_scenario(seed, "docker")
+        neighbours = list(candidates(scenario))
+        assert neighbours, seed
+        for what, smaller in neighbours:
+            assert what and size(smaller) < size(scenario), (seed, what)
+
+
+def test_faults_go_first_one_at_a_time() -> None:
+    scenario = dataclasses.replace(
+        draw_scenario(1, "docker"),
+        nemesis=NemesisSettings(schedule="random", faults=("kill", "pause"), duration_s=4))
+    (first, second, *_rest) = candidates(scenario)
+    assert first[0] == "fault kill removed" and first[1].nemesis.faults == ("pause",)
+    assert second[0] == "fault pause removed" and second[1].nemesis.faults == ("kill",)
+
+
+def test_a_bare_scenario_has_no_smaller_neighbour() -> None:
+    bare = Scenario(name="bare", path=draw_scenario(1, "docker").path, duration_s=10,
+                    topology=Topology(brokers=1), workload=WorkloadSettings(
+                        kind="topic", rate=1, keys=1, producers=1, consumers=1))
+    bare = dataclasses.replace(bare, workload=dataclasses.replace(
+        bare.workload, knobs=draw_scenario(1, "docker").workload.knobs.__class__()))
+    assert [what for what, smaller in candidates(bare) if size(smaller) < size(bare)] == []
