@@ -4,11 +4,11 @@ must not be delivered), parsed once."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from impl.storage.api import Entry, Position
-from wire.frames import split_batch, split_entry
+from wire.frames import check_entry, split_batch, split_entry
 from wire.pulsar_api_pb2 import CompressionType, MessageMetadata, SingleMessageMetadata
 
 
@@ -16,20 +16,20 @@ from wire.pulsar_api_pb2 import CompressionType, MessageMetadata, SingleMessageM
 class DispatchEntry:
     position: Position
     data: bytes
-    num_messages: int = field(init=False)
-    deliver_at: int | None = field(init=False)
+    num_messages: int
+    deliver_at: int | None
     """`deliver_at_time` (ms since the epoch) of a delayed message, else None."""
 
-    def __post_init__(self) -> None:
-        metadata, _ = split_entry(self.data)
-        self.num_messages = (metadata.num_messages_in_batch
-                             if metadata.HasField("num_messages_in_batch") else 1)
-        self.deliver_at = (metadata.deliver_at_time if metadata.HasField("deliver_at_time")
-                           else None)
-
     @classmethod
-    def of(cls, entry: Entry) -> DispatchEntry:
-        return cls(entry.position, entry.data)
+    def of(cls, entry: Entry, *, checked: bool = False) -> DispatchEntry:
+        """`entry` for dispatch, its metadata parsed once. `checked`: first held to what
+        the official client can decode (`check_entry`, which raises `BadEntry`), for an
+        entry read from storage that no SEND of this broker's may have written."""
+        metadata = check_entry(entry.data) if checked else split_entry(entry.data)[0]
+        return cls(entry.position, entry.data,
+                   (metadata.num_messages_in_batch
+                    if metadata.HasField("num_messages_in_batch") else 1),
+                   metadata.deliver_at_time if metadata.HasField("deliver_at_time") else None)
 
     @cached_property
     def sticky_key(self) -> bytes:

@@ -23,7 +23,7 @@ from impl.broker.subscription import Subscription
 from impl.broker.topic import Topic
 from impl.mutants import NONE, Mutants
 from impl.naming.topic_name import TopicName
-from impl.storage.api import ManagedCursor, Position
+from impl.storage.api import Entry, ManagedCursor, Position
 from wire.pulsar_api_pb2 import CommandAck, CommandSend, MessageIdData
 
 MADE_UP_LEDGER = 0
@@ -77,7 +77,7 @@ class NonPersistentTopic(Topic):
         position = Position(MADE_UP_LEDGER, next(self._entry_ids))
         self.messages_in += 1
         self.bytes_in += len(entry)
-        published = DispatchEntry(position, entry)
+        published = DispatchEntry.of(Entry(position, entry))
         for subscription in self.subscriptions.values():
             if isinstance(subscription, LiveSubscription):
                 subscription.publish(published)

@@ -56,7 +56,7 @@ from impl.metadata.errors import MetadataError
 from impl.mutants import NONE, Mutants
 from impl.replication.broker_hooks import NO_SUBSCRIPTION_HOOKS, SubscriptionHooks
 from impl.storage.api import Entry, ManagedCursor, OwnershipLost, Position, StorageError
-from wire.frames import BadEntry, MalformedFrame, check_entry
+from wire.frames import BadEntry, MalformedFrame
 from wire.pulsar_api_pb2 import CommandAck, CommandSubscribe, MessageIdData
 
 log = logging.getLogger(__name__)
@@ -398,9 +398,10 @@ class Subscription:
             wanted = sum(c.permits for c in self.dispatcher.consumers if c.permits > 0)
             batch = await self.cursor.read_entries(max(1, min(READ_BATCH, wanted)))
             read = len(batch)  # markers count as progress although none is delivered
-            for stored in await self._hooks.admit(await self._skip_unreadable(batch)):
+            readable = await self._readable(batch)
+            for stored in await self._hooks.admit([e for e in batch if e.position in readable]):
                 if stored.position not in self._unacked:
-                    self._hold_or_queue(DispatchEntry.of(stored))
+                    self._hold_or_queue(readable[stored.position])
         await self._release_due()
         sent = self._deliver()
         if sent:
@@ -408,18 +409,17 @@ class Subscription:
             await asyncio.gather(*(peer.drain() for peer in peers))
         return bool(read or sent)
 
-    async def _skip_unreadable(self, batch: list[Entry]) -> list[Entry]:
-        """The entries of `batch` a consumer can be sent; the others are acknowledged."""
-        readable, unreadable = [], []
+    async def _readable(self, batch: list[Entry]) -> dict[Position, DispatchEntry]:
+        """The entries of `batch` a consumer can be sent, by position, made ready for
+        dispatch; the others are acknowledged."""
+        readable, unreadable = {}, []
         for stored in batch:
             try:
-                check_entry(stored.data)
+                readable[stored.position] = DispatchEntry.of(stored, checked=True)
             except BadEntry as exc:
                 log.warning("%s: skipped the unreadable entry %s: %s", self.name,
                             stored.position, exc)
                 unreadable.append(stored.position)
-            else:
-                readable.append(stored)
         if unreadable:
             self.unreadable_skipped += len(unreadable)
             for position in unreadable:
