@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
 
 from impl.broker.connection import ServerConnection
 from impl.broker.limits import DEFAULT_LIMITS, ConnectionLimits
@@ -28,8 +27,7 @@ class BinaryServer:
         self._limits = limits
         self._server: asyncio.Server | None = None
         self._connections: dict[ServerConnection, str] = {}
-        """Each open connection and the address it came from."""
-        self._per_address: Counter[str] = Counter()
+        """Each open connection and the address it came from, oldest first."""
 
     @property
     def port(self) -> int:
@@ -44,8 +42,9 @@ class BinaryServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         host = str((writer.get_extra_info("peername") or ("?",))[0])
-        self._make_room_for_speakers(host)
-        refusal = self._limits.refusal(len(self._connections), self._per_address[host])
+        from_host = [c for c, address in self._connections.items() if address == host]
+        self._make_room_for_speakers(from_host)
+        refusal = self._limits.refusal(len(self._connections), len(from_host))
         if refusal is not None:
             log.warning("refused a connection from %s: %s", host, refusal)
             writer.close()
@@ -54,7 +53,6 @@ class BinaryServer:
                                       self._guard, self._limits.max_pending_publish_requests,
                                       self._limits.connect_timeout_s)
         self._connections[connection] = host
-        self._per_address[host] += 1
         try:
             await connection.serve()
         except Exception:
@@ -62,15 +60,12 @@ class BinaryServer:
             connection.close()
         finally:
             self._connections.pop(connection, None)
-            self._per_address[host] -= 1
-            if not self._per_address[host]:
-                del self._per_address[host]
 
-    def _make_room_for_speakers(self, host: str) -> None:
-        """At `max_unconnected_per_ip` connections from `host` without an accepted
-        CONNECT, close the oldest: the new one may be a client that speaks."""
-        silent = [c for c, address in self._connections.items()
-                  if address == host and not c.connected and not c.closed]
+    def _make_room_for_speakers(self, from_host: list[ServerConnection]) -> None:
+        """At `max_unconnected_per_ip` connections of `from_host` (one address's, oldest
+        first) without an accepted CONNECT, close the oldest: the new one may be a client
+        that speaks."""
+        silent = [c for c in from_host if not c.connected and not c.closed]
         if 0 < self._limits.max_unconnected_per_ip <= len(silent):
             log.warning("closing connection from %s: the oldest of %d from its address "
                         "without an accepted CONNECT", silent[0].address, len(silent))
