@@ -68,9 +68,9 @@ class Search:
         return made, caught
 
 
-def valid_candidate(scenario: Scenario, seed: int, path: Path) -> bool:
-    """Whether the neighbour is a scenario a run can take: written and read back, its
-    faults planned over its nodes."""
+def valid_candidate(path: Path, seed: int) -> bool:
+    """Whether the neighbour written at `path` is a scenario a run can take: read back,
+    its faults planned over its nodes."""
     try:
         schedule_for(load_scenario(path), seed)
     except ScenarioError:
@@ -88,7 +88,7 @@ def shrink_scenario(search: Search, start: Scenario, budget: float | None
             if size(neighbour) >= size(current):
                 continue
             path = search.write(neighbour)
-            if not valid_candidate(neighbour, search.seed, path):
+            if not valid_candidate(path, search.seed):
                 continue
             made, caught = search.shows_anomaly(path)
             search.tried.append((what, made, caught))
