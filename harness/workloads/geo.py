@@ -51,6 +51,7 @@ from harness.admin_api import AdminError, admin_request
 from harness.credentials import client_authentication
 from harness.target import TargetCluster
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
+from harness.workloads.client_log import client_logger
 from harness.workloads.cursors import CursorObserver
 from harness.workloads.geo_link import replicate_namespace
 from harness.workloads.knobs import knob
@@ -134,13 +135,11 @@ class GeoWorkload:
     def open(self) -> None:
         c = self.context
         replicate_namespace(c.clusters, NAMESPACE)
-        c.client_log.parent.mkdir(parents=True, exist_ok=True)
         for name, cluster in self._clusters.items():
             self._clients[name] = pulsar.Client(
                 cluster.service_url, operation_timeout_seconds=10,
                 authentication=client_authentication(),
-                logger=pulsar.FileLogger(pulsar.LoggerLevel.Info,
-                                         str(c.client_log.with_name(f"client-{name}.log"))))
+                logger=client_logger(c.client_log))
         deadline = time.monotonic() + OPEN_TIMEOUT
         live = self._subscribe_live(self._live_cluster, deadline)
         for name in self._clusters:  # each comes back in the drain

@@ -50,6 +50,7 @@ import pulsar
 from harness.admin_api import AdminError, admin_request
 from harness.credentials import client_authentication
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
+from harness.workloads.client_log import client_logger
 from harness.workloads.cursors import CursorObserver
 from harness.workloads.loops import DeliveryClock, drain_fields, run_workers, wait_until_drained
 from harness.workloads.official_client import (
@@ -149,11 +150,10 @@ class MigrationWorkload:
         admin_request(source_admin, "PUT", f"/admin/v2/tenants/{self.tenant}",
                       {"allowedClusters": [self.source.name]})
         admin_request(source_admin, "PUT", f"/admin/v2/namespaces/{self.tenant}/{NAMESPACE}", {})
-        c.client_log.parent.mkdir(parents=True, exist_ok=True)
         self._client = client = pulsar.Client(
             self._lookup.service_url, operation_timeout_seconds=10,
             authentication=client_authentication(),
-            logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(c.client_log)))
+            logger=client_logger(c.client_log))
         deadline = time.monotonic() + OPEN_TIMEOUT
         for n in range(c.settings.consumers):
             process = ClientProcess(c.history, self._ids)

@@ -51,6 +51,7 @@ import pulsar
 
 from harness.credentials import client_authentication
 from harness.workloads.base import WorkloadContext, WorkloadOpenFailed
+from harness.workloads.client_log import client_logger
 from harness.workloads.cursors import CursorObserver
 from harness.workloads.knobs import knob
 from harness.workloads.loops import (
@@ -165,11 +166,10 @@ class TopicWorkload:
 
     def open(self) -> None:
         c = self.context
-        c.client_log.parent.mkdir(parents=True, exist_ok=True)
         self._client = pulsar.Client(
             c.service_url, operation_timeout_seconds=10,
             authentication=client_authentication(),
-            logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(c.client_log)))
+            logger=client_logger(c.client_log))
         deadline = time.monotonic() + OPEN_TIMEOUT
         self._live = [self._subscribe(f"c{n}", LIVE, self.knobs.subscription_mode, deadline)
                       for n in range(c.settings.consumers)]

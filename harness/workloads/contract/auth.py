@@ -18,6 +18,7 @@ import pulsar
 
 from harness.admin_api import AdminError, admin_request
 from harness.credentials import Credentials, presented
+from harness.workloads.client_log import client_logger
 from harness.workloads.contract.clients import Clients, GroupSpec
 from harness.workloads.contract.limits import PROMPT_S
 from harness.workloads.contract.recording import CouldNotRun, Group, observed
@@ -35,7 +36,7 @@ def _producer_as(clients: Clients, group: Group, token: str | None) -> dict[str,
     client = pulsar.Client(
         c.service_url, operation_timeout_seconds=max(1, round(PROMPT_S)),
         authentication=None if token is None else pulsar.AuthenticationToken(token),
-        logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(c.client_log)))
+        logger=client_logger(c.client_log))
     try:
         answer: dict[str, Any] = observed(
             lambda: {"accepted": bool(client.create_producer(group.topic))})

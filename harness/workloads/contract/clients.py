@@ -17,6 +17,7 @@ import pulsar
 from harness.admin_api import AdminError
 from harness.credentials import client_authentication
 from harness.workloads.base import WorkloadContext
+from harness.workloads.client_log import client_logger
 from harness.workloads.contract.limits import (
     CONFIRM_POLL_S,
     CONFIRM_S,
@@ -57,11 +58,10 @@ class Clients:
 
     def connect(self) -> None:
         c = self.context
-        c.client_log.parent.mkdir(parents=True, exist_ok=True)
         self._client = pulsar.Client(
             c.service_url, operation_timeout_seconds=OPERATION_TIMEOUT_S,
             authentication=client_authentication(),
-            logger=pulsar.FileLogger(pulsar.LoggerLevel.Info, str(c.client_log)))
+            logger=client_logger(c.client_log))
 
     def close(self) -> None:
         client, self._client = self._client, None
