@@ -192,7 +192,12 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
                   mutants: tuple[str, ...] = (), kinds: Sequence[str] = KINDS) -> Scenario:
     """The scenario seed `seed` draws for `backend` (or for the `nodes` of a target
     starquake did not start), with `mutants` switched on and `valid` expected. `kinds`:
-    the workloads to draw from (those the target can run)."""
+    the workloads to draw from (those the target can run).
+
+    The draw is a function of the seed, the backend (or nodes) and `kinds` alone: it
+    draws with no mutant, and `mutants` is set on the finished scenario, so a seed's
+    scenario is the same whichever mutants are on. That is what lets `starquake detect
+    --explore` run every mutant on the same scenarios and their clean control."""
     rng = random.Random(f"explore:{seed}")
     offered = [kind for kind in KINDS if kind in kinds
                and kind not in backend_named(backend).unsupported_workloads]
@@ -202,10 +207,9 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
     scenario = Scenario(name=f"explore-{seed}", path=Path(f"explore-{seed}.toml"),
                         duration_s=duration_s,
                         seed=seed, description=f"Drawn by starquake explore from seed {seed}.",
-                        topology=topology, workload=draw_workload(kind, Draw(rng, duration_s)),
-                        mutants=mutants)
+                        topology=topology, workload=draw_workload(kind, Draw(rng, duration_s)))
     nemesis = draw_nemesis(scenario, nodes, rng)
     bound = liveness_bound_ms(nemesis, topology)
-    return replace(scenario, nemesis=nemesis,
+    return replace(scenario, nemesis=nemesis, mutants=mutants,
                    checkers=Checkers(unavailable_bound_ms=bound,
                                      zombie_broker_bound_ms=rng.choice((None, bound))))

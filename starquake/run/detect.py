@@ -14,6 +14,11 @@ per seed against the reference implementation as it is, and the table gives in h
 seeds it was valid and which anomalies the others reported. The two tables are sections
 of one file, each between markers of its own, so regenerating one keeps the other.
 
+With `--explore`, the mutant table also says how soon scenarios drawn from seeds, written
+for no bug, catch each mutant, beside a control of those scenarios with no mutant on
+(starquake/run/detect_explore.py); `--explore-only` runs just that, into sections of its
+own.
+
 A table over ten seeds takes hours. Each judged run goes into the detect's ledger
 (starquake/run/detect_ledger.py) at once; with `--resume`, a run the ledger holds for the
 same scenario, seed and mutants is counted instead of run again, so an interrupted detect
@@ -28,6 +33,7 @@ import dataclasses
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,12 +63,25 @@ class Detection:
     """Per caught run: seconds from its first event to its earliest expected anomaly."""
     twins_valid: list[bool]
 
-    def row(self) -> str:
+    def row(self, *more: str) -> str:
         median = (f"{statistics.median(self.first_anomaly_s):.1f}"
                   if self.first_anomaly_s else "-")
         return (f"| `{self.scenario}` | {', '.join(f'`{m}`' for m in self.mutants)} | "
                 f"{', '.join(self.anomalies)} | {sum(self.caught)}/{len(self.caught)} | "
-                f"{median} | {sum(self.twins_valid)}/{len(self.twins_valid)} |")
+                f"{median} | {sum(self.twins_valid)}/{len(self.twins_valid)} |"
+                + "".join(f" {cell} |" for cell in more))
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Columns the mutant table gains from runs of another kind (the explore column,
+    starquake/run/detect_explore.py): what they mean, their heads, a row's cells, and
+    lines for below the table."""
+
+    meaning: list[str]
+    heads: tuple[str, ...]
+    cells: Callable[[Detection], tuple[str, ...]]
+    below: list[str]
 
 
 @dataclass(frozen=True)
@@ -206,7 +225,9 @@ def generated(command: str, source: str) -> str:
             f"regenerate it rather than edit it.")
 
 
-def table(rows: list[Detection], command: str, source: str) -> str:
+def table(rows: list[Detection], command: str, source: str,
+          more: Columns | None = None) -> str:
+    more = more or Columns([], (), lambda _row: (), [])
     return "\n".join([
         "# Detection: each mutant scenario, caught in how many seeds",
         "",
@@ -218,10 +239,13 @@ def table(rows: list[Detection], command: str, source: str) -> str:
         "older message after a newer one of its key; for `contract`, the failed probe's last",
         "step). *Twin valid*: the same scenario and seed with its mutants off ended `valid`",
         "(in the first `--twin-seeds` seeds when the command names them, else in each).",
+        *more.meaning,
         "",
-        "| scenario | mutants | anomalies | caught | first anomaly (s) | twin valid |",
-        "| --- | --- | --- | --- | --- | --- |",
-        *(row.row() for row in rows), ""])
+        "| scenario | mutants | anomalies | caught | first anomaly (s) | twin valid |"
+        + "".join(f" {head} |" for head in more.heads),
+        "| --- | --- | --- | --- | --- | --- |" + " --- |" * len(more.heads),
+        *(row.row(*more.cells(row)) for row in rows),
+        *(["", *more.below] if more.below else []), ""])
 
 
 def clean_table(rows: list[Clean], command: str, source: str) -> str:
@@ -273,24 +297,34 @@ def with_section(document: str, section: str, text: str) -> str:
 @click.option("--resume", is_flag=True,
               help="Count the runs the ledger already holds instead of running them again "
                    "(same code only).")
+@click.option("--explore", "explore", flag_value="also", default=None,
+              help="Also run the scenarios explore draws from seeds 1..SEEDS with each "
+                   "mutant scenario's mutants on, and with none: the explore column and its "
+                   "control (docs/explore.md).")
+@click.option("--explore-only", "explore", flag_value="only",
+              help="Run only the explore column and its control, and write only their "
+                   "sections.")
 @spark_options
 def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend: str | None,
            runs_dir: Path | None, out: Path | None, ledger: Path | None, resume: bool,
-           spark: SparkSettings) -> int:
+           explore: str | None, spark: SparkSettings) -> int:
     """Run every mutant scenario in PATHS (expecting invalid) with seeds 1..SEEDS and
     its clean twin with seeds 1..TWIN_SEEDS, and every scenario that expects valid with
-    seeds 1..SEEDS, and write the detection table and the false-alarm table.
+    seeds 1..SEEDS, and write the detection table and the false-alarm table. With
+    --explore, also the scenarios explore draws from seeds 1..SEEDS (on --backend, else
+    docker), with each mutant set on and with none; --explore-only runs just those.
 
-    Exits 0 when every mutant was caught and every twin and clean scenario valid in
-    every seed, 1 when not, 3 on a bad scenario or ledger, or a --resume of runs from
-    other code (before anything runs), 4 when a run could not finish.
+    Exits 0 when every mutant was caught (by explore: in some seed) and every twin,
+    clean scenario and explore control valid in every seed, 1 when not, 3 on a bad
+    scenario or ledger, or a --resume of runs from other code (before anything runs), 4
+    when a run could not finish.
     """
     console = command_console()
     candidates = scenario_files(list(paths))
-    expected = {f: resolve(RunOptions(f))[0].expected for f in candidates}
-    mutant_files = [f for f in candidates if expected[f] == "invalid"]
-    clean_files = [f for f in candidates if expected[f] == "valid"]
-    for skipped in sorted(f for f in candidates if expected[f] == "unknown"):
+    resolved = {f: resolve(RunOptions(f))[0] for f in candidates}
+    mutant_files = [f for f in candidates if resolved[f].expected == "invalid"]
+    clean_files = [f for f in candidates if resolved[f].expected == "valid"]
+    for skipped in sorted(f for f in candidates if resolved[f].expected == "unknown"):
         console.print(f"detect: {skipped} expects unknown, neither a catch nor clean; left "
                       f"out", markup=False)
     if not mutant_files and not clean_files:
@@ -303,15 +337,31 @@ def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend:
     source = source_version()
     record = Ledger(ledger or top / LEDGER, source, resume)
     twins = seeds if twin_seeds is None else min(twin_seeds, seeds)
+    tailored = explore != "only"
     rows, cleans, finished = detections(
         mutant_files, clean_files, seeds, twins,
         RunOptions((mutant_files or clean_files)[0], None, backend, top, spark=spark), console,
-        record)
+        record) if tailored else ([], [], True)
     command = " ".join(["starquake detect", *map(str, paths), "--seeds", str(seeds),
-                        *(["--twin-seeds", str(twins)] if twins < seeds else []),
-                        *(["--backend", backend] if backend else [])])
-    sections = ([(MUTANTS_SECTION, table(rows, command, source))] if rows else []) + \
-        ([(CLEAN_SECTION, clean_table(cleans, command, source))] if cleans else [])
+                        *(["--twin-seeds", str(twins)] if tailored and twins < seeds else []),
+                        *(["--backend", backend] if backend else []),
+                        *([f"--explore{'-only' if explore == 'only' else ''}"]
+                          if explore else [])])
+    more, explored, perfect = None, [], True
+    if explore is not None:
+        # Imported here, not above: the explore column builds on this module's tables.
+        from starquake.run import detect_explore
+
+        found = detect_explore.explorations(
+            [resolved[f].mutants for f in mutant_files], seeds, backend or "docker", top,
+            spark, console, record)
+        finished, perfect = finished and found.finished, found.perfect
+        more = detect_explore.columns(found, seeds) if tailored else None
+        explored = detect_explore.sections(
+            [] if tailored else [resolved[f] for f in mutant_files], found, seeds, command,
+            source)
+    sections = ([(MUTANTS_SECTION, table(rows, command, source, more))] if rows else []) + \
+        ([(CLEAN_SECTION, clean_table(cleans, command, source))] if cleans else []) + explored
     if out is None:
         for _, text in sections:
             console.print(text, markup=False)
@@ -323,6 +373,6 @@ def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend:
         console.print(f"detect: table {out}", markup=False)
     if not finished:
         return ENVIRONMENT
-    perfect = all(all(r.caught) and all(r.twins_valid) for r in rows) and \
+    perfect = perfect and all(all(r.caught) and all(r.twins_valid) for r in rows) and \
         all(all(c.valid) for c in cleans)
     return VALID if perfect else INVALID

@@ -32,9 +32,12 @@ class Judged:
     mutants: tuple[str, ...]
     """The mutants the run had on: none for a clean twin or a scenario expecting valid."""
     passed: bool
-    """The run met its expectation (a mutant run: `invalid` through every named anomaly)."""
+    """The run met its expectation (a mutant run: `invalid` through every named anomaly;
+    a run of the explore column, starquake/run/detect_explore.py: `invalid` with mutants
+    on, a catch, and `valid` without)."""
     reported: tuple[str, ...] = ()
-    """For a run that did not pass: its failed checkers, else the undecided ones."""
+    """For a run that did not pass: its failed checkers, else the undecided ones; for a run
+    of the explore column, whenever it was not valid (a catch keeps its anomalies)."""
     first_anomaly_s: float | None = None
     """For a caught mutant run: seconds from its first event to its first expected anomaly."""
     run: str = ""

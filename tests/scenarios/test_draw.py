@@ -5,6 +5,7 @@ the draws know nothing of mutants."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,21 @@ def test_the_draws_name_no_mutant() -> None:
 
 def test_mutants_asked_for_are_in_every_drawn_scenario() -> None:
     assert draw_scenario(3, "local", mutants=("no-fencing",)).mutants == ("no-fencing",)
+
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_a_seed_draws_the_same_scenario_whichever_mutants_are_on(backend: str) -> None:
+    """`detect --explore` compares mutants on the scenarios of the same seeds, and their
+    clean control is those scenarios with no mutant: the mutants field is all that may
+    differ, in the scenario and in the file written for it."""
+    for seed in range(1, 41):
+        clean = draw_scenario(seed, backend)
+        for mutants in [("no-fencing",), ("reown-without-owner-check", "no-fencing"),
+                        ("receipt-names-latest-write",)]:
+            drawn = draw_scenario(seed, backend, mutants=mutants)
+            assert drawn.mutants == mutants
+            assert replace(drawn, mutants=()) == clean
+            written = scenario_toml(drawn).splitlines()
+            assert [line for line in written if not line.startswith("mutants")] == [
+                line for line in scenario_toml(clean).splitlines()
+                if not line.startswith("mutants")]

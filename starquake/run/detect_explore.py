@@ -1,0 +1,209 @@
+"""The explore column of `starquake detect` (`--explore`, `--explore-only`): how soon
+scenarios that nobody wrote for a bug catch it (docs/explore.md).
+
+A mutant scenario catches its mutant because it was written for it. Explore's scenarios
+(scenarios/draw.py) are drawn from a seed alone and know nothing of any mutant, so for
+each distinct set of mutants among the mutant scenarios the detect runs the scenarios of
+seeds 1..N with that set switched on: a run that ends `invalid` is a catch, and the seed
+of the first catch says how much exploring the bug takes. A seed draws the same scenario
+whichever mutants are on, so every set is tried on the same scenarios, and those
+scenarios with no mutant on are the control: each should be valid, and one that is not
+is a false alarm of explore's, listed with what it reported.
+
+The runs go into the detect's ledger as the tailored ones do, keyed by the drawn
+scenario's name (`explore-<seed>`), the seed and the mutants, a key no tailored run
+shares, so `--resume` counts them instead of running them again.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from checkers.spark_settings import SparkSettings
+from history.errors import INVALID, VALID
+from scenarios.format import Scenario, load_scenario
+from starquake.run.detect import Columns, generated, reported
+from starquake.run.detect_ledger import Judged, Ledger
+from starquake.run.explore import write_drawn
+from starquake.run.pipeline import RunOptions
+from starquake.run.suite import SuiteResult, run_suite
+
+EXPLORE_SECTION = "explore"
+EXPLORE_CLEAN_SECTION = "explore-clean"
+FEW_SEEDS = 3
+"""The summary counts the mutants caught this early: a bug explore finds within a few
+seeds is one a user's short explore would find too."""
+NEVER = "\u2014"
+"""The first-catch cell of a mutant explore never caught (an em dash)."""
+
+
+@dataclass(frozen=True)
+class Explored:
+    """One set of mutants under explore: the drawn run of each seed, in seed order;
+    `passed` is a catch."""
+
+    mutants: tuple[str, ...]
+    runs: list[Judged]
+
+    @property
+    def first_catch(self) -> int | None:
+        return next((run.seed for run in self.runs if run.passed), None)
+
+    def cells(self) -> tuple[str, str]:
+        first = self.first_catch
+        return (f"{sum(run.passed for run in self.runs)} of {len(self.runs)}",
+                NEVER if first is None else str(first))
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """Every mutant set's runs, the control's (the same seeds, no mutant on; `passed` is
+    valid), each seed's workload, and whether every run could finish."""
+
+    sets: dict[tuple[str, ...], Explored]
+    control: list[Judged]
+    workloads: dict[int, str]
+    finished: bool
+
+    def cells(self, mutants: tuple[str, ...]) -> tuple[str, ...]:
+        """A mutant scenario's cells; dashes for one with no mutant to switch on (it
+        expects `invalid` of the reference implementation as it is)."""
+        return self.sets[mutants].cells() if mutants else ("-", "-")
+
+    @property
+    def perfect(self) -> bool:
+        """Every set caught in some seed (not in each: a drawn scenario need not reach the
+        code a mutant breaks), and every control run valid."""
+        return all(e.first_catch is not None for e in self.sets.values()) and \
+            all(run.passed for run in self.control)
+
+
+def judged_drawn(result: SuiteResult, seed: int, mutants: tuple[str, ...]) -> Judged:
+    """A drawn run as the column counts it. With mutants on it passes when it is caught
+    (`invalid`; `unknown` is not a catch), without when it is `valid`. It keeps what it
+    reported whenever it was not valid: a catch's anomalies, a false alarm's."""
+    passed = result.exit_code == (INVALID if mutants else VALID)
+    said = () if result.exit_code == VALID else tuple(reported(result))
+    return Judged(result.scenario.stem, seed, mutants, passed, said, None,
+                  str(result.run_dir or ""))
+
+
+def explorations(mutant_sets: list[tuple[str, ...]], seeds: int, backend: str, top: Path,
+                 spark: SparkSettings, console: Console, ledger: Ledger) -> Exploration:
+    """Seeds 1..`seeds` of explore, drawn for `backend`, with each distinct set of
+    `mutant_sets` on and with none. Every drawn scenario is written before the first run
+    (`TOP/explore/<mutants>/explore-<seed>.toml`, `TOP/explore/no-mutant/...` for the
+    control); the runs go to `TOP/explore-<seed>/`, a seed's runs together, each run's
+    scenario.toml and ledger line naming its mutants. As the tailored runs, a run the
+    ledger holds is counted and not run again, and a run that could not finish is not
+    added to the ledger."""
+    sets = [*dict.fromkeys(m for m in mutant_sets if m), ()]
+    drawn = {mutants: write_drawn(list(range(1, seeds + 1)), backend, mutants,
+                                  top / "explore" / ("+".join(mutants) or "no-mutant"))
+             for mutants in sets}
+    runs: dict[tuple[str, ...], list[Judged]] = {mutants: [] for mutants in sets}
+    finished = True
+    for seed in range(1, seeds + 1):
+        files = {drawn[mutants][seed - 1]: mutants for mutants in sets}
+        left = []
+        for file, mutants in files.items():
+            earlier = ledger.get(file.stem, seed, mutants)
+            if earlier is None:
+                left.append(file)
+            else:
+                runs[mutants].append(earlier)
+        if len(left) < len(files):
+            console.print(f"detect: explore seed {seed}: {len(files) - len(left)} of "
+                          f"{len(files)} in the ledger, counted, not run again", markup=False)
+        options = RunOptions(next(iter(files)), backend=backend, runs_dir=top, spark=spark)
+        for result in run_suite(left, options, console):
+            run = judged_drawn(result, seed, files[result.scenario])
+            if result.run_dir is None:
+                finished = False
+            else:
+                ledger.add(run)
+            runs[run.mutants].append(run)
+    control = runs.pop(())
+    return Exploration({mutants: Explored(mutants, found) for mutants, found in runs.items()},
+                       control, {seed: load_scenario(file).workload.kind
+                                 for seed, file in enumerate(drawn[()], start=1)}, finished)
+
+
+def meaning(seeds: int) -> list[str]:
+    return [
+        f"*Caught by explore*: in how many of seeds 1 to {seeds} the scenario `starquake",
+        "explore` draws from the seed, run with the row's mutants on, ended `invalid` (with",
+        "any anomaly: a drawn scenario names none); *first catch at seed*: the lowest such",
+        f"seed, {NEVER} when none. Every row runs the same drawn scenarios, and rows with the",
+        "same mutants share their runs.",
+    ]
+
+
+def summary(found: Exploration, seeds: int) -> str:
+    """How many mutant sets explore caught at all, how many early, and how soon."""
+    firsts = [e.first_catch for e in found.sets.values() if e.first_catch is not None]
+    median = f"{statistics.median(firsts):g}" if firsts else NEVER
+    return (f"Explore caught {len(firsts)} of {len(found.sets)} mutant sets within {seeds} "
+            f"seeds, {sum(first <= FEW_SEEDS for first in firsts)} within {FEW_SEEDS} seeds "
+            f"or fewer; median seeds to the first catch, over those caught: {median}.")
+
+
+def columns(found: Exploration, seeds: int) -> Columns:
+    """The explore column of the tailored mutant table."""
+    return Columns(meaning(seeds), ("caught by explore", "first catch at seed"),
+                   lambda row: found.cells(row.mutants), [summary(found, seeds)])
+
+
+def explore_table(scenarios: list[Scenario], found: Exploration, seeds: int, command: str,
+                  source: str) -> str:
+    """The explore column alone (`--explore-only`), one row per mutant scenario as in the
+    tailored table, which it leaves as it was."""
+    return "\n".join([
+        "# Detection by explore: each mutant, caught by scenarios drawn from seeds",
+        "",
+        generated(command, source),
+        *meaning(seeds),
+        "",
+        "| scenario | mutants | caught by explore | first catch at seed |",
+        "| --- | --- | --- | --- |",
+        *(f"| `{s.name}` | {', '.join(f'`{m}`' for m in s.mutants)} | "
+          f"{' | '.join(found.cells(s.mutants))} |" for s in scenarios),
+        "",
+        summary(found, seeds),
+        ""])
+
+
+def control_table(found: Exploration, command: str, source: str) -> str:
+    """The control: in how many seeds the drawn scenario with no mutant was valid, and
+    each false alarm with its seed, workload and what it reported."""
+    alarms = [run for run in found.control if not run.passed]
+    listed = ["| seed | workload | reported |", "| --- | --- | --- |",
+              *(f"| {run.seed} | {found.workloads[run.seed]} | "
+                f"{', '.join(run.reported) or '-'} |" for run in alarms)] if alarms else \
+        ["No false alarm."]
+    return "\n".join([
+        "## False alarms of explore: the drawn scenarios with no mutant on",
+        "",
+        generated(command, source),
+        "The scenarios the explore column ran, seed for seed, here with no mutant on, each",
+        "expecting `valid`. A run that was not is a false alarm: `invalid` (a checker's",
+        "anomaly in correct code), `unknown` (a checker that could not decide) or a run that",
+        "could not finish (its exit code). Valid in "
+        f"{sum(run.passed for run in found.control)} of {len(found.control)} seeds.",
+        "",
+        *listed,
+        ""])
+
+
+def sections(scenarios: list[Scenario], found: Exploration, seeds: int, command: str,
+             source: str) -> list[tuple[str, str]]:
+    """The sections the explore column writes: its own table for the mutant `scenarios`
+    (given with `--explore-only`, where the tailored mutant table is not rewritten and
+    so cannot carry the column), then the control's."""
+    own = [(EXPLORE_SECTION, explore_table(scenarios, found, seeds, command, source))]
+    return (own if scenarios else []) + [
+        (EXPLORE_CLEAN_SECTION, control_table(found, command, source))]

@@ -1,0 +1,203 @@
+"""The explore column of `starquake detect`, with the runs faked (no cluster): each mutant
+set and the control run the same drawn scenarios, a catch is an `invalid` run, the table
+gives each row's catches and first catching seed with a summary below, the control lists
+its false alarms with what they reported, a resumed detect runs nothing the ledger holds,
+and `--explore-only` rewrites its own sections and no other."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from history.errors import INVALID, VALID
+from history.writer import HistoryWriter
+from scenarios.draw import draw_scenario
+from scenarios.format import load_scenario
+from starquake.output import command_console
+from starquake.run.detect import Detection, detect, table
+from starquake.run.detect_explore import (
+    NEVER,
+    Exploration,
+    columns,
+    control_table,
+    explorations,
+    explore_table,
+)
+from starquake.run.detect_ledger import Judged, Ledger
+from starquake.run.pipeline import RunOptions
+from starquake.run.suite import SuiteResult
+
+REPO = Path(__file__).resolve().parents[2]
+FENCING = REPO / "scenarios/mutants/topic-no-fencing.toml"
+RECEIPTS = REPO / "scenarios/mutants/topic-receipt-names-latest-write.toml"
+SOURCE = "commit aaaaaaaaaaaa"
+
+Outcome = dict[tuple[tuple[str, ...], int], tuple[int, dict[str, object]]]
+"""(mutants, seed) -> the faked run's exit code and its checkers' verdicts; a run not
+named ends valid."""
+
+
+class FakeSuite:
+    """`run_suite` as detect_explore calls it: each file's result from `outcome`, with a
+    run directory holding the checkers' verdicts that `reported` reads; every file it is
+    asked to run is kept in `ran`."""
+
+    def __init__(self, top: Path, outcome: Outcome) -> None:
+        self.top, self.outcome, self.ran = top, outcome, []
+
+    def __call__(self, files: list[Path], options: RunOptions, _console: object
+                 ) -> Iterator[SuiteResult]:
+        for file in files:
+            self.ran.append(file)
+            scenario = load_scenario(file)
+            assert scenario.seed is not None
+            code, checkers = self.outcome.get((scenario.mutants, scenario.seed), (VALID, {}))
+            run = self.top / f"run-{len(self.ran)}"
+            run.mkdir(parents=True)
+            with HistoryWriter(run / "history.jsonl") as writer:
+                writer.record("harness", "ok", "meta", detail={"scenario": scenario.name,
+                                                               "seed": scenario.seed})
+            (run / "results.json").write_text(json.dumps(
+                {"valid": {VALID: True, INVALID: False}.get(code, "unknown"),
+                 "checkers": checkers}))
+            yield SuiteResult(file, scenario.expected, code, run)
+
+
+CAUGHT = (INVALID, {"forked-position": {"valid": False}})
+OUTCOME: Outcome = {
+    (("receipt-names-latest-write",), 2): CAUGHT,
+    (("receipt-names-latest-write",), 3): CAUGHT,
+    (("no-fencing",), 1): (2, {"lost": {"valid": "unknown"}}),  # unknown: not a catch
+    ((), 1): (INVALID, {"duplicate": {"valid": False}, "lost": {"valid": True}}),
+    ((), 3): (2, {"order": {"valid": "unknown"}}),
+}
+
+
+def _explore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outcome: Outcome,
+             ledger: Ledger) -> tuple[Exploration, FakeSuite]:
+    fake = FakeSuite(tmp_path / "fake-runs", outcome)
+    monkeypatch.setattr("starquake.run.detect_explore.run_suite", fake)
+    found = explorations([("no-fencing",), ("receipt-names-latest-write",), ("no-fencing",)],
+                         3, "local", tmp_path / "runs", RunOptions(FENCING).spark,
+                         command_console(), ledger)
+    return found, fake
+
+
+def test_every_mutant_set_and_the_control_run_each_seeds_drawn_scenario_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    found, fake = _explore(tmp_path, monkeypatch, OUTCOME,
+                           Ledger(tmp_path / "ledger.jsonl", SOURCE, resume=False))
+    ran = [load_scenario(file) for file in fake.ran]
+    assert [(s.seed, s.mutants) for s in ran] == [
+        (seed, mutants) for seed in (1, 2, 3)
+        for mutants in [("no-fencing",), ("receipt-names-latest-write",), ()]]
+    for scenario in ran:  # the scenario `starquake explore --seed S` draws, mutants aside
+        assert scenario.workload == draw_scenario(scenario.seed or 0, "local").workload
+    assert [run.passed for run in found.sets[("receipt-names-latest-write",)].runs] == [
+        False, True, True]
+    assert found.sets[("receipt-names-latest-write",)].runs[1].reported == (
+        "forked-position",)
+    assert [run.passed for run in found.sets[("no-fencing",)].runs] == [False] * 3
+    assert (found.finished, found.perfect) == (True, False)
+
+
+def test_the_table_gives_each_rows_catches_first_catch_and_a_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Caught at seeds 2 and 3 of 3: "2 of 3", first catch 2; never caught: a dash. The
+    tailored table gains the two cells per row; the explore-only table has them alone."""
+    found, _ = _explore(tmp_path, monkeypatch, OUTCOME,
+                        Ledger(tmp_path / "ledger.jsonl", SOURCE, resume=False))
+    summary = ("Explore caught 1 of 2 mutant sets within 3 seeds, 1 within 3 seeds or "
+               "fewer; median seeds to the first catch, over those caught: 2.")
+    rows = [Detection("topic-receipt-names-latest-write", ("receipt-names-latest-write",),
+                      ("forked-position",), [True] * 3, [9.0], [True]),
+            Detection("topic-no-fencing", ("no-fencing",), ("lost",), [True], [4.0], [True])]
+    tailored = table(rows, "starquake detect ... --explore", SOURCE,
+                     columns(found, 3)).splitlines()
+    assert ("| scenario | mutants | anomalies | caught | first anomaly (s) | twin valid | "
+            "caught by explore | first catch at seed |") in tailored
+    assert ("| `topic-receipt-names-latest-write` | `receipt-names-latest-write` | "
+            "forked-position | 3/3 | 9.0 | 1/1 | 2 of 3 | 2 |") in tailored
+    assert (f"| `topic-no-fencing` | `no-fencing` | lost | 1/1 | 4.0 | 1/1 | 0 of 3 | "
+            f"{NEVER} |") in tailored
+    assert tailored[-1] == summary
+    alone = explore_table([load_scenario(RECEIPTS), load_scenario(FENCING)], found, 3,
+                          "starquake detect ... --explore-only", SOURCE).splitlines()
+    assert ("| `topic-receipt-names-latest-write` | `receipt-names-latest-write` | 2 of 3 "
+            "| 2 |") in alone
+    assert f"| `topic-no-fencing` | `no-fencing` | 0 of 3 | {NEVER} |" in alone
+    assert alone[-1] == summary
+
+
+def test_the_control_lists_each_false_alarm_with_what_it_reported(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    found, _ = _explore(tmp_path, monkeypatch, OUTCOME,
+                        Ledger(tmp_path / "ledger.jsonl", SOURCE, resume=False))
+    text = control_table(found, "starquake detect ... --explore", SOURCE)
+    lines = text.splitlines()
+    kind = {seed: draw_scenario(seed, "local").workload.kind for seed in (1, 3)}
+    assert f"| 1 | {kind[1]} | duplicate |" in lines
+    assert f"| 3 | {kind[3]} | order unknown |" in lines
+    assert not any(line.startswith("| 2 |") for line in lines)
+    assert "Valid in 1 of 3 seeds." in text
+    quiet, _ = _explore(tmp_path / "quiet", monkeypatch, {},
+                        Ledger(tmp_path / "quiet.jsonl", SOURCE, resume=False))
+    quiet_text = control_table(quiet, "starquake detect ... --explore", SOURCE)
+    assert "Valid in 3 of 3 seeds." in quiet_text and "No false alarm." in quiet_text
+
+
+def test_a_resumed_explore_counts_the_ledger_and_runs_nothing_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The explore runs are keyed by the drawn scenario, seed and mutants: the tailored
+    run of the same mutants and seed is another record, and neither hides the other."""
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(path, SOURCE, resume=False)
+    tailored = Judged("topic-no-fencing", 1, ("no-fencing",), True, (), 4.0, "t1")
+    ledger.add(tailored)
+    first, fake = _explore(tmp_path, monkeypatch, OUTCOME, ledger)
+    assert len(fake.ran) == 9
+    again = Ledger(path, SOURCE, resume=True)
+    assert again.get("topic-no-fencing", 1, ("no-fencing",)) == tailored
+    assert again.get("explore-2", 2, ("receipt-names-latest-write",)) == \
+        first.sets[("receipt-names-latest-write",)].runs[1]
+    assert again.get("explore-1", 1, ()) == first.control[0]
+    resumed, refake = _explore(tmp_path / "resumed", monkeypatch, {}, again)
+    assert refake.ran == []
+    assert resumed == first
+
+
+def test_explore_only_rewrites_its_own_sections_and_leaves_the_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "detection.md"
+    kept = ("Intro kept.\n\n<!-- detect:mutants -->\nM1\n<!-- /detect:mutants -->\n\n"
+            "<!-- detect:clean -->\nC1\n<!-- /detect:clean -->\n")
+    out.write_text(kept + "\n<!-- detect:explore -->\nE0\n<!-- /detect:explore -->\n")
+
+    def no_tailored_run(*_: object) -> Iterator[SuiteResult]:
+        raise AssertionError("--explore-only ran a tailored scenario")
+
+    monkeypatch.setattr("starquake.run.detect.run_suite", no_tailored_run)
+    fake = FakeSuite(tmp_path / "fake-runs", OUTCOME)
+    monkeypatch.setattr("starquake.run.detect_explore.run_suite", fake)
+    done = CliRunner().invoke(detect, [
+        str(RECEIPTS), "--explore-only", "--seeds", "3", "--backend", "local",
+        "--runs-dir", str(tmp_path / "runs"), "--out", str(out)], standalone_mode=False)
+    assert done.exception is None, done.output
+    assert done.return_value == INVALID  # the control had false alarms
+    assert len(fake.ran) == 6
+    document = out.read_text()
+    assert document.startswith(kept)
+    explore = document.split("<!-- detect:explore -->\n", 1)[1].split(
+        "<!-- /detect:explore -->", 1)[0]
+    assert "E0" not in explore
+    assert ("Generated by `starquake detect " + str(RECEIPTS)
+            + " --seeds 3 --backend local --explore-only`") in explore
+    assert ("| `topic-receipt-names-latest-write` | `receipt-names-latest-write` | 2 of 3 "
+            "| 2 |") in explore.splitlines()
+    control = document.split("<!-- detect:explore-clean -->\n", 1)[1]
+    assert "Valid in 1 of 3 seeds." in control
+    assert control.endswith("<!-- /detect:explore-clean -->\n")
