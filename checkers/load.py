@@ -84,6 +84,13 @@ def prepare(path: Path) -> PreparedHistory:
     return prepared
 
 
+def derived_from(path: Path) -> list[Path]:
+    """What `prepare` writes beside the history at `path`: its Parquet form (for JSON
+    Lines) and the paired files. Removing them makes the next check start from the file."""
+    parquet = path if path.suffix == ".parquet" else parquet_path(path)
+    return [*([parquet] if parquet != path else []), _paired_dir(parquet)]
+
+
 def _paired_dir(parquet: Path) -> Path:
     return parquet.with_name(f"{parquet.stem}.paired")
 

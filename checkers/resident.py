@@ -40,6 +40,7 @@ from checkers.resident_state import (
     forget_state,
     hold_in_use,
     idle_timeout_s,
+    is_running,
     is_server,
     is_watchdog,
     read_state,
@@ -167,7 +168,7 @@ def _start(home: Path, driver_memory: str, idle_s: int) -> ServerState:
                         "SPARK_LOCAL_IP": LOOPBACK})
     log.write_text("")
     server = _detached(argv, log, home, environment)
-    _wait_until_answering(home, server, port, log)
+    wait_until_answering(home, server, port, log)
     watchdog = _detached([sys.executable, "-m", WATCHDOG_MODULE, str(home), str(server),
                           str(idle_s)], home / "watchdog.log", home, None)
     state = ServerState(server, port, str(log), watchdog, idle_s, driver_memory,
@@ -190,10 +191,12 @@ def _detached(argv: list[str], output: Path, home: Path,
     return int(launcher.stdout.strip())
 
 
-def _wait_until_answering(home: Path, server: int, port: int, log: Path) -> None:
+def wait_until_answering(home: Path, server: int, port: int, log: Path) -> None:
+    """Return once the server `_start` just started answers on `port`; raise
+    EnvironmentProblem, naming its log, when it exits first or takes too long."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while not answers(port):
-        if not is_server(server, home):
+        if not is_running(server):
             raise EnvironmentProblem(f"the resident Spark server exited while starting: "
                                      f"see {log}")
         if time.monotonic() > deadline:

@@ -138,6 +138,14 @@ def is_server(pid: int, home: Path) -> bool:
     return _running_with(pid, (server_marker(home),))
 
 
+def is_running(pid: int) -> bool:
+    """Whether `pid` runs at all. What a server being started is watched by: its command
+    line changes twice as spark-submit execs spark-class and then the JVM, and a read of it
+    at such a moment can miss the marker (seen about one start in three on a quiet machine,
+    failing the start of a server that went on to serve)."""
+    return _running_with(pid, ())
+
+
 def is_watchdog(pid: int, home: Path) -> bool:
     """Whether `pid` is a live watchdog of `home`."""
     return _running_with(pid, (WATCHDOG_MODULE, str(home)))

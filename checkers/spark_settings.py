@@ -20,7 +20,11 @@ DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "3g"
 RESIDENT = "local-resident"
 """The `--spark-remote` that means this machine's resident Spark Connect server, started
-on first use (`checkers.resident`, docs/spark-resident.md)."""
+on first use (`checkers.resident`, docs/spark-resident.md): what a command that checks
+uses when no Spark is named, so only the first check of a session pays for Spark's start."""
+OWN = "own"
+"""The `--spark-remote` that means a Spark of the command's own, started for it and
+stopped with it: what naming a `--spark-master` implies too."""
 _MEMORY_SIZE = re.compile(r"[1-9][0-9]*[kmgt]?", re.IGNORECASE)
 OPTIONS = (
     # (option, environment variable, help): the options every checking command takes, and
@@ -41,9 +45,10 @@ OPTIONS = (
      f"The driver JVM's heap, e.g. 1g or 512m (with a local master the executors share "
      f"it) [{DEFAULT_DRIVER_MEMORY}]."),
     ("--spark-remote", "STARQUAKE_SPARK_REMOTE",
-     f"Check through a Spark Connect server, sc://HOST:PORT, or {RESIDENT}: this "
-     "machine's resident server (`starquake spark up`), started on first use; the master "
-     "and driver options then do not apply [none: a Spark of the command's own]."),
+     f"Where the check runs: {RESIDENT}, this machine's resident Spark Connect server "
+     "(`starquake spark up`), started on first use and stopped when idle; sc://HOST:PORT, "
+     f"any Spark Connect server; or {OWN}, a Spark of the command's own (--spark-master) "
+     f"[{RESIDENT}, or {OWN} when --spark-master is given]."),
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,7 +64,7 @@ class SparkSettings:
     shared_dir: Path | None = None
     driver_memory: str = DEFAULT_DRIVER_MEMORY
     remote: str | None = None
-    """A Spark Connect URL or RESIDENT; None: a Spark of this process's own."""
+    """A Spark Connect URL or RESIDENT; None: a Spark of this process's own (OWN)."""
 
     @property
     def local(self) -> bool:
@@ -69,17 +74,22 @@ class SparkSettings:
     def check_args(self) -> list[str]:
         """The same settings as options of `starquake check`."""
         values = (self.master, self.driver_host, self.python, self.shared_dir,
-                  self.driver_memory, self.remote)
+                  self.driver_memory, self.remote or OWN)
         return [text for (flag, _env, _help), value in zip(OPTIONS, values, strict=True)
                 if value is not None for text in (flag, str(value))]
 
 
-def settings_from(values: Sequence[str | Path | None]) -> SparkSettings:
-    """The settings the options' values make, in OPTIONS order; None or empty: the default."""
+def settings_from(values: Sequence[str | Path | None],
+                  default_remote: str | None = RESIDENT) -> SparkSettings:
+    """The settings the options' values make, in OPTIONS order; None or empty: the default.
+    Without a remote the check goes to `default_remote`, unless a master is named: that
+    asks for a Spark of the command's own."""
     master, driver_host, python, shared_dir, driver_memory, remote = values
+    chosen = str(remote or "") or (None if master else default_remote)
     return SparkSettings(str(master or DEFAULT_MASTER), str(driver_host or "") or None,
                          str(python or "") or None, Path(shared_dir) if shared_dir else None,
-                         str(driver_memory or DEFAULT_DRIVER_MEMORY), str(remote or "") or None)
+                         str(driver_memory or DEFAULT_DRIVER_MEMORY),
+                         None if chosen == OWN else chosen)
 
 
 def memory_size_problem(value: str | None) -> str | None:
@@ -92,8 +102,8 @@ def memory_size_problem(value: str | None) -> str | None:
 
 def remote_problem(value: str | None) -> str | None:
     """Why `value` is no Spark Connect remote, or None when it is one (or not given)."""
-    if value and value != RESIDENT and not value.startswith("sc://"):
-        return f"{value!r}: expected sc://HOST:PORT or {RESIDENT}"
+    if value and value not in (RESIDENT, OWN) and not value.startswith("sc://"):
+        return f"{value!r}: expected {RESIDENT}, sc://HOST:PORT or {OWN}"
     return None
 
 
@@ -116,20 +126,34 @@ _CHECKS = {"--spark-driver-memory": _refusing(memory_size_problem),
 
 def spark_options(command: F) -> F:
     """Add the Spark options to a click command, handed to it as one `spark` argument.
-    Each option falls back to its environment variable (STARQUAKE_SPARK_MASTER, ...)."""
+    Each option falls back to its environment variable (STARQUAKE_SPARK_MASTER, ...);
+    without a Spark named, the check goes to the resident server."""
+    return _with_spark_options(command, RESIDENT)
+
+
+def own_spark_options(command: F) -> F:
+    """The Spark options of a command that must run a Spark of its own unless a remote is
+    named: `bench check` reads its driver JVM's CPU time and memory."""
+    return _with_spark_options(command, None)
+
+
+def _with_spark_options(command: F, default_remote: str | None) -> F:
     @functools.wraps(command)
     def with_settings(*args: Any, spark_master: str | None, spark_driver_host: str | None,
                       spark_python: str | None, spark_shared_dir: Path | None,
                       spark_driver_memory: str | None, spark_remote: str | None,
                       **kwargs: Any) -> Any:
         spark = settings_from((spark_master, spark_driver_host, spark_python,
-                               spark_shared_dir, spark_driver_memory, spark_remote))
+                               spark_shared_dir, spark_driver_memory, spark_remote),
+                              default_remote)
         return command(*args, spark=spark, **kwargs)
 
     decorated: Callable[..., Any] = with_settings
     for flag, env, text in reversed(OPTIONS):
         kind = (click.Path(file_okay=False, exists=True, path_type=Path)
                 if flag == "--spark-shared-dir" else click.STRING)
+        if flag == "--spark-remote" and default_remote is None:
+            text = text[:text.rindex("[")] + f"[{OWN}]."
         decorated = click.option(flag, envvar=env, show_envvar=True, type=kind,
                                  callback=_CHECKS.get(flag), help=text)(decorated)
     return decorated  # type: ignore[return-value]

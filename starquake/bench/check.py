@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from checkers.mixes import MIXES, scaled
 from checkers.mixes import write_parquet as write_mix
-from checkers.spark_settings import SparkSettings, spark_options
+from checkers.spark_settings import SparkSettings, own_spark_options
 from checkers.synthetic import INJECTABLE, SyntheticSpec, write_parquet
 from history.errors import BadInput
 from starquake.bench.duckdb_checks import duckdb_counts
@@ -150,18 +150,25 @@ def _writer(mix: str, events: int, inject: dict[str, int], path: Path) -> Callab
               help="What the history is like (checkers/mixes/): a long faulted run, the "
                    "same with many keys, or with heavy redelivery; or the first, simple "
                    "generator's history.")
-@spark_options
+@own_spark_options
 @click.option("--keep", type=click.Path(path_type=Path, file_okay=False),
               help="Keep the history in this directory, or reuse the one kept there.")
 @click.option("--docker-spark-workers", type=click.IntRange(min=1),
               help="Check on a Spark cluster of containers started for the bench: a master "
                    "and this many one-core workers, the history's directory shared "
                    "(docs/spark-cluster.md); overrides the --spark-* options.")
+@click.option("--end-to-end", is_flag=True,
+              help="Instead, time `starquake check FILE` from process start to verdict on "
+                   "the example history and on this one: cold (a Spark of its own), first "
+                   "and warm through a resident server of the bench's own, beside DuckDB "
+                   "answering the four core questions; medians of --repeats.")
+@click.option("--repeats", default=3, show_default=True, type=click.IntRange(min=1),
+              help="How many times --end-to-end times each figure.")
 def bench_check(events: int, mix: str, spark: SparkSettings, keep: Path | None,
-                docker_spark_workers: int | None) -> None:
+                docker_spark_workers: int | None, end_to_end: bool, repeats: int) -> None:
     """Time every checker over EVENTS synthetic events of a MIX and verify the counts
     found, by the checkers and by DuckDB."""
-    if spark.remote is not None:
+    if spark.remote is not None and not end_to_end:
         # The bench reads the driver JVM's CPU time and memory, which only a Spark of its
         # own lets it see (docs/performance.md shows how to time a remote check).
         raise BadInput(f"bench check: --spark-remote {spark.remote}: the bench times a "
@@ -186,6 +193,9 @@ def bench_check(events: int, mix: str, spark: SparkSettings, keep: Path | None,
                     raise click.BadParameter(str(exc), param_hint="--events") from None
             click.echo(f"generated {written:,} events in {time.perf_counter() - started:.1f} s")
 
+        if end_to_end:
+            _end_to_end(path, written, inject, Path(tmp), spark.driver_memory, repeats)
+            return
         with _cluster(spark, docker_spark_workers, path.parent) as where:
             timed = _timed_check(where, path)
         # Before DuckDB runs in this process, so the figure is the check's own.
@@ -212,3 +222,16 @@ def bench_check(events: int, mix: str, spark: SparkSettings, keep: Path | None,
                                  f"expected {expected}"))
     if counts != expected or duck.counts != duck_expected:
         raise click.ClickException("counts differ from what was injected")
+
+
+def _end_to_end(path: Path, events: int, inject: dict[str, int], work: Path,
+                driver_memory: str, repeats: int) -> None:
+    """`--end-to-end`: the small example history, then the large one (module check_e2e)."""
+    from starquake.bench.check_e2e import end_to_end, print_timings, small_history
+
+    small = small_history(work)
+    small_events = sum(1 for _ in small.open())
+    print_timings("small", small_events,
+                  end_to_end(small, None, work, driver_memory, repeats))
+    expected = {name: inject.get(name, 0) for name in INJECTABLE}
+    print_timings("large", events, end_to_end(path, expected, work, driver_memory, repeats))

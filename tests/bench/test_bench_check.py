@@ -5,6 +5,7 @@ bench's histories ask nobody to judge."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,3 +22,39 @@ def test_bench_check_verifies_its_counts_on_a_small_mix(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "counts verified" in done.stdout
     assert "spark/duckdb" in done.stdout
+
+
+def _processes_naming(text: str) -> list[int]:
+    """The pids whose command line names `text`."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue  # it ended while we looked
+    return found
+
+
+@pytest.mark.slow
+def test_bench_check_end_to_end_times_each_way_a_user_checks(tmp_path: Path) -> None:
+    """Cold, first and warm checks of the small and the large history, each verified, and
+    DuckDB's four questions beside the large one; the bench's own resident server is gone
+    afterwards."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "starquake", "bench", "check", "--events", "20000",
+         "--mix", "default", "--end-to-end", "--repeats", "1",
+         "--spark-driver-memory", "1g"],
+        capture_output=True, text=True, timeout=900, check=False,
+        env={**os.environ, "TMPDIR": str(scratch)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    small, large = done.stdout.split("large (")
+    for section in (small, large):
+        for way in ("cold, a Spark of its own: median", "first, starting the resident server:",
+                    "warm, through the resident server: median", "cold / warm = "):
+            assert way in section, done.stdout
+    assert "duckdb, the four questions: median" in large
+    assert "warm / duckdb = " in large
+    assert _processes_naming(str(scratch)) == []

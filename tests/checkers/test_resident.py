@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -21,9 +22,10 @@ from pyspark.sql import SparkSession
 from checkers.anomaly import CheckSettings
 from checkers.check import check_runs
 from checkers.load import prepare
-from checkers.resident import stop_resident
+from checkers.resident import stop_resident, wait_until_answering
 from checkers.resident_state import (
     HOME_ENV,
+    LOOPBACK,
     ServerState,
     forget_state,
     is_server,
@@ -77,6 +79,30 @@ def fake_server(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     yield server
     server.kill()
     server.wait()
+
+
+def test_a_server_whose_command_line_changes_while_it_starts_is_waited_for(
+        tmp_path: Path) -> None:
+    """spark-submit execs spark-class, which execs the JVM: a start is watched by the
+    server's pid, not by the marker on a command line that is being replaced. (Judged by
+    the marker, about one start in three failed on a quiet machine.)"""
+    listener = socket.socket()
+    listener.bind((LOOPBACK, 0))
+    # Its command line names the home as a server's does, until it execs a command that
+    # does not; the port answers only later.
+    server = subprocess.Popen(["/bin/sh", "-c", "sleep 0.3; exec sleep 30",
+                               server_marker(tmp_path)])
+    opening = threading.Timer(1.5, listener.listen)
+    opening.start()
+    try:
+        wait_until_answering(tmp_path, server.pid, listener.getsockname()[1],
+                             tmp_path / "server.log")
+        assert server.poll() is None
+    finally:
+        opening.cancel()
+        server.kill()
+        server.wait()
+        listener.close()
 
 
 def test_the_watchdog_stops_an_idle_server_and_forgets_it(

@@ -1,0 +1,141 @@
+"""`starquake bench check --end-to-end`: `starquake check FILE` timed as a user meets it,
+from pressing enter to the verdict, on a small history and on the bench's large one:
+
+- cold: a Spark of the command's own (`--spark-remote own`), started and stopped by it;
+- first: the check that starts the resident server (what the first check of a session pays);
+- warm: through that resident server, already up;
+- DuckDB answering the four core questions (lost, unexpected, failed-delivered, duplicate
+  after ack) on the same file, in this process, timed from connect to answer.
+
+Each figure is the median of `repeats` runs, all in one bench run, so the ratios compare
+like with like on whatever the machine is doing. Before every check the files a check
+derives from the history (its Parquet conversion and its pairing) are removed, so each one
+does the whole job a user's first check of that file does. The resident server is a
+private one (its own STARQUAKE_SPARK_HOME under the bench's temporary directory), stopped
+at the end: the user's own server, if any, is neither used nor disturbed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+import click
+
+from checkers.load import derived_from
+from checkers.resident_state import HOME_ENV
+from checkers.spark_settings import OWN, RESIDENT
+from history.errors import INVALID, VALID
+from starquake.bench.duckdb_checks import duckdb_counts
+
+FOUR_QUESTIONS = ("lost", "unexpected", "failed-delivered", "duplicate")
+"""What a user asks of a history first, and the DuckDB baseline of the end-to-end ratio."""
+SMALL_EXAMPLE = "examples/split-topic/history.jsonl"
+"""The small history: the example run shipped with the package (506 events)."""
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Seconds of each repeat, in order."""
+
+    name: str
+    seconds: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    def line(self) -> str:
+        runs = ", ".join(f"{s:.1f}" for s in self.seconds)
+        return f"{self.name}: median {self.median:.1f} s ({runs})"
+
+
+def small_history(directory: Path) -> Path:
+    """A copy of the example history in `directory`, where its derived files may go."""
+    target = directory / "small" / "history.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(files("history").joinpath(SMALL_EXAMPLE).read_bytes())
+    return target
+
+
+def end_to_end(history: Path, expected: dict[str, int] | None, work: Path,
+               driver_memory: str, repeats: int) -> list[Timings]:
+    """Cold, first, warm and DuckDB timings for `history`; with `expected`, every check's
+    counts are verified against it (a check that finds other counts fails the bench)."""
+    out = work / "results.json"
+    environment = {**os.environ, HOME_ENV: str(work / "spark"),
+                   "STARQUAKE_SPARK_DRIVER_MEMORY": driver_memory}
+    environment.pop("STARQUAKE_SPARK_MASTER", None)
+
+    def timed_check(remote: str) -> float:
+        _forget_derived(history)
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "starquake", "check", str(history),
+                               "--spark-remote", remote, "--out", str(out)],
+                              env=environment, capture_output=True, text=True)
+        seconds = time.perf_counter() - started
+        if done.returncode not in (VALID, INVALID):
+            raise click.ClickException(f"starquake check {history} --spark-remote {remote} "
+                                       f"exited {done.returncode}: {done.stderr.strip()}")
+        _verify(out, expected, remote)
+        return seconds
+
+    duck = [duckdb_counts(history, FOUR_QUESTIONS) for _ in range(repeats)] \
+        if history.suffix == ".parquet" else []
+    try:
+        timings = [Timings("cold, a Spark of its own", _repeat(lambda: timed_check(OWN), repeats)),
+                   Timings("first, starting the resident server", [timed_check(RESIDENT)]),
+                   Timings("warm, through the resident server",
+                           _repeat(lambda: timed_check(RESIDENT), repeats))]
+    finally:
+        subprocess.run([sys.executable, "-m", "starquake", "spark", "down"], env=environment,
+                       capture_output=True, check=False)
+    if duck:
+        if expected is not None:
+            wrong = {k: c for k, c in duck[0].counts.items() if c != expected.get(k, 0)}
+            if wrong:
+                raise click.ClickException(f"duckdb's four questions found {wrong}")
+        timings.append(Timings("duckdb, the four questions", [d.seconds for d in duck]))
+    return timings
+
+
+def _repeat(measure: Callable[[], float], repeats: int) -> list[float]:
+    return [measure() for _ in range(repeats)]
+
+
+def _forget_derived(history: Path) -> None:
+    for derived in derived_from(history):
+        if derived.is_dir():
+            shutil.rmtree(derived)
+        else:
+            derived.unlink(missing_ok=True)
+
+
+def _verify(out: Path, expected: dict[str, int] | None, remote: str) -> None:
+    if expected is None:
+        return
+    checkers = json.loads(out.read_text())["checkers"]
+    found = {name: result["count"] for name, result in checkers.items()}
+    if found != {name: expected.get(name, 0) for name in found}:
+        raise click.ClickException(f"the check through {remote} found {found}, expected "
+                                   f"{expected}")
+
+
+def print_timings(label: str, events: int, timings: Sequence[Timings]) -> None:
+    click.echo(f"{label} ({events:,} events), from process start to verdict:")
+    for timing in timings:
+        click.echo(f"  {timing.line()}")
+    by_name = {t.name.split(",")[0]: t.median for t in timings}
+    if "duckdb" in by_name:
+        click.echo(f"  warm / duckdb = {by_name['warm'] / by_name['duckdb']:.1f}, "
+                   f"cold / duckdb = {by_name['cold'] / by_name['duckdb']:.1f}")
+    click.echo(f"  cold / warm = {by_name['cold'] / by_name['warm']:.1f}")
