@@ -1,7 +1,7 @@
 """`starquake spark up | down | status`: the resident Spark Connect server by hand
-(`checkers.resident`; docs/spark-resident.md). `--spark-remote local-resident` starts it
-on first use as well; `up` is for starting it ahead of the checks, with settings of one's
-choosing."""
+(`checkers.resident`; docs/spark-resident.md). The first check that uses it (every check
+without `--spark-remote own` or a `--spark-master`) starts it as well; `up` is for starting
+it ahead of the checks, with settings of one's choosing."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from history.errors import BadInput
 
 @click.group()
 def spark() -> None:
-    """The resident Spark Connect server that `--spark-remote local-resident` uses."""
+    """The resident Spark Connect server that checks go through by default."""
 
 
 @spark.command()

@@ -7,8 +7,10 @@ reads as an "unknown" verdict).
 
 from __future__ import annotations
 
+import importlib
 import sys
 import traceback
+from typing import Any
 
 import click
 
@@ -16,7 +18,47 @@ from history.errors import BAD_INPUT, ENVIRONMENT, StarquakeError
 from history.version import DISTRIBUTION
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """A group whose commands are imported when one is named: `starquake check` imports the
+    checkers and not every other command's module (harness, docker, reports), about a
+    second of a check's start. Each command's own heavy dependencies (pyspark, docker) are
+    imported inside its body, so `starquake --help`, which imports them all, stays quick."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lazy = lazy
+        """Command name -> `module:attribute` of its click command."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self._lazy and cmd_name not in self.commands:
+            module, _, attribute = self._lazy[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, lazy={
+    "check": "checkers.cli:check",
+    "check-worker": "checkers.cli:check_worker",
+    "synth": "checkers.cli:synth",
+    "spark": "checkers.resident_cli:spark",
+    "zk": "starquake.zk_cli:zk",
+    "cluster": "starquake.cluster_cli:cluster",
+    "scenario": "scenarios.cli:scenario",
+    "run": "starquake.run.cli:run",
+    "reproduce": "starquake.run.cli:reproduce",
+    "serve": "starquake.serve_cli:serve",
+    "suite": "starquake.run.suite:suite",
+    "detect": "starquake.run.detect:detect",
+    "explore": "starquake.run.explore:explore",
+    "shrink": "starquake.run.shrink:shrink",
+    "conform": "starquake.conform.cli:conform",
+    "pulsar": "starquake.pulsar_cli:pulsar",
+    "report": "reports.cli:report",
+    "suite-index": "reports.cli:suite_index",
+})
 # The installed package's version (importlib.metadata), the one results.json, the report and
 # the JUnit files name.
 @click.version_option(package_name=DISTRIBUTION, prog_name="starquake",
@@ -25,66 +67,21 @@ def starquake() -> None:
     """Jepsen-style testing for Pulsar-style messaging systems."""
 
 
-@starquake.group()
+@starquake.group(cls=_LazyGroup, lazy={
+    "check": "starquake.bench.check:bench_check",
+    "history": "starquake.bench.history:bench_history",
+    "report": "starquake.bench.report:bench_report",
+    "cluster": "starquake.bench.cluster:bench_cluster",
+    "broker": "starquake.bench.broker:bench_broker",
+    "fuzz": "starquake.bench.fuzz:bench_fuzz",
+    "workload": "starquake.bench.workload:bench_workload",
+})
 def bench() -> None:
     """Benchmarks: each prints its figures and the ratios the targets are stated in."""
 
 
-def _register() -> None:
-    # Commands import their heavy dependencies (pyspark, docker) inside their bodies so
-    # that `starquake --help` stays fast.
-    from checkers.cli import check, check_worker, synth
-    from checkers.resident_cli import spark
-    from reports.cli import report, suite_index
-    from scenarios.cli import scenario
-    from starquake.bench.broker import bench_broker
-    from starquake.bench.check import bench_check
-    from starquake.bench.cluster import bench_cluster
-    from starquake.bench.fuzz import bench_fuzz
-    from starquake.bench.history import bench_history
-    from starquake.bench.report import bench_report
-    from starquake.bench.workload import bench_workload
-    from starquake.cluster_cli import cluster
-    from starquake.conform.cli import conform
-    from starquake.pulsar_cli import pulsar
-    from starquake.run.cli import reproduce, run
-    from starquake.run.detect import detect
-    from starquake.run.explore import explore
-    from starquake.run.shrink import shrink
-    from starquake.run.suite import suite
-    from starquake.serve_cli import serve
-    from starquake.zk_cli import zk
-
-    starquake.add_command(check)
-    starquake.add_command(check_worker)
-    starquake.add_command(synth)
-    starquake.add_command(spark)
-    starquake.add_command(zk)
-    starquake.add_command(cluster)
-    starquake.add_command(scenario)
-    starquake.add_command(run)
-    starquake.add_command(reproduce)
-    starquake.add_command(serve)
-    starquake.add_command(suite)
-    starquake.add_command(detect)
-    starquake.add_command(explore)
-    starquake.add_command(shrink)
-    starquake.add_command(conform)
-    starquake.add_command(pulsar)
-    starquake.add_command(report)
-    starquake.add_command(suite_index)
-    bench.add_command(bench_check, "check")
-    bench.add_command(bench_history, "history")
-    bench.add_command(bench_report, "report")
-    bench.add_command(bench_cluster, "cluster")
-    bench.add_command(bench_broker, "broker")
-    bench.add_command(bench_fuzz, "fuzz")
-    bench.add_command(bench_workload, "workload")
-
-
 def main(argv: list[str] | None = None) -> None:
     """Run the command line and exit with the documented code."""
-    _register()
     try:
         rc = starquake.main(args=argv, standalone_mode=False)
     except click.exceptions.Abort:
