@@ -168,7 +168,13 @@ def _start(home: Path, driver_memory: str, idle_s: int) -> ServerState:
                         "SPARK_LOCAL_IP": LOOPBACK})
     log.write_text("")
     server = _detached(argv, log, home, environment)
-    wait_until_answering(home, server, port, log)
+    try:
+        wait_until_answering(home, server, port, log)
+    except BaseException:
+        # A Ctrl-C or an error while it starts: until the state file and the watchdog
+        # exist, nothing else would ever stop it.
+        stop_process(server, lambda pid: is_server(pid, home))
+        raise
     watchdog = _detached([sys.executable, "-m", WATCHDOG_MODULE, str(home), str(server),
                           str(idle_s)], home / "watchdog.log", home, None)
     state = ServerState(server, port, str(log), watchdog, idle_s, driver_memory,

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
+from checkers import resident
 from checkers.anomaly import CheckSettings
 from checkers.check import check_runs
 from checkers.load import prepare
@@ -103,6 +104,33 @@ def test_a_server_whose_command_line_changes_while_it_starts_is_waited_for(
         server.kill()
         server.wait()
         listener.close()
+
+
+def test_a_server_interrupted_while_it_starts_is_stopped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C while the server starts must not leave it running: no state file and no
+    watchdog exist yet, so nothing else would stop it."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def detached(argv: list[str], _output: Path, _home: Path, _env: object) -> int:
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)",
+                                         server_marker(tmp_path)]))
+        return started[-1].pid
+
+    def interrupted(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(resident, "_detached", detached)
+    monkeypatch.setattr(resident, "wait_until_answering", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            resident._start(tmp_path, "1g", 60)
+        assert started[0].wait(timeout=40) is not None
+        assert read_state(tmp_path) is None
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
 
 
 def test_the_watchdog_stops_an_idle_server_and_forgets_it(
