@@ -171,9 +171,10 @@ def _start(home: Path, driver_memory: str, idle_s: int) -> ServerState:
     try:
         wait_until_answering(home, server, port, log)
     except BaseException:
-        # A Ctrl-C or an error while it starts: until the state file and the watchdog
-        # exist, nothing else would ever stop it.
-        stop_process(server, lambda pid: is_server(pid, home))
+        # A Ctrl-C, an error or a start that took too long: until the state file and the
+        # watchdog exist, nothing else would ever stop it. Judged by its pid, as the wait
+        # is: its command line may be changing under an exec.
+        stop_process(server, is_running)
         raise
     watchdog = _detached([sys.executable, "-m", WATCHDOG_MODULE, str(home), str(server),
                           str(idle_s)], home / "watchdog.log", home, None)
@@ -199,14 +200,14 @@ def _detached(argv: list[str], output: Path, home: Path,
 
 def wait_until_answering(home: Path, server: int, port: int, log: Path) -> None:
     """Return once the server `_start` just started answers on `port`; raise
-    EnvironmentProblem, naming its log, when it exits first or takes too long."""
+    EnvironmentProblem, naming its log, when it exits first or takes too long (`_start`
+    then stops it)."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while not answers(port):
         if not is_running(server):
             raise EnvironmentProblem(f"the resident Spark server exited while starting: "
                                      f"see {log}")
         if time.monotonic() > deadline:
-            stop_process(server, lambda pid: is_server(pid, home))
             raise EnvironmentProblem(f"the resident Spark server did not answer on port "
                                      f"{port} within {START_TIMEOUT_S:.0f} s: see {log}")
         time.sleep(0.25)
