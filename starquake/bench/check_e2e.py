@@ -24,7 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -43,11 +43,17 @@ SMALL_EXAMPLE = "examples/split-topic/history.jsonl"
 """The small history: the example run shipped with the package (506 events)."""
 
 
+COLD, FIRST, WARM, DUCKDB = "cold", "first", "warm", "duckdb"
+_SAYS = {COLD: "cold, a Spark of its own", FIRST: "first, starting the resident server",
+         WARM: "warm, through the resident server", DUCKDB: "duckdb, the four questions"}
+
+
 @dataclass(frozen=True)
 class Timings:
-    """Seconds of each repeat, in order."""
+    """One way of answering (COLD, FIRST, WARM or DUCKDB): seconds of each repeat, in
+    order."""
 
-    name: str
+    way: str
     seconds: list[float]
 
     @property
@@ -56,7 +62,7 @@ class Timings:
 
     def line(self) -> str:
         runs = ", ".join(f"{s:.1f}" for s in self.seconds)
-        return f"{self.name}: median {self.median:.1f} s ({runs})"
+        return f"{_SAYS[self.way]}: median {self.median:.1f} s ({runs})"
 
 
 def small_history(directory: Path) -> Path:
@@ -92,10 +98,9 @@ def end_to_end(history: Path, expected: dict[str, int] | None, work: Path,
     duck = [duckdb_counts(history, FOUR_QUESTIONS) for _ in range(repeats)] \
         if history.suffix == ".parquet" else []
     try:
-        timings = [Timings("cold, a Spark of its own", _repeat(lambda: timed_check(OWN), repeats)),
-                   Timings("first, starting the resident server", [timed_check(RESIDENT)]),
-                   Timings("warm, through the resident server",
-                           _repeat(lambda: timed_check(RESIDENT), repeats))]
+        timings = [Timings(COLD, [timed_check(OWN) for _ in range(repeats)]),
+                   Timings(FIRST, [timed_check(RESIDENT)]),
+                   Timings(WARM, [timed_check(RESIDENT) for _ in range(repeats)])]
     finally:
         subprocess.run([sys.executable, "-m", "starquake", "spark", "down"], env=environment,
                        capture_output=True, check=False)
@@ -104,12 +109,8 @@ def end_to_end(history: Path, expected: dict[str, int] | None, work: Path,
             wrong = {k: c for k, c in duck[0].counts.items() if c != expected.get(k, 0)}
             if wrong:
                 raise click.ClickException(f"duckdb's four questions found {wrong}")
-        timings.append(Timings("duckdb, the four questions", [d.seconds for d in duck]))
+        timings.append(Timings(DUCKDB, [d.seconds for d in duck]))
     return timings
-
-
-def _repeat(measure: Callable[[], float], repeats: int) -> list[float]:
-    return [measure() for _ in range(repeats)]
 
 
 def _forget_derived(history: Path) -> None:
@@ -134,8 +135,8 @@ def print_timings(label: str, events: int, timings: Sequence[Timings]) -> None:
     click.echo(f"{label} ({events:,} events), from process start to verdict:")
     for timing in timings:
         click.echo(f"  {timing.line()}")
-    by_name = {t.name.split(",")[0]: t.median for t in timings}
-    if "duckdb" in by_name:
-        click.echo(f"  warm / duckdb = {by_name['warm'] / by_name['duckdb']:.1f}, "
-                   f"cold / duckdb = {by_name['cold'] / by_name['duckdb']:.1f}")
-    click.echo(f"  cold / warm = {by_name['cold'] / by_name['warm']:.1f}")
+    median = {t.way: t.median for t in timings}
+    if DUCKDB in median:
+        click.echo(f"  warm / duckdb = {median[WARM] / median[DUCKDB]:.1f}, "
+                   f"cold / duckdb = {median[COLD] / median[DUCKDB]:.1f}")
+    click.echo(f"  cold / warm = {median[COLD] / median[WARM]:.1f}")
