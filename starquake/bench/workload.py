@@ -30,7 +30,7 @@ import orjson
 
 from harness.workloads.shared_knobs import OfficialClientKnobs
 from scenarios.catalogue import resolve_scenario
-from scenarios.format import load_scenario, scenario_toml
+from scenarios.format import Scenario, load_scenario, scenario_toml
 from starquake.output import command_console
 
 TARGET_OPERATIONS_PER_SECOND = 1_000
@@ -136,6 +136,17 @@ def measure(run_dir: Path, offered_sends_per_s: float, processes: int) -> Worklo
         sends_between_faults_per_s=quiet_sends / quiet_s if quiet_s > 0 else 0.0)
 
 
+PULSAR = "apache-pulsar"
+PULSAR_BOOKIES = 3
+"""Both runs of the comparison with Apache Pulsar have three bookies: Pulsar writes each
+entry to two, so one bookie cannot serve it."""
+PULSAR_SESSION_MS = 10_000
+"""...and the session of the Pulsar scenarios, a third of Pulsar's default 30 s."""
+PULSAR_DRAIN_S = 180.0
+"""A Pulsar broker killed late in the load takes a JVM's start and a session timeout to
+come back or hand over; the drain waits that out, as `scenarios/pulsar/` do."""
+
+
 @click.command()
 @click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option("--rate", type=click.IntRange(min=1), default=None,
@@ -143,26 +154,57 @@ def measure(run_dir: Path, offered_sends_per_s: float, processes: int) -> Worklo
 @click.option("--processes", type=click.IntRange(min=1), default=None,
               help="Logical processes per producer [the scenario's, 8].")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the run goes [a temporary directory, removed after].")
+              help="Where the runs go [a temporary directory, removed after].")
+@click.option("--target", type=click.Choice([PULSAR]),
+              help="Also run the same scenario on this system, both runs with three "
+                   "bookies and a 10 s session, and give its rate as a ratio to our "
+                   "reference implementation's.")
 def bench_workload(seed: int, rate: int | None, processes: int | None,
-                   runs_dir: Path | None) -> None:
+                   runs_dir: Path | None, target: str | None) -> None:
     """Client operations per second the topic workload records against three
     containerised brokers with the nemesis on (a real run), and what limits it."""
-    from starquake.run.pipeline import RunOptions, run
-
     scenario = load_scenario(resolve_scenario(BENCH_SCENARIO))
     knobs = scenario.workload.knobs_as(OfficialClientKnobs)
     knobs = dataclasses.replace(knobs, processes=processes or knobs.processes)
     workload = dataclasses.replace(scenario.workload, rate=rate or scenario.workload.rate,
                                    knobs=knobs)
+    scenario = dataclasses.replace(scenario, workload=workload)
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "topic-workload-bench.toml"
-        path.write_text(scenario_toml(dataclasses.replace(scenario, workload=workload)))
-        outcome = run(RunOptions(path, seed, runs_dir=runs_dir or Path(tmp) / "runs"),
-                      command_console())
-        figures = measure(outcome.run_dir, workload.rate,
-                          workload.producers * knobs.processes)
-    click.echo(f"verdict={outcome.results.get('valid')} seconds={figures.seconds:.1f} "
+        runs = runs_dir or Path(tmp) / "runs"
+        if target is None:
+            reference = _bench(scenario, seed, runs, Path(tmp))
+            click.echo(f"ratio_to_target="
+                       f"{reference.per_second / TARGET_OPERATIONS_PER_SECOND:.2f} "
+                       f"(target {TARGET_OPERATIONS_PER_SECOND:,} operations/s)")
+            click.echo(f"limit: {reference.limit()}")
+            return
+        shaped = dataclasses.replace(
+            scenario, topology=dataclasses.replace(scenario.topology, bookies=PULSAR_BOOKIES,
+                                              session_timeout_ms=PULSAR_SESSION_MS))
+        figures = {"reference": _bench(shaped, seed, runs, Path(tmp))}
+        drained = dataclasses.replace(workload, drain_timeout_s=PULSAR_DRAIN_S)
+        figures[target] = _bench(dataclasses.replace(
+            shaped, name=f"{scenario.name}-{target}", workload=drained,
+            topology=dataclasses.replace(shaped.topology, backend=target)),
+            seed, runs, Path(tmp))
+    for label, bench in figures.items():
+        click.echo(f"{label}: {bench.per_second:,.0f} operations/s; limit: {bench.limit()}")
+    click.echo(f"ratio {target}/reference="
+               f"{figures[target].per_second / figures['reference'].per_second:.2f}")
+
+
+def _bench(scenario: Scenario, seed: int, runs_dir: Path, tmp: Path) -> WorkloadBench:
+    """Run `scenario` (written to `tmp`) and print and return its figures."""
+    from starquake.run.pipeline import RunOptions, run
+
+    path = tmp / f"{scenario.name}.toml"
+    path.write_text(scenario_toml(scenario))
+    outcome = run(RunOptions(path, seed, runs_dir=runs_dir), command_console())
+    workload = scenario.workload
+    figures = measure(outcome.run_dir, workload.rate,
+                      workload.producers * workload.knobs_as(OfficialClientKnobs).processes)
+    click.echo(f"backend={scenario.topology.backend} verdict={outcome.results.get('valid')} "
+               f"seconds={figures.seconds:.1f} "
                f"operations={figures.operations} operations_per_s={figures.per_second:,.0f} "
                f"sends_per_s={figures.sends_per_second:,.0f} "
                f"sends_between_faults_per_s={figures.sends_between_faults_per_s:,.0f} "
@@ -170,6 +212,4 @@ def bench_workload(seed: int, rate: int | None, processes: int | None,
                f"send_p99_ms={figures.send_p99_ms:.1f} "
                f"fault_intervals_with_operations={figures.intervals_with_operations}/"
                f"{figures.fault_intervals}")
-    click.echo(f"ratio_to_target={figures.per_second / TARGET_OPERATIONS_PER_SECOND:.2f} "
-               f"(target {TARGET_OPERATIONS_PER_SECOND:,} operations/s)")
-    click.echo(f"limit: {figures.limit()}")
+    return figures

@@ -4,11 +4,17 @@ and which of the offered rate, the cluster's latency or the harness held the rat
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
 from history.writer import ClientProcess, HistoryWriter, SequentialIds
-from starquake.bench.workload import measure
+from scenarios.format import Scenario
+from starquake.bench import workload
+from starquake.bench.workload import WorkloadBench, measure
 
 MS = 1_000_000
 
@@ -66,3 +72,29 @@ def test_a_slow_cluster_is_named_as_the_limit(tmp_path: Path) -> None:
     figures = measure(_run_dir(tmp_path, send_ms=80), offered_sends_per_s=500, processes=4)
     assert figures.ceiling_sends_per_s == 50
     assert figures.limit().startswith("the cluster's send latency (p50 80.0 ms)")
+
+
+def test_a_pulsar_comparison_runs_both_targets_in_the_same_shape(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--target apache-pulsar` runs the bench scenario on the reference and on Pulsar with
+    the same topology but for the backend (three bookies, a 10 s session), gives Pulsar the
+    drain its scenarios have, and prints Pulsar's rate as a ratio to the reference's."""
+    ran: list[Scenario] = []
+    figures = measure(_run_dir(tmp_path, send_ms=5), offered_sends_per_s=10, processes=1)
+
+    def bench(scenario: Scenario, seed: int, runs_dir: Path, tmp: Path) -> WorkloadBench:
+        ran.append(scenario)
+        if scenario.topology.backend == "apache-pulsar":
+            return dataclasses.replace(figures, operations=figures.operations // 2)
+        return figures
+
+    monkeypatch.setattr(workload, "_bench", bench)
+    result = CliRunner().invoke(workload.bench_workload, ["--target", "apache-pulsar"])
+    assert result.exit_code == 0, result.output
+    reference, pulsar = ran
+    assert reference.topology.backend == "docker"
+    assert dataclasses.replace(pulsar.topology, backend="docker") == reference.topology
+    assert (reference.topology.bookies, reference.topology.session_timeout_ms) == (3, 10_000)
+    assert pulsar.workload.drain_timeout_s == workload.PULSAR_DRAIN_S
+    assert dataclasses.replace(pulsar.workload, drain_timeout_s=60.0) == reference.workload
+    assert "ratio apache-pulsar/reference=0.50" in result.output
