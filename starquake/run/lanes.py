@@ -33,6 +33,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from multiprocessing.context import SpawnContext
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import TextIO
@@ -72,15 +73,10 @@ def run_in_lanes(files: list[Path], expected: dict[Path, Expected], options: Run
     errors: list[BaseException] = []
     queue = list(enumerate(files))
     shown = 0
-    try:
-        with CheckWorker(options.spark) as checks, sigterm_interrupts():
-            for _ in range(min(lanes, len(files))):
-                ours, theirs = context.Pipe()
-                process = context.Process(target=_lane, args=(theirs, options, run),
-                                          name="explore-lane", daemon=False)
-                process.start()
-                theirs.close()
-                started.append(_Lane(process, ours))
+    with CheckWorker(options.spark) as checks, sigterm_interrupts():
+        try:
+            started.extend(_start(context, options, run)
+                           for _ in range(min(lanes, len(files))))
             handing_out = True
             while True:
                 for lane in started:
@@ -95,44 +91,56 @@ def run_in_lanes(files: list[Path], expected: dict[Path, Expected], options: Run
                     break
                 for conn in wait([lane.conn for lane in busy]):
                     lane = next(lane for lane in busy if lane.conn is conn)
-                    _answer(lane, files, expected, checks.judge, done, errors, console)
+                    if not _answer(lane, files, expected, checks.judge, done, errors, console):
+                        started[started.index(lane)] = _start(context, options, run)
                 while shown in done:
                     yield done.pop(shown)
                     shown += 1
-    except KeyboardInterrupt:
-        _interrupt(started)
-        raise RunInterrupted("explore interrupted: each run under way was interrupted and "
-                             "torn down; the runs that ended are in their directories") from None
-    finally:
-        _stop(started)
+        except KeyboardInterrupt:
+            _interrupt(started)
+            raise RunInterrupted("explore interrupted: each run under way was interrupted "
+                                 "and torn down; the runs that ended are in their "
+                                 "directories") from None
+        finally:
+            _stop(started)
     if errors:
         raise errors[0]
 
 
+def _start(context: SpawnContext, options: RunOptions, run: RunOne) -> _Lane:
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_lane, args=(theirs, options, run), name="explore-lane")
+    process.start()
+    theirs.close()  # so that the lane's end closing reads here as its death
+    return _Lane(process, ours)
+
+
 def _answer(lane: _Lane, files: list[Path], expected: dict[Path, Expected],
             judge: Callable[[Path], int], done: dict[int, SuiteResult],
-            errors: list[BaseException], console: Console) -> None:
-    """Act on what `lane` said: judge its run, keep its result or error; a lane that died
-    without a word is its run's failure to finish."""
+            errors: list[BaseException], console: Console) -> bool:
+    """Act on what `lane` said: judge its run, keep its result or error. False when the
+    lane died without a word (killed, out of memory): that is its run's failure to
+    finish, and the lane is to be replaced."""
     assert lane.running is not None
     try:
         kind, payload = lane.conn.recv()
     except EOFError:
         file = files[lane.running]
         lane.process.join()
+        lane.conn.close()
         console.print(f"explore: the lane running {file} ended with exit code "
                       f"{lane.process.exitcode}", markup=False)
         done[lane.running] = SuiteResult(file, expected[file][0], ENVIRONMENT, None)
-        lane.running = None
-        return
+        return False
     if kind == "judge":
         lane.conn.send(judge(payload))
-        return
+        return True
     if kind == "result":
         done[lane.running] = payload
     else:
         errors.append(payload)
     lane.running = None
+    return True
 
 
 def _interrupt(lanes: list[_Lane]) -> None:

@@ -6,8 +6,11 @@ two at a time, results in seed order, the budget kept, every line naming its sce
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,11 +18,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from history.errors import BadInput
+from history.errors import ENVIRONMENT, BadInput
 from starquake.run import explore
 from starquake.run.check_worker import Judge
 from starquake.run.lanes import Expected, PrefixedLines, RunOne, run_in_lanes
-from starquake.run.pipeline import CheckFailed, RunOptions
+from starquake.run.pipeline import CheckFailed, RunInterrupted, RunOptions
 from starquake.run.suite import SuiteResult
 from tests.run.suite_runs import REPO
 
@@ -80,6 +83,27 @@ def failing_run(options: RunOptions, expected: Expected, console: Console,
     return fake_run(options, expected, console, judge)
 
 
+def dying_run(options: RunOptions, expected: Expected, console: Console,
+              judge: Judge) -> SuiteResult:
+    """Seed 2's lane dies outright (as the OOM killer would end it)."""
+    if options.scenario.stem == "explore-2":
+        os._exit(9)
+    return fake_run(options, expected, console, judge)
+
+
+def long_run(options: RunOptions, expected: Expected, console: Console,
+             judge: Judge) -> SuiteResult:
+    """A run far longer than the test, which notes the interrupt that ends it."""
+    seed = options.scenario.stem.removeprefix("explore-")
+    try:
+        (options.runs_dir / f"{seed}.started").touch()
+        time.sleep(120)
+    except KeyboardInterrupt:
+        (options.runs_dir / f"{seed}.interrupted").touch()
+        raise
+    return fake_run(options, expected, console, judge)
+
+
 def _lanes(tmp_path: Path, seeds: int, keep_going: Callable[[], bool] = lambda: True,
            run: RunOne = fake_run
            ) -> tuple[list[SuiteResult], dict[int, tuple[float, float]]]:
@@ -123,6 +147,32 @@ def test_an_error_that_ends_a_suite_ends_the_command_once_the_other_run_ends(
         _lanes(tmp_path, 4, run=failing_run)
     times = (tmp_path / "times.txt").read_text()
     assert "1 end" in times and "3 " not in times  # seed 1 finished, nothing more started
+
+
+def test_a_lane_that_dies_is_its_runs_failure_to_finish_and_is_replaced(
+        tmp_path: Path) -> None:
+    results, spans = _lanes(tmp_path, 4, run=dying_run)
+    assert [(r.scenario.stem, r.exit_code, r.run_dir is None) for r in results] == [
+        ("explore-1", 0, False), ("explore-2", ENVIRONMENT, True), ("explore-3", 0, False),
+        ("explore-4", 0, False)]
+    assert set(spans) == {1, 3, 4}
+
+
+def test_a_ctrl_c_is_passed_on_to_each_run_under_way_once(tmp_path: Path) -> None:
+    def interrupt_once_both_run() -> None:
+        while len(list(tmp_path.glob("*.started"))) < 2:
+            time.sleep(0.1)
+        main = threading.main_thread().ident
+        assert main is not None
+        signal.pthread_kill(main, signal.SIGINT)  # as a Ctrl-C reaches the command
+
+    threading.Thread(target=interrupt_once_both_run, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(RunInterrupted):
+        _lanes(tmp_path, 4, run=long_run)
+    assert time.monotonic() - started < 60
+    assert sorted(p.name for p in tmp_path.glob("*.interrupted")) == ["1.interrupted",
+                                                                     "2.interrupted"]
 
 
 def test_a_lane_prints_whole_lines_after_its_prefix(capsys: pytest.CaptureFixture[str]) -> None:
