@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends import backend as backend_named
-from harness.target import Node
+from harness.target import ROLES, Node
 from harness.topology import Topology
 from harness.workloads.knobs import KnobSpec, declared
 from harness.workloads.registry import WORKLOADS
 from harness.workloads.settings import WorkloadSettings
 from nemesis.faults import FAULTS
-from nemesis.faults.base import FaultPlanError
+from nemesis.faults.base import Fault, FaultPlanError, Surface
 from nemesis.schedule import NemesisSettings, build_schedule
 from scenarios.format import Checkers, Scenario
 from scenarios.plan import surface
@@ -162,21 +162,40 @@ clients' back-off and reconnection, a new owner's recovery, a replicator's recon
 
 def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
                  rng: random.Random) -> NemesisSettings:
-    """A random schedule over one to four faults the planned nodes can take."""
+    """A random schedule over one to four faults the planned nodes can take (those of
+    `nodes` in the scenario's clusters, when given); none when they take none (a target
+    without node controls)."""
+    if nodes is not None:  # a one-cluster workload's faults stay in its cluster
+        nodes = [node for node in nodes if node.cluster in scenario.topology.clusters]
     takes = [name for name in FAULTS if _can_take(scenario, nodes, name)]
     faults = tuple(rng.sample(takes, min(len(takes), rng.randint(1, 4))))
     low, high = rng.choice(FAULT_LENGTHS)
-    return NemesisSettings(schedule="random", faults=faults,
+    return NemesisSettings(schedule="random" if faults else "none", faults=faults,
                            interval_s=round(rng.uniform(2, 10), 1),
                            duration_s=round(rng.uniform(low, high), 1))
 
 
 def _can_take(scenario: Scenario, nodes: Sequence[Node] | None, fault: str) -> bool:
+    planned = surface(scenario, nodes=nodes)
     try:
         build_schedule(NemesisSettings(schedule="random", faults=(fault,)),
-                       surface(scenario, nodes=nodes), 0, scenario.duration_s, "explore")
+                       planned, 0, scenario.duration_s, "explore")
     except FaultPlanError:
         return False
+    return _every_pick_can(planned, FAULTS[fault])
+
+
+def _every_pick_can(planned: Surface, fault: Fault) -> bool:
+    """Every node a random schedule may aim `fault` at can take it. The schedule picks one
+    of the fault's default roles, then a node of that role, from the run's seed: on our
+    backends every node offers the same, but a target file may list no node of a role, or
+    control its brokers and not its bookies, and the run of some seed would then be
+    refused. A runtime target (the topic's owner, the controller's leader) is a broker."""
+    for default in fault.defaults:
+        names = planned.of_role(default if default in ROLES else "broker")
+        if not names or not all(planned.can(name, need)
+                                for name in names for need in fault.needs):
+            return False
     return True
 
 
@@ -189,10 +208,13 @@ def liveness_bound_ms(nemesis: NemesisSettings, topology: Topology) -> int:
 
 
 def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = None,
-                  mutants: tuple[str, ...] = (), kinds: Sequence[str] = KINDS) -> Scenario:
+                  mutants: tuple[str, ...] = (), kinds: Sequence[str] = KINDS,
+                  narrow: Callable[[Scenario], Scenario] | None = None) -> Scenario:
     """The scenario seed `seed` draws for `backend` (or for the `nodes` of a target
     starquake did not start), with `mutants` switched on and `valid` expected. `kinds`:
-    the workloads to draw from (those the target can run).
+    the workloads to draw from (those the target can run). `narrow` fits the drawn
+    workload and topology to a target (scenarios/offer.py) before the faults are drawn
+    over its nodes and the liveness bound over its session timeout.
 
     The draw is a function of the seed, the backend (or nodes) and `kinds` alone: it
     draws with no mutant, and `mutants` is set on the finished scenario, so a seed's
@@ -208,8 +230,10 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
                         duration_s=duration_s,
                         seed=seed, description=f"Drawn by starquake explore from seed {seed}.",
                         topology=topology, workload=draw_workload(kind, Draw(rng, duration_s)))
+    if narrow is not None:
+        scenario = narrow(scenario)
     nemesis = draw_nemesis(scenario, nodes, rng)
-    bound = liveness_bound_ms(nemesis, topology)
+    bound = liveness_bound_ms(nemesis, scenario.topology)
     return replace(scenario, nemesis=nemesis, mutants=mutants,
                    checkers=Checkers(unavailable_bound_ms=bound,
                                      zombie_broker_bound_ms=rng.choice((None, bound))))

@@ -18,17 +18,14 @@ from pathlib import Path
 
 from harness.target import Target
 from harness.targets.external.file import Feature as SystemFeature
-from harness.workloads.registry import ONE_CLUSTER
 from nemesis.faults.session import OUTLAST
 from scenarios.catalogue import resolve_scenario
 from scenarios.format import Scenario, ScenarioError, load_scenario
+from scenarios.offer import HEALTH_SLACK_S, on_clusters
 from scenarios.plan import schedule_for
 
 SETTLE_S = 8.0
 """Load kept up after a fault of a stretched schedule ends, before the final heal."""
-HEALTH_SLACK_S = 5.0
-"""Added to a Target's shutdown bound to make `zombie-broker`'s: health is read once a
-second, and a reading may come late."""
 CUT_BEYOND_BOUND_S = 10.0
 """How much longer than that bound a broker stays cut, beyond the session timeout it may
 take to notice the cut: a broker that never shuts down is unhealthy for about the cut less
@@ -131,10 +128,7 @@ def fit(scenario: Scenario, feature: Feature, target: Target) -> Scenario:
     only, for a one-cluster workload, which acts on the first); faults that outlast its
     metadata session, and a `zombie-broker` bound of its own, where the feature asks for
     them."""
-    names = tuple(cluster.name for cluster in target.clusters)
-    topology = dataclasses.replace(
-        scenario.topology, clusters=names[:1] if scenario.workload.kind in ONE_CLUSTER else names)
-    scenario = dataclasses.replace(scenario, topology=topology)
+    scenario = on_clusters(scenario, tuple(cluster.name for cluster in target.clusters))
     if feature.outlast_session:
         scenario = _stretched(scenario, round(OUTLAST * target.session_timeout_s, 1))
     if feature.shutdown_bound:

@@ -25,31 +25,23 @@ from rich.table import Table
 from rich.text import Text
 
 from checkers.spark_settings import SparkSettings
-from harness.health_probe import read_health
 from harness.target import Target
 from harness.targets.external.features import probe_features
 from harness.targets.external.file import FEATURES as SYSTEM_FEATURES
-from harness.targets.external.file import load_target_file
-from harness.targets.external.reachability import check_reachable
-from harness.targets.external.target import ExternalTarget
 from history.errors import (
     ENVIRONMENT,
     INVALID,
     UNKNOWN,
     VALID,
-    EnvironmentProblem,
     StarquakeError,
 )
 from history.version import starquake_version
 from scenarios.format import scenario_toml
 from starquake.conform.features import FEATURES, PlannedFeature, plan_feature
 from starquake.run.check_worker import CheckWorker
+from starquake.run.given_target import reach_target, start_brokers_again
 from starquake.run.pipeline import INTERRUPTED, SEED_LIMIT, RunInterrupted, RunOptions
 from starquake.run.pipeline import run as run_scenario
-
-RESTART_WAIT_S = 60.0
-"""How long a broker started again after `metadata-loss-shutdown` may take to answer its
-health check before the next feature begins anyway."""
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "unknown": "yellow", "error": "yellow",
                 "unsupported": "dim", "skipped": "dim", "pending": "", "running": "bold"}
@@ -95,10 +87,8 @@ class ConformOutcome:
 
 def conform(options: ConformOptions, console: Console) -> ConformOutcome:
     """Check every selected feature against the target the file describes."""
-    spec = load_target_file(options.target_file)
-    target = ExternalTarget(spec)
-    check_reachable(target)
-    _heal_leftovers(target)
+    target = reach_target(options.target_file)
+    spec = target.file
     support = {name: (s.supported, s.why) for name, s in probe_features(target).items()}
     seed = options.seed if options.seed is not None else secrets.randbelow(SEED_LIMIT)
     directory = _directory(options.runs_dir, spec.name, seed)
@@ -122,7 +112,7 @@ def conform(options: ConformOptions, console: Console) -> ConformOutcome:
             try:
                 _run_feature(plan, row, target, directory, options, seed, console, checks)
                 if plan.feature.shutdown_bound:
-                    _start_brokers_again(target, console)
+                    start_brokers_again(target, console)
             except RunInterrupted:
                 # What finished is kept and tabled; the interrupted run keeps its history.
                 row.status, row.reason = "error", "interrupted"
@@ -132,41 +122,6 @@ def conform(options: ConformOptions, console: Console) -> ConformOutcome:
     _write_outputs(directory, options, spec.name, seed, rows, code)
     console.print(_table(rows))
     return ConformOutcome(directory, rows, code)
-
-
-def _heal_leftovers(target: Target) -> None:
-    """Let all traffic through on every node we can partition: every run heals what it
-    broke, but a harness killed outright (SIGKILL, a lost machine) cannot, and its drops
-    would still be in force."""
-    network = target.network
-    if network is not None:
-        for name in network.names:
-            network.drop(name, ())
-
-
-def _start_brokers_again(target: Target, console: Console) -> None:
-    """Start every broker with process control (`start` leaves a running one alone) and
-    wait, up to RESTART_WAIT_S, while one is down or unhealthy: a broker that shut
-    down as PIP-57 asks stays down until something starts it, and the next feature would
-    find one broker fewer than this one did."""
-    waiting = {node.name: cluster.broker_admin_urls[node.name]
-               for cluster in target.clusters for node in cluster.of_role("broker")
-               if "kill" in node.capabilities}
-    for name in list(waiting):
-        try:
-            target.control(name).start()
-        except EnvironmentProblem as exc:  # the table so far must still be written
-            console.print(f"  could not start {name} again: {exc}", markup=False)
-            del waiting[name]
-    deadline = time.monotonic() + RESTART_WAIT_S
-    while waiting and time.monotonic() < deadline:
-        waiting = {name: url for name, url in waiting.items()
-                   if read_health(url)["answer"] in ("down", "unhealthy")}
-        if waiting:
-            time.sleep(1.0)
-    if waiting:
-        console.print(f"  still down or unhealthy {RESTART_WAIT_S:g} s after a start: "
-                      f"{', '.join(sorted(waiting))}", markup=False)
 
 
 def _directory(runs_dir: Path, name: str, seed: int) -> Path:

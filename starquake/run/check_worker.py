@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Protocol
 
 from checkers.cli import WORKER_DONE
 from checkers.spark_settings import SparkSettings
@@ -29,6 +29,14 @@ from starquake.run import lifeline
 
 STOP_WAIT_S = 30
 """How long a worker told to stop may take to end its Spark session before it is killed."""
+
+
+class Judge(Protocol):
+    """What a run needs of the worker that judges it (a `CheckWorker`, or a lane's way to
+    the command's one worker: starquake/run/lanes.py)."""
+
+    def judge(self, run_dir: Path) -> int:
+        """The run's `starquake check` exit code."""
 
 
 class CheckWorker:

@@ -1,5 +1,8 @@
 """`starquake explore`: runs of whole scenarios drawn from seeds (scenarios/draw.py), one
-after another, each judged, then indexed as `starquake suite` indexes its runs.
+after another (or two at a time, starquake/run/lanes.py), each judged, then indexed as
+`starquake suite` indexes its runs. Each run deploys the drawn topology on a backend, or
+aims at a system starquake did not start (`--target`), for which each seed's scenario is
+drawn within what it offers (scenarios/offer.py).
 
 Each seed's scenario is written to `RUNS/scenarios/explore-<seed>.toml` before the first run
 starts, an ordinary scenario file: `starquake run` of it repeats the run, and its run
@@ -9,8 +12,10 @@ expects `valid`: with `--mutants` on, an `invalid` run is a catch. docs/explore.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -20,9 +25,19 @@ from harness.backends import BACKENDS
 from history.errors import ENVIRONMENT, INVALID, VALID, BadInput
 from scenarios.draw import KINDS, draw_scenario
 from scenarios.format import scenario_toml
+from scenarios.offer import Offer, draw_for_offer
 from starquake.output import command_console
+from starquake.run.explore_target import target_command, target_offer
+from starquake.run.given_target import reach_target, start_brokers_again
 from starquake.run.pipeline import RunOptions
 from starquake.run.suite import SuiteResult, run_suite
+
+DEFAULT_BACKEND = "docker"
+PARALLEL_MEMORY_GIB = {"apache-pulsar": 6.0}
+"""Memory one run at a time needs, where two at once could exhaust a machine: Apache
+Pulsar's geo runs start two clusters of some 1.9 GiB each under load
+(docs/apache-pulsar.md), with room for their clients and the check worker's share. Our
+reference implementation's nodes are small Python processes."""
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600}
@@ -50,17 +65,60 @@ def explore_seeds(seeds: int | None, seed: int | None, first_seed: int) -> list[
 
 
 def write_drawn(seeds: list[int], backend: str, mutants: tuple[str, ...],
-                directory: Path) -> list[Path]:
-    """Each seed's drawn scenario as a file in `directory`, read back through the scenario
-    reader by the runs (so a drawn scenario is held to the format as any other)."""
+                directory: Path, offer: Offer | None = None) -> list[Path]:
+    """Each seed's drawn scenario as a file in `directory` (for the target offering `offer`,
+    when one is given), read back through the scenario reader by the runs (so a drawn
+    scenario is held to the format as any other)."""
     directory.mkdir(parents=True, exist_ok=True)
     files = []
     for number in seeds:
-        scenario = draw_scenario(number, backend, mutants=mutants, kinds=KINDS)
+        scenario = (draw_scenario(number, backend, mutants=mutants, kinds=KINDS)
+                    if offer is None else draw_for_offer(number, offer))
         path = directory / f"{scenario.name}.toml"
         path.write_text(scenario_toml(scenario))
         files.append(path)
     return files
+
+
+def check_options(target_file: Path | None, backend: str | None, mutants: tuple[str, ...],
+                  parallel: int) -> None:
+    """Refuse what cannot be explored together, one line each (exit 3)."""
+    if target_file is not None and backend is not None:
+        raise BadInput("give --target or --backend, not both: a target file names a system "
+                       "already running, a backend one each run deploys")
+    if target_file is not None and mutants:
+        raise BadInput("--mutants cannot go with --target: mutants are of our reference "
+                       "implementation, which a run deploys for itself (--backend)")
+    if parallel > 1 and target_file is not None:
+        raise BadInput("--parallel 2 cannot go with --target: one system cannot take two "
+                       "runs' faults at once without each run disturbing the other")
+    if parallel > 1:
+        problem = memory_problem(backend or DEFAULT_BACKEND, parallel)
+        if problem is not None:
+            raise BadInput(problem)
+
+
+def memory_problem(backend: str, parallel: int) -> str | None:
+    """Why this machine should not deploy `parallel` of the backend's largest drawn
+    topologies at once; None when it may."""
+    needed = PARALLEL_MEMORY_GIB.get(backend, 0.0) * parallel
+    available = available_memory_gib()
+    if available is None or available >= needed:
+        return None
+    return (f"--parallel {parallel} with --backend {backend} needs about {needed:g} GiB of "
+            f"available memory (two clusters of Apache Pulsar per geo run), this machine "
+            f"has {available:.1f} GiB; run one at a time")
+
+
+def available_memory_gib() -> float | None:
+    """MemAvailable of /proc/meminfo; None where there is none."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return None
 
 
 @click.command()
@@ -71,35 +129,55 @@ def write_drawn(seeds: list[int], backend: str, mutants: tuple[str, ...],
 @click.option("--first-seed", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option("--budget", type=Duration(), default=None,
               help="Start no run after this long (90s, 15m, 2h); the runs begun finish.")
-@click.option("--backend", type=click.Choice(tuple(BACKENDS)), default="docker",
-              show_default=True, help="What the drawn topologies are deployed on.")
+@click.option("--backend", type=click.Choice(tuple(BACKENDS)), default=None,
+              help=f"What the drawn topologies are deployed on [{DEFAULT_BACKEND}].")
+@click.option("--target", "target_file", type=click.Path(dir_okay=False, path_type=Path),
+              default=None,
+              help="Run against the system this target file describes instead "
+                   "(docs/testing-your-implementation.md): each scenario is drawn within "
+                   "what it offers; nothing of it is started or stopped.")
 @click.option("--mutants", default="", metavar="M,...",
               help="Switch these mutants of the reference implementation on in every run.")
+@click.option("--parallel", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="Runs at a time, each on a cluster of its own (not with --target).")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the drawn scenarios, the runs, index.html and junit.xml go "
                    "[runs/explore-<timestamp>].")
 @spark_options
 def explore(seeds: int | None, seed: int | None, first_seed: int, budget: float | None,
-            backend: str, mutants: str, runs_dir: Path | None, spark: SparkSettings) -> int:
+            backend: str | None, target_file: Path | None, mutants: str, parallel: int,
+            runs_dir: Path | None, spark: SparkSettings) -> int:
     """Draw whole scenarios from seeds (workload, knobs, topology, faults, liveness bound)
     and run each, then write index.html and junit.xml beside the runs (docs/explore.md).
+    With --target, each scenario is drawn within what that system offers and run against
+    it, one at a time; nothing of it is started or stopped.
 
     Exits 0 when every run is valid, 1 when one is invalid (with --mutants, a catch),
     2 when one is unknown and none invalid, 3 on bad input, 4 when a run could not finish.
     """
     from reports.suite import write_suite_index
 
+    names = tuple(m.strip() for m in mutants.split(",") if m.strip())
+    check_options(target_file, backend, names, parallel)
+    numbers = explore_seeds(seeds, seed, first_seed)
     console = command_console()
     top = runs_dir or Path("runs") / f"explore-{time.strftime('%Y%m%d-%H%M%S')}"
-    names = tuple(m.strip() for m in mutants.split(",") if m.strip())
-    files = write_drawn(explore_seeds(seeds, seed, first_seed), backend, names,
-                        top / "scenarios")
+    target = None if target_file is None else reach_target(target_file)
+    offer = None if target is None else target_offer(target, console)
+    files = write_drawn(numbers, backend or DEFAULT_BACKEND, names, top / "scenarios", offer)
     started = time.monotonic()
+
+    between: Callable[[], None] | None = None  # a given target is tended between runs
+    command_for: Callable[[Path], str] | None = None
+    if target is not None and target_file is not None:
+        between = functools.partial(start_brokers_again, target, console)
+        command_for = functools.partial(target_command, target_file, top=top)
     results: list[SuiteResult] = []
     for result in run_suite(files, RunOptions(files[0], backend=backend, runs_dir=top,
-                                              spark=spark), console,
+                                              target=target, spark=spark), console,
                             keep_going=lambda: budget is None
-                            or time.monotonic() - started < budget):
+                            or time.monotonic() - started < budget,
+                            between=between, command_for=command_for, parallel=parallel):
         results.append(result)
     finished = [r.run_dir for r in results if r.run_dir is not None]
     if finished:

@@ -36,7 +36,7 @@ from nemesis.runner import FaultStatus, NemesisRunner
 from nemesis.schedule import Schedule
 from scenarios.format import Scenario, load_scenario
 from scenarios.plan import schedule_for
-from starquake.run.check_worker import CheckWorker
+from starquake.run.check_worker import CheckWorker, Judge
 from starquake.run.progress import CountingHistory, Progress
 from starquake.run.run_dir import create_run_dir, reproducing_command, update_latest, write_inputs
 
@@ -111,8 +111,7 @@ def resolve(options: RunOptions) -> tuple[Scenario, Schedule]:
     return scenario, schedule_for(scenario, seed, nodes=nodes).pinned(options.fault_targets)
 
 
-def run(options: RunOptions, console: Console, checks: CheckWorker | None = None
-        ) -> RunOutcome:
+def run(options: RunOptions, console: Console, checks: Judge | None = None) -> RunOutcome:
     """Execute and judge one run; `checks` is the check worker of a command that runs
     several (a suite's), else the run starts one of its own."""
     scenario, schedule = resolve(options)
@@ -254,7 +253,7 @@ def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Target,
             thread.join(timeout=60)
 
 
-def _judge(run_dir: Path, console: Console, checks: CheckWorker) -> RunOutcome:
+def _judge(run_dir: Path, console: Console, checks: Judge) -> RunOutcome:
     """Parquet, the check (its exit code is the run's), the report."""
     prepare(run_dir / "history.jsonl")
     console.print("[bold]checking[/bold]")

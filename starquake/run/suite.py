@@ -24,7 +24,7 @@ from history.errors import ENVIRONMENT, INVALID, VALID, StarquakeError
 from reports.run_dir import missing_anomalies
 from scenarios.catalogue import resolve_suite
 from starquake.output import command_console
-from starquake.run.check_worker import CheckWorker
+from starquake.run.check_worker import CheckWorker, Judge
 from starquake.run.pipeline import RunOptions, resolve
 from starquake.run.pipeline import run as run_scenario
 from starquake.run.summary import print_summary
@@ -55,32 +55,56 @@ def scenario_files(paths: list[Path]) -> list[Path]:
 
 
 def run_suite(files: list[Path], options: RunOptions, console: Console,
-              keep_going: Callable[[], bool] = lambda: True) -> Iterator[SuiteResult]:
+              keep_going: Callable[[], bool] = lambda: True, *,
+              between: Callable[[], None] | None = None,
+              command_for: Callable[[Path], str | None] | None = None,
+              parallel: int = 1) -> Iterator[SuiteResult]:
     """Every scenario's run, judged by one check worker (its Spark session starts once),
     each yielded as it ends so that a caller can keep it before the next one starts.
-    `keep_going` is asked before each run; once it says no, no run starts."""
+    `keep_going` is asked before each run; once it says no, no run starts. `between` is
+    called after each run (a given Target tended before the next); `command_for` gives a
+    run's reproducing command where the default (`starquake reproduce`) would not do.
+    `parallel` 2 runs two at a time, each in a process of its own (starquake/run/lanes.py),
+    and yields in the files' order; it is for backends, whose runs need neither."""
     if not files:
         return
     scenarios = {f: resolve(dataclasses.replace(options, scenario=f))[0] for f in files}
+    expected = {f: (s.expected, s.expected_anomalies) for f, s in scenarios.items()}
+    if parallel > 1:
+        from starquake.run.lanes import run_in_lanes
+
+        assert between is None and command_for is None and options.target is None
+        yield from run_in_lanes(files, expected, options, console, keep_going, parallel)
+        return
     with CheckWorker(options.spark) as checks:
         for number, scenario in enumerate(files, start=1):
             if not keep_going():
                 return
             console.print(f"suite: {number}/{len(files)} {scenario}", markup=False)
-            try:
-                outcome = run_scenario(dataclasses.replace(options, scenario=scenario), console,
-                                       checks)
-            except StarquakeError as exc:
-                if exc.exit_code != ENVIRONMENT:
-                    raise
-                console.print(f"suite: {scenario} could not run: {exc}", markup=False)
-                yield SuiteResult(scenario, scenarios[scenario].expected, exc.exit_code, None)
-                continue
-            print_summary(console, outcome)
-            wanted = scenarios[scenario]
-            yield SuiteResult(
-                scenario, wanted.expected, outcome.exit_code, outcome.run_dir,
-                tuple(missing_anomalies(outcome.results, list(wanted.expected_anomalies))))
+            command = None if command_for is None else command_for(scenario)
+            yield judged_run(dataclasses.replace(options, scenario=scenario,
+                                                 command=command or options.command),
+                             expected[scenario], console, checks)
+            if between is not None:
+                between()
+
+
+def judged_run(options: RunOptions, expected: tuple[str, tuple[str, ...]], console: Console,
+               checks: Judge) -> SuiteResult:
+    """`options.scenario`'s run and its verdict against `expected` (the verdict and the
+    anomalies its scenario expects); a run that could not finish is a result with no run
+    directory, anything else that stops a run is raised."""
+    verdict, anomalies = expected
+    try:
+        outcome = run_scenario(options, console, checks)
+    except StarquakeError as exc:
+        if exc.exit_code != ENVIRONMENT:
+            raise
+        console.print(f"suite: {options.scenario} could not run: {exc}", markup=False)
+        return SuiteResult(options.scenario, verdict, exc.exit_code, None)
+    print_summary(console, outcome)
+    return SuiteResult(options.scenario, verdict, outcome.exit_code, outcome.run_dir,
+                       tuple(missing_anomalies(outcome.results, list(anomalies))))
 
 
 @click.command()

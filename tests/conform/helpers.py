@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,3 +31,25 @@ def statuses(document: dict[str, Any]) -> dict[str, str]:
 
 def explain(done: subprocess.CompletedProcess[str]) -> str:
     return f"exit {done.returncode}\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+
+
+def serve(tmp: Path, *args: str) -> Iterator[Path]:
+    """`starquake serve` in the background until its target file appears; Ctrl-C after."""
+    target = tmp / "target.toml"
+    process = subprocess.Popen([sys.executable, "-m", "starquake", "serve", "--dir",
+                                str(tmp / "cluster"), "--target-file", str(target), *args],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not target.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert target.exists(), f"serve did not come up (exit {process.poll()})"
+        yield target
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)

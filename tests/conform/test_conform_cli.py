@@ -15,10 +15,10 @@ from harness.topology import REFERENCE_RECONNECT_RETRIES, metadata_loss_shutdown
 from history.errors import EnvironmentProblem
 from impl.broker.config import BrokerConfig
 from scenarios.format import load_scenario
-from starquake.conform import pipeline
 from starquake.conform.cli import FEATURE_CHOICES
 from starquake.conform.features import FEATURE_NAMES, FEATURES, fit, plan_feature
 from starquake.conform.pipeline import Row, exit_code
+from starquake.run import given_target
 from tests.conform.helpers import REPO, conform
 
 NOBODY = "127.0.0.1:9"  # the discard port: nothing listens there
@@ -179,11 +179,11 @@ def test_after_the_shutdown_feature_every_controlled_broker_is_started_and_await
         def control(self, name: str) -> _Control:
             return _Control(name)
 
-    monkeypatch.setattr(pipeline, "read_health",
+    monkeypatch.setattr(given_target, "read_health",
                         lambda url: {"answer": answers[url].pop(0)})
-    monkeypatch.setattr(pipeline.time, "sleep", lambda _s: None)
+    monkeypatch.setattr("starquake.run.given_target.time.sleep", lambda _s: None)
     console = Console(record=True, width=200)
-    pipeline._start_brokers_again(_Brokers(), console)  # type: ignore[arg-type]
+    given_target.start_brokers_again(_Brokers(), console)  # type: ignore[arg-type]
     assert started == ["a-broker1", "a-broker2"]
     assert "could not start a-broker4 again: a-broker4: start failed" in console.export_text()
     assert answers == {"http://b1": [], "http://b2": []}  # read until healthy, no longer

@@ -6,45 +6,13 @@ should catch it while the others pass."""
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conform.helpers import REPO, conform, explain, statuses
+from tests.conform.helpers import conform, explain, serve, statuses
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
-
-
-def _serve(tmp: Path, *args: str) -> Iterator[Path]:
-    """`starquake serve` in the background until its target file appears; Ctrl-C after."""
-    target = tmp / "target.toml"
-    process = subprocess.Popen([sys.executable, "-m", "starquake", "serve", "--dir",
-                                str(tmp / "cluster"), "--target-file", str(target), *args],
-                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
-    try:
-        deadline = time.monotonic() + 90
-        while not target.exists() and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert target.exists(), f"serve did not come up (exit {process.poll()})"
-        yield target
-    finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from _serve(tmp_path_factory.mktemp("serve"))
 
 
 def test_hooks_on_served_processes_pass_every_feature_they_can_take(
@@ -92,7 +60,7 @@ def test_each_mutant_fails_the_feature_that_should_catch_it(tmp_path: Path) -> N
     at Latest lose what a child took before its consumer came; receipts naming the
     producer's newest entry put two values at one position once sends are pipelined; a
     bookie that answers before its write is durable loses it when killed."""
-    for target in _serve(tmp_path, "--mutants", "child-cursor-at-latest,"
+    for target in serve(tmp_path, "--mutants", "child-cursor-at-latest,"
                          "receipt-names-latest-write,ack-before-durable"):
         done, document = conform(target, tmp_path / "runs", "--features",
                                  "durability-kill,durability-storage-kill,scalable-topics")
