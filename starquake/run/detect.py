@@ -66,10 +66,15 @@ class Detection:
     def row(self, *more: str) -> str:
         median = (f"{statistics.median(self.first_anomaly_s):.1f}"
                   if self.first_anomaly_s else "-")
-        return (f"| `{self.scenario}` | {', '.join(f'`{m}`' for m in self.mutants)} | "
+        return (f"| `{self.scenario}` | {mutants_cell(self.mutants)} | "
                 f"{', '.join(self.anomalies)} | {sum(self.caught)}/{len(self.caught)} | "
                 f"{median} | {sum(self.twins_valid)}/{len(self.twins_valid)} |"
                 + "".join(f" {cell} |" for cell in more))
+
+
+def mutants_cell(mutants: tuple[str, ...]) -> str:
+    """A mutant scenario's mutants as the detection tables show them, in either table."""
+    return ", ".join(f"`{m}`" for m in mutants)
 
 
 @dataclass(frozen=True)

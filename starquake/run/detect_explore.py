@@ -26,7 +26,7 @@ from rich.console import Console
 from checkers.spark_settings import SparkSettings
 from history.errors import INVALID, VALID
 from scenarios.format import Scenario, load_scenario
-from starquake.run.detect import Columns, generated, reported
+from starquake.run.detect import Columns, generated, mutants_cell, reported
 from starquake.run.detect_ledger import Judged, Ledger
 from starquake.run.explore import write_drawn
 from starquake.run.pipeline import RunOptions
@@ -170,7 +170,7 @@ def explore_table(scenarios: list[Scenario], found: Exploration, seeds: int, com
         "",
         "| scenario | mutants | caught by explore | first catch at seed |",
         "| --- | --- | --- | --- |",
-        *(f"| `{s.name}` | {', '.join(f'`{m}`' for m in s.mutants)} | "
+        *(f"| `{s.name}` | {mutants_cell(s.mutants)} | "
           f"{' | '.join(found.cells(s.mutants))} |" for s in scenarios),
         "",
         summary(found, seeds),

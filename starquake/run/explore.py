@@ -13,7 +13,6 @@ expects `valid`: with `--mutants` on, an `invalid` run is a catch. docs/explore.
 from __future__ import annotations
 
 import functools
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +25,7 @@ from history.errors import ENVIRONMENT, INVALID, VALID, BadInput
 from scenarios.draw import KINDS, draw_scenario
 from scenarios.format import scenario_toml
 from scenarios.offer import Offer, draw_for_offer
+from starquake.duration_option import Duration
 from starquake.output import command_console
 from starquake.run.explore_target import target_command, target_offer
 from starquake.run.given_target import reach_target, start_brokers_again
@@ -38,25 +38,6 @@ PARALLEL_MEMORY_GIB = {"apache-pulsar": 6.0}
 Pulsar's geo runs start two clusters of some 1.9 GiB each under load
 (docs/apache-pulsar.md), with room for their clients and the check worker's share. Our
 reference implementation's nodes are small Python processes."""
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smh]?)")
-_UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600}
-
-
-class Duration(click.ParamType):
-    """`90s`, `15m`, `2h`, or a number of seconds."""
-
-    name = "duration"
-
-    def convert(self, value: object, param: click.Parameter | None,
-                ctx: click.Context | None) -> float:
-        if isinstance(value, float):
-            return value
-        found = _DURATION.fullmatch(str(value).strip())
-        if found is None:
-            self.fail(f"{value!r}: expected a duration such as 90s, 15m or 2h", param, ctx)
-        return float(found[1]) * _UNIT_S[found[2]]
-
 
 def explore_seeds(seeds: int | None, seed: int | None, first_seed: int) -> list[int]:
     if seed is not None and seeds is not None:

@@ -25,9 +25,9 @@ from reports.run_dir import found_anomalies, load_run
 from scenarios.format import Scenario, ScenarioError, load_scenario, scenario_toml
 from scenarios.plan import schedule_for
 from scenarios.shrink import candidates, size
+from starquake.duration_option import Duration
 from starquake.output import command_console
 from starquake.run.check_worker import CheckWorker
-from starquake.run.explore import Duration
 from starquake.run.pipeline import RunOptions
 from starquake.run.pipeline import run as run_scenario
 
