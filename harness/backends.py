@@ -74,7 +74,7 @@ BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (
             "harness.targets.local.target:LocalTarget", on_loopback=True),
     # No session-debug: Pulsar's brokers do not publish their ZooKeeper session.
     Backend("apache-pulsar", "Apache Pulsar's official distribution in containers",
-            frozenset({"kill", "pause", "partition"}),
+            frozenset({"kill", "pause", "partition", "cut-clients"}),
             "harness.targets.apache_pulsar.target:ApachePulsarTarget",
             unsupported_workloads=frozenset({"scalable", "migration", "auth"})),
 )}
