@@ -117,8 +117,8 @@ def test_the_shutdown_feature_holds_a_target_to_the_bound_it_declares() -> None:
     assert fitted.duration_s >= cut.at_s + cut.duration_s + 8
     # The packaged file is already fitted to our brokers in containers: 4 s sessions,
     # three retries.
-    ours = fit(scenario, feature,  # type: ignore[arg-type]
-               _Target(4.0, ("a",), metadata_loss_shutdown_s("reconnect", 4.0)))
+    ours = fit(scenario, feature,
+               _Target(4.0, ("a",), metadata_loss_shutdown_s("reconnect", 4.0)))  # type: ignore[arg-type]
     assert ours == scenario
 
 
