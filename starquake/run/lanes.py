@@ -218,8 +218,8 @@ def _lane(conn: Connection, options: RunOptions, run: RunOne) -> None:
                               soft_wrap=True)
             console.print(f"suite: {number}/{total} {file}", markup=False)
             try:
-                result = run(dataclasses.replace(options, scenario=file), expected, console,
-                                     judge)
+                result = run(dataclasses.replace(options, scenario=file), expected,
+                             console, judge)
             except BaseException as exc:  # anything else ends the command, as in one lane
                 conn.send(("error", _sendable(exc)))
                 return
