@@ -51,6 +51,11 @@ class CursorReading:
             return True
         return any(start < position <= end for start, end in self.individually_deleted)
 
+    def covers_through(self, position: Position) -> bool:
+        """Whether the subscription holds every position up to `position` as acknowledged:
+        what a cumulative acknowledgement of it promises."""
+        return self.mark_delete is not None and position <= self.mark_delete
+
     def detail(self) -> dict[str, Any]:
         """The observation's `detail` (its `position` is the mark-delete position)."""
         return {"individually_deleted": [[position_text(a), position_text(b)]

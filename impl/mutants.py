@@ -88,6 +88,12 @@ CATALOGUE: dict[str, Mutant] = {m.name: m for m in (
            "the subscription's other consumers",
            "messages that were out at a consumer that closed or crashed are never delivered "
            "again: the subscription's backlog never drains"),
+    Mutant("cumulative-ack-through-dispatched", "subscription",
+           "Pulsar's PersistentSubscription.acknowledgeMessage: a cumulative "
+           "acknowledgement moves the mark-delete to the position it names, no further",
+           "a cumulative acknowledgement also acknowledges what was dispatched to its "
+           "consumer after the message it names: what that consumer held unread when it "
+           "crashed is never delivered again (lost)"),
     Mutant("nack-not-redelivered", "subscription",
            "Pulsar's PersistentDispatcherMultipleConsumers.redeliverUnacknowledgedMessages: "
            "the positions a consumer asks for again (its negative acknowledgements) are "

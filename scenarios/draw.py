@@ -105,6 +105,8 @@ KNOB_DRAWS: dict[str, KnobDraw] = {
     "crash_interval_s": _off_or(0.4, 3, 15),
     "receiver_queue": lambda draw, _spec: draw.rng.choice((1, 10, 100, 1000)),
     "nack_share": _off_or(0.4, 0.01, 0.3),
+    "cumulative_ack_every": _off_or(0.4, 1, 20),
+    "deduplication": _coin(0.3),
     "consumer_lag_s": _seconds(0, 3),
     # scalable topics
     "initial_segments": _ints(1, 4),
@@ -126,7 +128,8 @@ KNOB_DRAWS: dict[str, KnobDraw] = {
 def knob_value(spec: KnobSpec, draw: Draw) -> Any:
     value = KNOB_DRAWS[spec.name](draw, spec)
     if spec.kind is int:
-        return max(int(value), int(spec.rule.least or 1))
+        least = 1 if spec.rule.least is None else int(spec.rule.least)
+        return max(int(value), least)
     return value
 
 

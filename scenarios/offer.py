@@ -5,7 +5,8 @@ A seed's scenario for a target is drawn by `draw_scenario` from the distribution
 explore run draws from, told what the target offers: its workload among those whose system
 features the target offers, its faults among those the target's nodes can take (none
 without node controls). What the draw then says of a deployment is narrowed to what the
-target is: its clusters, how many nodes of each role, its session timeout; the liveness
+target is: its clusters, how many nodes of each role, its session timeout, and the
+broker's deduplication off (`without_deduplication` says why); the liveness
 bound follows, and a broker is held to shutting down only when the target declares it
 does (PIP-57). The scenario's `topology.backend` is left as drawn: a run aimed at a target
 deploys nothing.
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from harness.target import ROLES, Node, Target, TargetCluster
 from harness.targets.external.file import Feature
 from harness.workloads.registry import ONE_CLUSTER
+from harness.workloads.settings import WorkloadSettings
+from harness.workloads.shared_knobs import DeduplicationKnobs
 from scenarios.draw import KINDS, draw_scenario
 from scenarios.format import Scenario
 
@@ -90,7 +93,18 @@ def narrowed(scenario: Scenario, offer: Offer) -> Scenario:
     topology = dataclasses.replace(scenario.topology, brokers=counts["broker"],
                                    bookies=counts["bookie"], zookeepers=counts["zookeeper"],
                                    session_timeout_ms=round(1000 * offer.session_timeout_s))
-    return dataclasses.replace(scenario, topology=topology)
+    return dataclasses.replace(scenario, topology=topology,
+                               workload=without_deduplication(scenario.workload))
+
+
+def without_deduplication(workload: WorkloadSettings) -> WorkloadSettings:
+    """No read-only probe tells whether a system deduplicates, and a run that asks one
+    that does not would fail to open: a target's draws leave the broker's deduplication
+    off (a scenario written for a system that offers it may switch it on)."""
+    knobs = workload.knobs
+    if not isinstance(knobs, DeduplicationKnobs) or not knobs.deduplication:
+        return workload
+    return dataclasses.replace(workload, knobs=dataclasses.replace(knobs, deduplication=False))
 
 
 def held_to_shutdown(scenario: Scenario, offer: Offer) -> Scenario:

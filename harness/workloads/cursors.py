@@ -4,10 +4,12 @@ The official Python client gives no receipt for an acknowledgement: it groups ac
 sends them later, and never says whether the broker applied them. The broker's cursor
 does say it: once a message's position is at or below the subscription's mark-delete
 position, or inside one of its individually deleted ranges, the subscription holds it as
-acknowledged, whoever moved it there. So a workload leaves each `ack` pending (each on a
-client process of its own, taken from a pool), and a `CursorObserver` reads every watched
-subscription's cursor through the admin API about every `POLL_S` while the workload runs,
-and once more after the drain. Each reading is recorded as a `cursor` observation, and
+acknowledged, whoever moved it there. A cumulative acknowledgement promises everything up
+to its message: only a mark-delete position at or past it confirms one. So a workload
+leaves each `ack` pending (each on a client process of its own, taken from a pool), and a
+`CursorObserver` reads every watched subscription's cursor through the admin API about
+every `POLL_S` while the workload runs, and once more after the drain. Each reading is
+recorded as a `cursor` observation, and
 every pending ack invoked before the reading began whose delivered position it covers
 completes `ok` with `detail` `{"confirmed_by": "cursor"}`. What no reading ever covered
 completes `info` (`error` `unconfirmed`) when the observer finishes.
@@ -53,6 +55,14 @@ class PendingAck:
     process: ClientProcess
     position: Position | None
     fields: dict[str, Any]
+    cumulative: bool = False
+    """Confirmed by the mark-delete position alone (the module docstring)."""
+
+    def confirmed_by(self, reading: CursorReading) -> bool:
+        if self.position is None:
+            return False
+        return (reading.covers_through(self.position) if self.cumulative
+                else reading.covers(self.position))
 
     def refused(self, error: str) -> None:
         """The client refused the ack: it may or may not have been sent."""
@@ -99,16 +109,18 @@ class CursorObserver:
         self._thread.start()
 
     def invoke_ack(self, value: str, position: str | None, fields: dict[str, Any], *,
-                   confirm_at: str | None) -> PendingAck:
+                   confirm_at: str | None, cumulative: bool = False) -> PendingAck:
         """Record, on a pooled process, the `ack` invoke of a message delivered at
         `position` (recorded; None leaves it out of the history) and compared with the
         cursor at `confirm_at` (None: only `finish()` settles it). `fields` carries the
-        topic, subscription, consumer and cluster."""
+        topic, subscription, consumer and cluster; a `cumulative` ack says so in its
+        `detail`, on the invoke and the completion."""
         with self._lock:
             process = self._idle.pop() if self._idle else ClientProcess(self._history, self._ids)
-        ack_fields = {"value": value, "position": position, **fields}
+        ack_fields = {"value": value, "position": position, **fields,
+                      **({"detail": {"cumulative": True}} if cumulative else {})}
         process.invoke("ack", **ack_fields)
-        return PendingAck(process, parse_position(confirm_at), ack_fields)
+        return PendingAck(process, parse_position(confirm_at), ack_fields, cumulative)
 
     def await_cursor(self, ack: PendingAck) -> None:
         """The client took the ack: it stays pending until a reading covers it."""
@@ -161,7 +173,7 @@ class CursorObserver:
                 self._record(place, subscription, reading)
                 covered = [ack for ack in waiting.get((place.cluster, place.topic,
                                                        subscription), [])
-                           if ack.position is not None and reading.covers(ack.position)]
+                           if ack.confirmed_by(reading)]
                 self._confirm((place.cluster, place.topic, subscription), covered)
 
     def _record(self, place: _Watched, subscription: str, reading: CursorReading) -> None:
@@ -182,7 +194,8 @@ class CursorObserver:
             confirmed = [ack for ack in pending if id(ack) in wanted]
             self._pending[scope] = [ack for ack in pending if id(ack) not in wanted]
         for ack in confirmed:
-            ack.process.complete("ok", detail=CONFIRMED, **ack.fields)
+            ack.process.complete("ok", **{**ack.fields, "detail": {
+                **ack.fields.get("detail", {}), **CONFIRMED}})
         with self._lock:
             self._idle.extend(ack.process for ack in confirmed)
 

@@ -131,12 +131,18 @@ class Sent:
     """The client's error, when it was not."""
 
 
+DEDUPLICATED = {"deduplicated": True}
+"""The `detail` of a `send` `ok` whose receipt names no position: the broker had stored
+the message before and dropped this copy."""
+
+
 def send_recorded(process: ClientProcess, producer: pulsar.Producer, value: str,
                   fields: dict[str, Any], *, position: bool = True,
                   **message_options: Any) -> Sent:
-    """One `send` of `value` keyed `fields["key"]`: `ok` with the position, `fail` when the
-    client refused it before it left, `info` otherwise. `message_options` go to the
-    client's `send` (e.g. `deliver_after`)."""
+    """One `send` of `value` keyed `fields["key"]`: `ok` with the position (none, with
+    `DEDUPLICATED`, when the broker dropped it as a copy of a message it stored before),
+    `fail` when the client refused it before it left, `info` otherwise. `message_options`
+    go to the client's `send` (e.g. `deliver_after`)."""
     process.invoke("send", value=value, **fields)
     try:
         message_id = producer.send(value.encode(), partition_key=fields["key"],
@@ -149,6 +155,11 @@ def send_recorded(process: ClientProcess, producer: pulsar.Producer, value: str,
             close_quietly(producer)
             return Sent(False, error=error)
         return Sent(True, error=error)
+    if message_id.ledger_id() < 0:
+        # A deduplicating broker's receipt for a message it had stored already (a resend
+        # after a reconnect): Pulsar answers `-1:-1`, not the stored copy's position.
+        process.complete("ok", value=value, detail=DEDUPLICATED, **fields)
+        return Sent(True, message_id)
     extra = {"position": position_of(message_id)} if position else {}
     process.complete("ok", value=value, **extra, **fields)
     return Sent(True, message_id)
@@ -252,16 +263,19 @@ def record_and_acknowledge(process: ClientProcess, consumer: pulsar.Consumer,
 
 def acknowledge_recorded(consumer: pulsar.Consumer, message: pulsar.Message, value: str,
                          fields: dict[str, Any], cursors: CursorObserver, *,
-                         position: bool = True) -> None:
+                         position: bool = True, cumulative: bool = False) -> None:
     """The `ack` of a message already recorded as received, left pending for the
     subscription's cursor to confirm (`harness.workloads.cursors`). The cursor is compared
     with the delivered position even when the history leaves positions out
-    (`position=False`)."""
+    (`position=False`). A `cumulative` ack acknowledges every message up to this one."""
     delivered = position_of(message.message_id())
     ack = cursors.invoke_ack(value, delivered if position else None, fields,
-                             confirm_at=delivered)
+                             confirm_at=delivered, cumulative=cumulative)
     try:
-        consumer.acknowledge(message)
+        if cumulative:
+            consumer.acknowledge_cumulative(message)
+        else:
+            consumer.acknowledge(message)
     except pulsar.PulsarException as exc:
         ack.refused(type(exc).__name__)
         return

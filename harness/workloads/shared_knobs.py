@@ -53,3 +53,16 @@ class ReplicatedSubscriptionKnobs(Knobs):
     delivered but not acknowledged, and the cluster taken over must deliver them again; the
     longer it is, the further a cluster's copy of the subscription trails the newest
     messages."""
+
+
+@dataclass(frozen=True)
+class DeduplicationKnobs(Knobs):
+    """Whether the broker deduplicates the workload's sends (topic)."""
+
+    deduplication: bool = knob(False, "Switch the broker's deduplication on for the "
+                                      "topic, so a resent message is stored once.")
+    """Recorded in the run's `meta`, which makes a value at two positions an anomaly
+    (`multi-position`)."""
+
+    def deduplicates(self) -> bool:
+        return self.deduplication

@@ -4,6 +4,7 @@ a workload makes (a partitioned topic, a topic's policy)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -84,3 +85,24 @@ def first_answer(admin_urls: Sequence[str], path: str, kind: type[T]) -> T | Non
         if isinstance(answer, kind):
             return answer
     return None
+
+
+DEDUPLICATION_APPLIED_POLL_S = 0.2
+
+
+def deduplicate(admin_urls: Sequence[str], topic: str, within_s: float) -> str | None:
+    """Switch broker-side deduplication on for `topic` (its `deduplicationEnabled` policy)
+    and wait up to `within_s` until its owner says the policy is in force there: Pulsar
+    applies a topic policy asynchronously. None once it is; else why not. The topic must
+    exist, and the target allow topic policies (Pulsar's `topicLevelPoliciesEnabled`)."""
+    policy = topic_path(topic) + "/deduplicationEnabled"
+    deadline = time.monotonic() + within_s
+    try:
+        owner_request(admin_urls, "POST", policy, True)
+        while time.monotonic() < deadline:
+            if owner_request(admin_urls, "GET", policy + "?applied=true") is True:
+                return None
+            time.sleep(DEDUPLICATION_APPLIED_POLL_S)
+    except (AdminError, OSError) as exc:
+        return f"POST {policy}: {exc}"
+    return f"deduplication never took effect on {topic} within {within_s:g} s"

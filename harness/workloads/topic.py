@@ -35,9 +35,18 @@ broker and is read from storage later. With `nack_share` a consumer negatively
 acknowledges that share of its deliveries (drawn from a seeded stream of its own): the
 `recv` has no `ack`, and the client asks the broker for the message again after
 `NACK_DELAY_MS`, which must deliver it again to some consumer of the subscription (only
-in the `NACK_MODES`, which say why). The three apply
-to the live subscription's consumers; the late one reads as fast as it can and
-acknowledges everything.
+in the `NACK_MODES`, which say why). With `cumulative_ack_every` N a consumer acknowledges
+cumulatively, as an application that commits its progress in batches does: every Nth
+message it receives, and the last one it holds whenever a receive poll finds nothing
+more, each `ack` naming the message that covers all before it (only in the
+`CUMULATIVE_MODES`, where one consumer reads at a time). The four apply to the live
+subscription's consumers; the late one reads as fast as it can and acknowledges every
+message on its own.
+
+With `deduplication` the topic's `deduplicationEnabled` policy is switched on before the
+first producer connects, and the run's `meta` says so: the broker must then store a
+message its producer sent again (after a reconnect, under the same producer name and
+sequence id) once, and `multi-position` counts a value at two positions.
 """
 
 from __future__ import annotations
@@ -75,8 +84,12 @@ from harness.workloads.official_client import (
     retry_until,
     subscribe_recorded,
 )
-from harness.workloads.shared_knobs import ConsumerWorkKnobs, OfficialClientKnobs
-from harness.workloads.stats import subscription_backlogs
+from harness.workloads.shared_knobs import (
+    ConsumerWorkKnobs,
+    DeduplicationKnobs,
+    OfficialClientKnobs,
+)
+from harness.workloads.stats import deduplicate, subscription_backlogs
 from history.writer import ClientProcess, SequentialIds
 
 LATE = "late"
@@ -93,6 +106,12 @@ every unacknowledged message again, not the one negatively acknowledged, and tha
 with its own acknowledgements on their way: a message the broker sends again just before
 its acknowledgement arrives is delivered after an acknowledgement the cursor confirms,
 which a history cannot tell from a redelivery of an acknowledged message."""
+CUMULATIVE_MODES = ("exclusive", "failover")
+"""The subscription modes `cumulative_ack_every` is taken in: Pulsar refuses a cumulative
+acknowledgement on a Shared or Key_Shared subscription, whose consumers each hold some of
+the messages before the one acknowledged."""
+DEDUPLICATION_APPLIED_S = 30.0
+"""How long the topic's owner may take to put the deduplication policy in force."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +131,7 @@ class _Consumer:
 
 class TopicWorkload:
     @dataclass(frozen=True)
-    class Knobs(OfficialClientKnobs, ConsumerWorkKnobs):
+    class Knobs(OfficialClientKnobs, ConsumerWorkKnobs, DeduplicationKnobs):
         crash_interval_s: float = knob(0.0, "Mean time between consumer crashes while the "
                                             "load runs (0: none).", least=0)
         """A crashing consumer takes a few messages without acknowledging them and closes; a
@@ -127,12 +146,22 @@ class TopicWorkload:
                                       "acknowledges instead of acknowledging.", least=0, most=1)
         """Seeded per consumer; the client asks the broker for them again after
         `NACK_DELAY_MS`. Recorded as a `recv` with no `ack`."""
+        cumulative_ack_every: int = knob(0, "A consumer acknowledges cumulatively every this "
+                                            "many messages, and when idle (0: each message "
+                                            "on its own).", least=0)
+        """The messages between two cumulative acks have no `ack` of their own: the
+        checkers count each acknowledged from the cumulative ack that covers it."""
 
         def problem(self) -> tuple[str, str] | None:
             if self.nack_share and self.subscription_mode not in NACK_MODES:
                 return "nack_share", (
                     f"only with subscription_mode {' or '.join(NACK_MODES)} (in the others a "
                     f"negative acknowledgement asks for every unacknowledged message again), "
+                    f"got {self.subscription_mode}")
+            if self.cumulative_ack_every and self.subscription_mode not in CUMULATIVE_MODES:
+                return "cumulative_ack_every", (
+                    f"only with subscription_mode {' or '.join(CUMULATIVE_MODES)} (Pulsar "
+                    f"refuses cumulative acknowledgements on the others), "
                     f"got {self.subscription_mode}")
             return None
 
@@ -175,6 +204,10 @@ class TopicWorkload:
                       for n in range(c.settings.consumers)]
         # The late subscription exists from now on; its consumer comes back in the drain.
         self._subscribe("late", LATE, "exclusive", deadline).consumer.close()
+        if self.knobs.deduplication:
+            refused = deduplicate(c.admin_urls, c.topic, DEDUPLICATION_APPLIED_S)
+            if refused is not None:
+                raise WorkloadOpenFailed(refused)
         self._producers = [retry_until(self._new_producer, deadline,
                                        f"create a producer on {c.topic}")
                            for _ in range(c.settings.producers)]
@@ -289,16 +322,21 @@ class TopicWorkload:
 
     def _consume(self, reader: _Consumer) -> None:
         """Receive, record, and acknowledge, until `close()` or its crash. A live consumer
-        works on each message for `process_ms` first, and negatively acknowledges a seeded
-        `nack_share` of them instead; the late consumer only proves what is stored."""
+        works on each message for `process_ms` first, negatively acknowledges a seeded
+        `nack_share` of them instead, and with `cumulative_ack_every` acknowledges in
+        batches (module docstring); the late consumer only proves what is stored."""
         live = reader.subscription == LIVE
         hold_s = self.knobs.process_ms / 1000 if live else 0.0
         nack_share = self.knobs.nack_share if live else 0.0
+        every = self.knobs.cumulative_ack_every if live else 0
         fields = self._delivery_fields(reader)
         nacks = random.Random(f"{self.context.seed}:nack:{reader.name}")
+        held: list[tuple[pulsar.Message, str]] = []  # no cumulative ack covers them yet
         while not (self._consuming.is_set() or reader.stopped.is_set()):
             message = next_message(reader.consumer, self._consuming)
             if message is None:
+                if held:  # idle: commit what was taken
+                    self._ack_cumulative(reader, held, fields)
                 continue
             self._deliveries.tick()
             value = record_delivery(reader.process, message, fields)
@@ -309,8 +347,21 @@ class TopicWorkload:
                     reader.consumer.negative_acknowledge(message)
                 except pulsar.PulsarException:
                     pass  # closed under it: the subscription owes the message all the same
+            elif every:
+                held.append((message, value))
+                if len(held) >= every:
+                    self._ack_cumulative(reader, held, fields)
             else:
                 acknowledge_recorded(reader.consumer, message, value, fields, self._cursors)
+
+    def _ack_cumulative(self, reader: _Consumer, held: list[tuple[pulsar.Message, str]],
+                        fields: dict[str, str]) -> None:
+        """Acknowledge cumulatively the newest of `held`, which covers the others, and
+        forget them."""
+        message, value = held[-1]
+        held.clear()
+        acknowledge_recorded(reader.consumer, message, value, fields, self._cursors,
+                             cumulative=True)
 
     def _delivery_fields(self, reader: _Consumer) -> dict[str, str]:
         """The fields of `reader`'s `recv`s and `ack`s."""

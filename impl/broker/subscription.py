@@ -225,7 +225,7 @@ class Subscription:
                     if len(ack.message_id) != 1:
                         raise AckRefused(f"a cumulative ACK names {len(ack.message_id)} "
                                          f"message ids, not one")
-                    await self._ack_cumulative(ack.message_id[0])
+                    await self._ack_cumulative(ack.message_id[0], consumer)
                 else:
                     await self._ack_individual(list(ack.message_id))
                 # A retried acknowledgement finds its position applied already, but the
@@ -304,8 +304,12 @@ class Subscription:
             raise AckRefused(f"{len(refused)} of {len(messages)} message ids refused, "
                              f"first: {refused[0]}")
 
-    async def _ack_cumulative(self, message: MessageIdData) -> None:
+    async def _ack_cumulative(self, message: MessageIdData, consumer: Consumer) -> None:
         position = position_of(message)
+        if self._mutants.on("cumulative-ack-through-dispatched"):
+            # Everything sent to this consumer so far counts as done, read or not.
+            position = max([position, *(p for p, u in self._unacked.items()
+                                        if u.consumer is consumer)])
         if position.ledger_id < 0:
             raise AckRefused(f"no message at {position}")
         if position.entry_id < 0:

@@ -132,6 +132,7 @@ def run(options: RunOptions, console: Console, checks: Judge | None = None) -> R
         "snapshot_timeout_ms": round(1000 * (
             scenario.topology.snapshot_timeout_s if options.target is None
             else options.target.snapshot_timeout_s)),
+        **({"deduplication": True} if scenario.workload.knobs.deduplicates() else {}),
         **_optional_bounds(scenario)})
     faults = FaultStatus()
     ended = "cluster torn down" if options.target is None else "faults healed, target left running"

@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,13 @@ from typing import Any
 import pulsar
 import pytest
 
+from harness.workloads.cursors import POLL_S as CURSOR_POLL_S
 from harness.workloads.cursors import CursorObserver
-from harness.workloads.official_client import record_and_acknowledge
+from harness.workloads.official_client import (
+    acknowledge_recorded,
+    record_and_acknowledge,
+    record_delivery,
+)
 from history.writer import ClientProcess, HistoryWriter, SequentialIds
 from impl.admin.topic_stats import internal_stats
 from tests.broker.conftest import MemoryBroker
@@ -66,10 +72,11 @@ def _events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def _read_and_ack(broker: MemoryBroker, client: pulsar.Client, admin_url: str,
-                  tmp_path: Path, lose_acks: bool) -> list[dict[str, Any]]:
-    """Five messages sent, received and acknowledged with the observer watching, then a
-    drain's wait (the client sends its acks in groups, a moment later); the history."""
+@contextmanager
+def _five_sent(client: pulsar.Client, admin_url: str,
+               tmp_path: Path) -> Iterator[tuple[pulsar.Consumer, ClientProcess, CursorObserver]]:
+    """Five messages sent to a subscription's consumer; a history, with the observer
+    watching the subscription from the start to its last reading on leaving."""
     consumer = client.subscribe(TOPIC, "s", consumer_name="c0",
                                 initial_position=pulsar.InitialPosition.Earliest)
     producer = client.create_producer(TOPIC, batching_enabled=False)
@@ -80,15 +87,28 @@ def _read_and_ack(broker: MemoryBroker, client: pulsar.Client, admin_url: str,
         cursors = CursorObserver(history, ids)
         cursors.watch("a", [admin_url], TOPIC)
         cursors.start()
-        process = ClientProcess(history, ids)
+        yield consumer, ClientProcess(history, ids), cursors
+        cursors.finish()
+
+
+def _wait_for_backlog(broker: MemoryBroker, left: int) -> None:
+    """Until the subscription's backlog is `left` (the client sends its acks in groups,
+    a moment later), for at most `DRAIN_S`."""
+    deadline = time.monotonic() + DRAIN_S
+    while broker.backlog(TOPIC, "s") != left and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _read_and_ack(broker: MemoryBroker, client: pulsar.Client, admin_url: str,
+                  tmp_path: Path, lose_acks: bool) -> list[dict[str, Any]]:
+    """Five messages received and acknowledged with the observer watching, then a
+    drain's wait; the history."""
+    with _five_sent(client, admin_url, tmp_path) as (consumer, process, cursors):
         for _ in range(5):
             message = consumer.receive(timeout_millis=5000)
             record_and_acknowledge(process, _AckNeverSent() if lose_acks else consumer,
                                    message, FIELDS, cursors)
-        deadline = time.monotonic() + DRAIN_S
-        while broker.backlog(TOPIC, "s") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        cursors.finish()
+        _wait_for_backlog(broker, 0)
     return _events(tmp_path / "history.jsonl")
 
 
@@ -115,3 +135,55 @@ def test_acks_the_cursor_never_covers_stay_unconfirmed(memory_broker: MemoryBrok
     assert [(e["type"], e["error"]) for e in acks] == [("info", "unconfirmed")] * 5
     final = [e for e in events if e["f"] == "cursor"][-1]
     assert json.loads(final["detail"])["backlog"] == 5
+
+
+class _CumulativeAsIndividual:
+    """A consumer whose cumulative acknowledgement acknowledges only the message it
+    names, as a broker that took it for an individual one would."""
+
+    def __init__(self, consumer: pulsar.Consumer) -> None:
+        self._consumer = consumer
+
+    def acknowledge_cumulative(self, message: pulsar.Message) -> None:
+        self._consumer.acknowledge(message)
+
+
+def _ack_third_cumulatively(broker: MemoryBroker, client: pulsar.Client, admin_url: str,
+                            tmp_path: Path, as_individual: bool) -> list[dict[str, Any]]:
+    """Five messages received, the third acknowledged cumulatively; the history once the
+    broker's backlog shows the acknowledgement applied and a reading came after."""
+    with _five_sent(client, admin_url, tmp_path) as (consumer, process, cursors):
+        received = [consumer.receive(timeout_millis=5000) for _ in range(5)]
+        for message in received:
+            record_delivery(process, message, FIELDS)
+        acker = _CumulativeAsIndividual(consumer) if as_individual else consumer
+        acknowledge_recorded(acker, received[2], "m2", FIELDS, cursors, cumulative=True)
+        _wait_for_backlog(broker, 4 if as_individual else 2)
+        time.sleep(CURSOR_POLL_S * 2)
+    return _events(tmp_path / "history.jsonl")
+
+
+def test_a_cumulative_ack_completes_ok_once_the_mark_delete_reaches_it(
+        memory_broker: MemoryBroker, client: pulsar.Client, admin_url: str,
+        tmp_path: Path) -> None:
+    events = _ack_third_cumulatively(memory_broker, client, admin_url, tmp_path,
+                                     as_individual=False)
+    acks = [e for e in events if e["f"] == "ack"]
+    assert [(e["type"], json.loads(e["detail"])) for e in acks] == [
+        ("invoke", {"cumulative": True}),
+        ("ok", {"cumulative": True, "confirmed_by": "cursor"})]
+    positions = {e["value"]: e["position"] for e in events if e["f"] == "recv"}
+    assert [e["position"] for e in events if e["f"] == "cursor"][-1] == positions["m2"]
+
+
+def test_a_cumulative_ack_the_cursor_holds_only_individually_stays_unconfirmed(
+        memory_broker: MemoryBroker, client: pulsar.Client, admin_url: str,
+        tmp_path: Path) -> None:
+    """The third message deleted on its own, the two before it not: the cumulative ack
+    did not do what it promises, and the history must not say it did."""
+    events = _ack_third_cumulatively(memory_broker, client, admin_url, tmp_path,
+                                     as_individual=True)
+    acks = [e for e in events if e["f"] == "ack" and e["type"] != "invoke"]
+    assert [(e["type"], e["error"]) for e in acks] == [("info", "unconfirmed")]
+    final = json.loads([e for e in events if e["f"] == "cursor"][-1]["detail"])
+    assert len(final["individually_deleted"]) == 1 and final["backlog"] == 4

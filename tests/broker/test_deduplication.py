@@ -6,11 +6,15 @@ and topic policy is tested against a real broker in tests/cluster/test_admin_pat
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pulsar
 import pytest
 
+from harness.workloads.official_client import DEDUPLICATED, send_recorded
+from history.writer import ClientProcess, HistoryWriter, SequentialIds
 from impl.broker.dedup_policy import FixedDeduplication
 from impl.mutants import NONE, Mutants
 from impl.system_cursors import DEDUPLICATION_CURSOR
@@ -152,3 +156,23 @@ def test_resends_after_an_unload_are_not_stored_again(mutants: Mutants, entries:
     with serving(mutants=mutants,
                  deduplication=FixedDeduplication(True, SNAPSHOT_EVERY)) as broker:
         assert resend_after_unload(broker) == entries
+
+
+def test_the_workloads_record_a_dropped_repeat_without_a_position(
+        deduplicating: MemoryBroker, tmp_path: Path) -> None:
+    """The -1:-1 of a dropped repeat names no stored position: recorded as one, it would
+    put the value at a second position, and every dropped repeat at the same one."""
+    client = official_client(deduplicating.url)
+    producer = named_producer(client)
+    fields = {"key": "k", "topic": TOPIC, "cluster": "a"}
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        process = ClientProcess(history, SequentialIds("p"))
+        for _ in range(2):
+            send_recorded(process, producer, "m1", fields, sequence_id=1)
+    client.close()
+    completions = [json.loads(line) for line in (tmp_path / "history.jsonl").open()
+                   if '"invoke"' not in line]
+    assert [(e["type"], e.get("position"), e.get("detail")) for e in completions] == [
+        ("ok", completions[0]["position"], None),
+        ("ok", None, json.dumps(DEDUPLICATED, separators=(",", ":")))]
+    assert not completions[0]["position"].startswith("-1")

@@ -17,14 +17,16 @@ MUTANTS_SUITE = (
         "scalable-skip-terminate", "scalable-child-cursor-at-latest",
         "scalable-children-before-parent-drained", "scalable-admin-range-start-exclusive",
         "scalable-no-roll-forward", "scalable-layout-without-cas",
-        "scalable-no-grace-period", "migration-out-of-order")),
+        "scalable-no-grace-period", "migration-out-of-order",
+        "topic-cumulative-ack-through-dispatched", "topic-dedup-state-lost-on-owner-change")),
     "tests/run/scenarios/topic-consumers-mutants.toml",
 )
 """CI's short mutants suite, on local processes: mutants of storage, the client contract,
 replication, the scalable controller (one caught only as unavailability, one only by a
 reader that starts after the load) and coordinator (one caught only as segments moved
-between consumers), the admin API, the subscription and the lookup service's tenant
-migration, each caught by its named anomaly.
+between consumers), the admin API, the subscription (its cumulative acknowledgements
+among them), the broker's deduplication and the lookup service's tenant migration, each
+caught by its named anomaly.
 (Their clean twins are the detection table's, docs/detection.md; `update-past-mark-delete`
 is caught in tests/geo/test_failover.py.)"""
 

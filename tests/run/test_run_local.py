@@ -2,8 +2,10 @@
 the history; after SIGKILL no node runs on and the nodes' logs are in the run directory.
 From the short mutants suite (tests/run/conftest.py): consumers crashing with messages
 out catch `closed-consumer-keeps-unacked`, and consumers negatively acknowledging some
-catch `nack-not-redelivered`, both in one run. (A valid run under broker kills, its files
-and its replay are in test_smoke_suite.py.)"""
+catch `nack-not-redelivered`, both in one run; consumers committing cumulatively catch
+`cumulative-ack-through-dispatched`, and a deduplicating topic whose owner is killed with
+sends in flight catches `dedup-state-lost-on-owner-change`. (A valid run under broker
+kills, its files and its replay are in test_smoke_suite.py.)"""
 
 from __future__ import annotations
 
@@ -80,6 +82,48 @@ def test_messages_owed_again_never_come_under_the_consumer_mutants(
     example = results["checkers"]["stalled-subscription"]["examples"][0]
     # The backlog also holds what a crashed consumer had been sent but never took.
     assert example["subscription"] == "live" and example["backlog"] >= len(owed)
+
+
+def _invalid(run_dir: Path) -> tuple[list[str], dict]:
+    """The checkers that found anomalies, and every checker's result."""
+    checkers = json.loads((run_dir / "results.json").read_text())["checkers"]
+    return [name for name, result in checkers.items() if result["valid"] is False], checkers
+
+
+def test_a_cumulative_ack_past_its_message_loses_what_a_crashed_consumer_held(
+        mutants_suite: SuiteRuns) -> None:
+    """Failover consumers fall behind, commit cumulatively every fifth message and crash
+    every ~3 s. Under `cumulative-ack-through-dispatched` each commit also acknowledges
+    what the broker had sent its consumer beyond the message it names, so what a crashed
+    consumer held unread never comes to its successor: lost in the live subscription,
+    though stored (the late subscription reads every value)."""
+    run_dir = mutants_suite.run("topic-cumulative-ack-through-dispatched")
+    events = _events(run_dir)
+    acks = [e for e in events
+            if e["f"] == "ack" and e["type"] == "invoke" and e["subscription"] == "live"]
+    assert acks and all(json.loads(e["detail"]) == {"cumulative": True} for e in acks)
+    invalid, checkers = _invalid(run_dir)
+    assert invalid == ["lost"]
+    lost = _never_received(events, "live")
+    assert lost and checkers["lost"]["count"] == len(lost)
+    assert not _never_received(events, "late")
+
+
+def test_a_resend_a_new_owner_stores_again_is_caught_where_the_run_deduplicates(
+        mutants_suite: SuiteRuns) -> None:
+    """The topic deduplicates and its owner is killed every 6 s with sends in flight.
+    Under `dedup-state-lost-on-owner-change` the next owner stores again what the client
+    resends: one value at two stored positions, never at the -1:-1 a deduplicating broker
+    answers a dropped resend with."""
+    run_dir = mutants_suite.run("topic-dedup-state-lost-on-owner-change")
+    events = _events(run_dir)
+    assert events[0]["f"] == "meta" and json.loads(events[0]["detail"])["deduplication"]
+    invalid, checkers = _invalid(run_dir)
+    assert invalid == ["multi-position"]
+    examples = checkers["multi-position"]["examples"]
+    assert examples and all(
+        len(set(e["positions"])) == 2 and not any(p.startswith("-1") for p in e["positions"])
+        for e in examples)
 
 
 def assert_replayed(first: list[dict], second: list[dict]) -> None:

@@ -119,6 +119,10 @@ duration_s = 5
     ("[workload]\nkind = \"topic\"\nnack_share = 0.1\n",
      "workload.nack_share: only with subscription_mode shared or key_shared (in the others "
      "a negative acknowledgement asks for every unacknowledged message again), got failover"),
+    ("[workload]\nkind = \"topic\"\nsubscription_mode = \"shared\"\n"
+     "cumulative_ack_every = 5\n",
+     "workload.cumulative_ack_every: only with subscription_mode exclusive or failover "
+     "(Pulsar refuses cumulative acknowledgements on the others), got shared"),
     ("[workload]\nkind = \"topic\"\nreceiver_queue = 0\n",
      "workload.receiver_queue: expected a number of at least 1, got 0"),
     ("[workload]\nkind = \"scalable\"\nreceiver_queue = 10\n",

@@ -14,7 +14,14 @@ from harness.targets.external.file import FEATURES, Feature
 from nemesis.faults import FAULTS
 from scenarios.draw import KINDS, draw_scenario, liveness_bound_ms
 from scenarios.format import Scenario, load_scenario, scenario_toml
-from scenarios.offer import DRAWN_FOR, HEALTH_SLACK_S, KIND_NEEDS, Offer, draw_for_offer
+from scenarios.offer import (
+    DRAWN_FOR,
+    HEALTH_SLACK_S,
+    KIND_NEEDS,
+    Offer,
+    draw_for_offer,
+    without_deduplication,
+)
 from scenarios.plan import schedule_for
 
 SEEDS = range(1, 81)
@@ -125,14 +132,25 @@ def test_the_zombie_bound_is_held_only_where_a_shutdown_is_declared_and_never_un
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 7, 11])
 def test_a_target_offering_everything_draws_what_our_containers_draw(seed: int) -> None:
-    """The distributions are draw_scenario's: the workload and its knobs, the run's length,
-    the faults and their timing are those the seed draws for our containers, when the
-    target's nodes take what theirs take."""
+    """The distributions are draw_scenario's: the workload and its knobs (the broker's
+    deduplication aside), the run's length, the faults and their timing are those the seed
+    draws for our containers, when the target's nodes take what theirs take."""
     ours_too: frozenset[Capability] = DOCKER | {"session-debug"}
     offer = _offer(_cluster("a", 3, ours_too, zookeepers=1),
                    _cluster("b", 3, ours_too, zookeepers=1),
                    features=("persistent", "scalable", "geo-replication",
                              "replicated-subscriptions", "migration"))
     ours, theirs = draw_scenario(seed, DRAWN_FOR), draw_for_offer(seed, offer)
-    assert theirs.workload == ours.workload and theirs.duration_s == ours.duration_s
+    assert theirs.workload == without_deduplication(ours.workload)
+    assert theirs.duration_s == ours.duration_s
     assert theirs.nemesis == ours.nemesis
+
+
+def test_a_target_s_draws_never_switch_deduplication_on_where_our_own_do(
+        tmp_path: Path) -> None:
+    """No probe tells whether a system deduplicates: a target's scenario leaves it off,
+    though the same seeds drawn for our containers switch it on in some topic runs."""
+    offer = _offer(_cluster("a", 3, DOCKER))
+    ours = [draw_scenario(seed, DRAWN_FOR) for seed in SEEDS]
+    assert any(s.workload.knobs.deduplicates() for s in ours)
+    assert not any(s.workload.knobs.deduplicates() for _, s in _drawn(offer, tmp_path))

@@ -17,7 +17,7 @@ from harness.workloads.contract.clients import Clients, GroupSpec
 from harness.workloads.contract.limits import RECEIVE_BOUND_S, SETUP_S
 from harness.workloads.contract.receiving import value_of
 from harness.workloads.contract.recording import CouldNotRun, Group
-from harness.workloads.stats import topic_path
+from harness.workloads.stats import deduplicate, topic_path
 
 NAME = "contract-deduplicated"
 SENDS = ((1, "first"), (2, "second"), (2, "second"), (3, "third"))
@@ -32,7 +32,9 @@ def deduplicated(clients: Clients, group: Group) -> None:
     handed a message again after the unload, which is not a second copy)."""
     path = topic_path(group.topic)
     clients.set_up("PUT", path)  # a policy needs its topic
-    _wait_applied(clients, path + "/deduplicationEnabled")
+    refused = deduplicate(clients.context.admin_urls, group.topic, SETUP_S)
+    if refused is not None:
+        raise CouldNotRun(refused)
     first = clients.producer(group, producer_name=NAME, batching_enabled=False)
     for sequence_id, text in SENDS:
         first.send(f"{group.name}-{text}".encode(), sequence_id=sequence_id)
@@ -50,18 +52,6 @@ def deduplicated(clients: Clients, group: Group) -> None:
         stored.append(value_of(reader.read_next(int(RECEIVE_BOUND_S * 1000))))
     group.expect("dedup-repeat-stored-once",
                  [f"{group.name}-{text}" for text in ("first", "second", "third")], stored)
-
-
-def _wait_applied(clients: Clients, policy: str) -> None:
-    """Switch deduplication on and wait until the topic's owner says it is in force there
-    (Pulsar applies a topic policy asynchronously)."""
-    clients.set_up("POST", policy, True)
-    deadline = time.monotonic() + SETUP_S
-    while time.monotonic() < deadline:
-        if clients.set_up("GET", policy + "?applied=true") is True:
-            return
-        time.sleep(0.2)
-    raise CouldNotRun("deduplication never took effect on the topic")
 
 
 GROUPS = (GroupSpec("dedup", ("dedup-repeat-stored-once", "dedup-last-sequence-id"),
