@@ -210,6 +210,22 @@ def liveness_bound_ms(nemesis: NemesisSettings, topology: Topology) -> int:
     return round(1000 * (longest + topology.session_timeout_ms / 1000 + HEAL_MARGIN_S))
 
 
+SESSION_KEEPING_FAULTS = frozenset({"kill", "kill-controller-leader", "cut-clients",
+                                    "unlink-replication"})
+"""Faults after which no broker lives on without its metadata session: a killed broker
+starts again with a new one; the others leave the brokers' sessions alone."""
+
+
+def availability_held(nemesis: NemesisSettings, topology: Topology) -> bool:
+    """Whether a drawn scenario holds `unavailable` to the liveness bound. Under the
+    `shutdown` policy a broker whose session ends (expired, or outlived by a pause or a
+    cut from ZooKeeper) halts, and nothing starts it again, as in a cluster without a
+    supervisor: a few such faults take every broker down for the rest of the load, which
+    no bound on one fault's length covers."""
+    return (topology.session_expired_policy != "shutdown"
+            or set(nemesis.faults) <= SESSION_KEEPING_FAULTS)
+
+
 def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = None,
                   mutants: tuple[str, ...] = (), kinds: Sequence[str] = KINDS,
                   narrow: Callable[[Scenario], Scenario] | None = None) -> Scenario:
@@ -237,6 +253,7 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
         scenario = narrow(scenario)
     nemesis = draw_nemesis(scenario, nodes, rng)
     bound = liveness_bound_ms(nemesis, scenario.topology)
+    held = availability_held(nemesis, scenario.topology)
     return replace(scenario, nemesis=nemesis, mutants=mutants,
-                   checkers=Checkers(unavailable_bound_ms=bound,
+                   checkers=Checkers(unavailable_bound_ms=bound if held else None,
                                      zombie_broker_bound_ms=rng.choice((None, bound))))

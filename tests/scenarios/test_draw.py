@@ -17,7 +17,13 @@ from harness.workloads.registry import WORKLOADS
 from harness.workloads.settings import WorkloadSettings
 from nemesis.faults import FAULTS
 from scenarios import draw
-from scenarios.draw import KNOB_DRAWS, draw_scenario, liveness_bound_ms
+from scenarios.draw import (
+    KNOB_DRAWS,
+    SESSION_KEEPING_FAULTS,
+    availability_held,
+    draw_scenario,
+    liveness_bound_ms,
+)
 from scenarios.format import load_scenario, scenario_toml
 from scenarios.plan import schedule_for
 
@@ -44,8 +50,23 @@ def test_drawn_scenarios_read_back_and_plan_on_their_backend(backend: str,
         assert scenario.workload.kind not in BACKENDS[backend].unsupported_workloads
         schedule_for(scenario, seed)  # raises when a fault is beyond the nodes
         assert all(FAULTS[name].needs <= capabilities for name in scenario.nemesis.faults)
-        assert scenario.checkers.unavailable_bound_ms == liveness_bound_ms(
-            scenario.nemesis, scenario.topology)
+        bound = liveness_bound_ms(scenario.nemesis, scenario.topology)
+        held = availability_held(scenario.nemesis, scenario.topology)
+        assert scenario.checkers.unavailable_bound_ms == (bound if held else None)
+
+
+def test_no_bound_on_availability_where_the_faults_may_halt_every_broker() -> None:
+    """Under `shutdown` an expired session halts its broker for the rest of the load; a
+    kill does not (the broker starts again). Seed 1 once drew three session expiries under
+    `shutdown`, and its clean run was held to a 51 s bound while no broker was left."""
+    drawn = [draw_scenario(seed, "local") for seed in SEEDS]
+    halting = [s for s in drawn if s.topology.session_expired_policy == "shutdown"
+               and not set(s.nemesis.faults) <= SESSION_KEEPING_FAULTS]
+    assert halting and all(s.checkers.unavailable_bound_ms is None for s in halting)
+    assert any(s.checkers.unavailable_bound_ms is not None for s in drawn
+               if s.topology.session_expired_policy == "shutdown")
+    assert all(s.checkers.unavailable_bound_ms is not None for s in drawn
+               if s.topology.session_expired_policy == "reconnect")
 
 
 def test_a_seed_draws_one_scenario_and_seeds_draw_many() -> None:
