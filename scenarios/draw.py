@@ -210,12 +210,6 @@ def liveness_bound_ms(nemesis: NemesisSettings, topology: Topology) -> int:
     return round(1000 * (longest + topology.session_timeout_ms / 1000 + HEAL_MARGIN_S))
 
 
-SESSION_KEEPING_FAULTS = frozenset({"kill", "kill-controller-leader", "cut-clients",
-                                    "unlink-replication"})
-"""Faults after which no broker lives on without its metadata session: a killed broker
-starts again with a new one; the others leave the brokers' sessions alone."""
-
-
 def availability_held(nemesis: NemesisSettings, topology: Topology) -> bool:
     """Whether a drawn scenario holds `unavailable` to the liveness bound. Under the
     `shutdown` policy a broker whose session ends (expired, or outlived by a pause or a
@@ -223,7 +217,7 @@ def availability_held(nemesis: NemesisSettings, topology: Topology) -> bool:
     supervisor: a few such faults take every broker down for the rest of the load, which
     no bound on one fault's length covers."""
     return (topology.session_expired_policy != "shutdown"
-            or set(nemesis.faults) <= SESSION_KEEPING_FAULTS)
+            or all(FAULTS[name].keeps_sessions for name in nemesis.faults))
 
 
 def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = None,

@@ -22,7 +22,7 @@ from harness.target import ROLES, Node, Target, TargetCluster
 from harness.targets.external.file import Feature
 from harness.workloads.registry import ONE_CLUSTER
 from harness.workloads.settings import WorkloadSettings
-from harness.workloads.shared_knobs import DeduplicationKnobs
+from harness.workloads.shared_knobs import deduplicates
 from scenarios.draw import KINDS, draw_scenario
 from scenarios.format import Scenario
 
@@ -102,7 +102,7 @@ def without_deduplication(workload: WorkloadSettings) -> WorkloadSettings:
     that does not would fail to open: a target's draws leave the broker's deduplication
     off (a scenario written for a system that offers it may switch it on)."""
     knobs = workload.knobs
-    if not isinstance(knobs, DeduplicationKnobs) or not knobs.deduplication:
+    if not deduplicates(knobs):
         return workload
     return dataclasses.replace(workload, knobs=dataclasses.replace(knobs, deduplication=False))
 

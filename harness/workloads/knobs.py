@@ -51,11 +51,6 @@ class Knobs:
         they do. A workload whose knobs depend on each other says how here."""
         return None
 
-    def deduplicates(self) -> bool:
-        """Whether the workload switches the broker's deduplication on, which the run's
-        `meta` event tells the checkers."""
-        return False
-
 
 @dataclass(frozen=True)
 class KnobSpec:

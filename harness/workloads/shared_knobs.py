@@ -4,6 +4,7 @@ them by deriving from these classes (harness/workloads/knobs.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from harness.workloads.knobs import Knobs, knob
 from harness.workloads.settings import SUBSCRIPTION_MODES
@@ -64,5 +65,7 @@ class DeduplicationKnobs(Knobs):
     """Recorded in the run's `meta`, which makes a value at two positions an anomaly
     (`multi-position`)."""
 
-    def deduplicates(self) -> bool:
-        return self.deduplication
+
+def deduplicates(knobs: Knobs) -> TypeGuard[DeduplicationKnobs]:
+    """Whether a workload with `knobs` switches the broker's deduplication on."""
+    return isinstance(knobs, DeduplicationKnobs) and knobs.deduplication

@@ -96,6 +96,11 @@ class Fault:
     outlives_heal: ClassVar[bool] = False
     """The final heal's network and process repairs do not undo it, so the runner ends it
     there itself when it is still on (a run cut short)."""
+    keeps_sessions: ClassVar[bool] = False
+    """No broker it acts on lives on without its metadata session: a killed one starts
+    again with a new session, and some faults leave sessions alone. False for anything
+    that may end a living broker's session (an expiry, a pause or a cut from ZooKeeper
+    past the session timeout), which under PIP-57's `shutdown` halts the broker."""
 
     def check(self, surface: Surface, key: str) -> None:
         """Raise FaultPlanError naming `key` when `surface` cannot take this fault at all

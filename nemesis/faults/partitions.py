@@ -74,6 +74,7 @@ class CutClients(_OneBroker):
 
     name = "cut-clients"
     needs = frozenset({"cut-clients"})
+    keeps_sessions = True
     acts = "cuts the clients from one broker"
 
     def apply(self, partitioner: Partitioner, ctx: FaultContext, targets: tuple[str, ...],

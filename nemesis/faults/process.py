@@ -15,6 +15,7 @@ class Kill(Fault):
     name = "kill"
     op = "kill"
     end_op = "start"
+    keeps_sessions = True
     needs = frozenset({"kill"})
     defaults: ClassVar[tuple[str, ...]] = (OWNER, "broker")
 

@@ -28,6 +28,7 @@ Change = Callable[[list[str], str], list[str]]
 class UnlinkReplication(ClusterPair):
     name = "unlink-replication"
     op = "unlink-replication"
+    keeps_sessions = True
     end_op: ClassVar[str] = "relink-replication"
     outlives_heal: ClassVar[bool] = True
     acts = "stops one cluster replicating to another"

@@ -31,6 +31,7 @@ from harness.target import Target
 from harness.targets import deploy
 from harness.workloads.base import Workload, WorkloadContext
 from harness.workloads.registry import make_workload
+from harness.workloads.shared_knobs import deduplicates
 from history.errors import BAD_INPUT, ENVIRONMENT, StarquakeError
 from nemesis.runner import FaultStatus, NemesisRunner
 from nemesis.schedule import Schedule
@@ -132,7 +133,7 @@ def run(options: RunOptions, console: Console, checks: Judge | None = None) -> R
         "snapshot_timeout_ms": round(1000 * (
             scenario.topology.snapshot_timeout_s if options.target is None
             else options.target.snapshot_timeout_s)),
-        **({"deduplication": True} if scenario.workload.knobs.deduplicates() else {}),
+        **({"deduplication": True} if deduplicates(scenario.workload.knobs) else {}),
         **_optional_bounds(scenario)})
     faults = FaultStatus()
     ended = "cluster torn down" if options.target is None else "faults healed, target left running"

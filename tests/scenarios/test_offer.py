@@ -11,6 +11,7 @@ import pytest
 
 from harness.target import Capability, Node, Role, TargetCluster
 from harness.targets.external.file import FEATURES, Feature
+from harness.workloads.shared_knobs import deduplicates
 from nemesis.faults import FAULTS
 from scenarios.draw import KINDS, draw_scenario, liveness_bound_ms
 from scenarios.format import Scenario, load_scenario, scenario_toml
@@ -152,5 +153,5 @@ def test_a_target_s_draws_never_switch_deduplication_on_where_our_own_do(
     though the same seeds drawn for our containers switch it on in some topic runs."""
     offer = _offer(_cluster("a", 3, DOCKER))
     ours = [draw_scenario(seed, DRAWN_FOR) for seed in SEEDS]
-    assert any(s.workload.knobs.deduplicates() for s in ours)
-    assert not any(s.workload.knobs.deduplicates() for _, s in _drawn(offer, tmp_path))
+    assert any(deduplicates(s.workload.knobs) for s in ours)
+    assert not any(deduplicates(s.workload.knobs) for _, s in _drawn(offer, tmp_path))
