@@ -220,6 +220,22 @@ def availability_held(nemesis: NemesisSettings, topology: Topology) -> bool:
             or all(FAULTS[name].keeps_sessions for name in nemesis.faults))
 
 
+def offered_kinds(backend: str, kinds: Sequence[str]) -> list[str]:
+    """The workloads of `kinds` that `backend` can run, in `KINDS` order."""
+    return [kind for kind in KINDS if kind in kinds
+            and kind not in backend_named(backend).unsupported_workloads]
+
+
+def among(scenario: Scenario, workloads: Sequence[str]) -> Scenario:
+    """A scenario drawn from `workloads` only (`starquake explore --workloads`), named for
+    them (`explore-topic-3`), so that it is not taken for the scenario the same seed draws
+    among all of them, which may be of another workload."""
+    name = f"explore-{'+'.join(workloads)}-{scenario.seed}"
+    return replace(scenario, name=name, path=Path(f"{name}.toml"),
+                   description=f"Drawn by starquake explore from seed {scenario.seed}, "
+                               f"among the workloads {', '.join(workloads)}.")
+
+
 def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = None,
                   mutants: tuple[str, ...] = (), kinds: Sequence[str] = KINDS,
                   narrow: Callable[[Scenario], Scenario] | None = None) -> Scenario:
@@ -234,9 +250,7 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
     scenario is the same whichever mutants are on. That is what lets `starquake detect
     --explore` run every mutant on the same scenarios and their clean control."""
     rng = random.Random(f"explore:{seed}")
-    offered = [kind for kind in KINDS if kind in kinds
-               and kind not in backend_named(backend).unsupported_workloads]
-    kind = rng.choice(offered)
+    kind = rng.choice(offered_kinds(backend, kinds))
     duration_s = float(rng.randint(20, 60))
     topology = draw_topology(kind, backend, rng)
     scenario = Scenario(name=f"explore-{seed}", path=Path(f"explore-{seed}.toml"),

@@ -15,7 +15,7 @@ deploys nothing.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.target import ROLES, Node, Target, TargetCluster
@@ -68,9 +68,11 @@ class Offer:
         return tuple(kind for kind in KINDS if set(KIND_NEEDS[kind]) <= self.features)
 
 
-def draw_for_offer(seed: int, offer: Offer) -> Scenario:
-    """The scenario seed `seed` draws for a target offering `offer` (at least one kind)."""
-    drawn = draw_scenario(seed, DRAWN_FOR, nodes=offer.nodes, kinds=offer.kinds,
+def draw_for_offer(seed: int, offer: Offer, kinds: Sequence[str] = KINDS) -> Scenario:
+    """The scenario seed `seed` draws among `kinds` for a target offering `offer` (at least
+    one of them)."""
+    drawn = draw_scenario(seed, DRAWN_FOR, nodes=offer.nodes,
+                          kinds=[kind for kind in offer.kinds if kind in kinds],
                           narrow=lambda scenario: narrowed(scenario, offer))
     return held_to_shutdown(drawn, offer)
 

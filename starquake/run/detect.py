@@ -47,6 +47,7 @@ from reports.run_dir import load_run
 from scenarios.format import Scenario
 from starquake.output import command_console
 from starquake.run.detect_ledger import LEDGER, Judged, Ledger
+from starquake.run.lanes import memory_problem
 from starquake.run.pipeline import RunOptions, resolve
 from starquake.run.suite import SuiteResult, run_suite, scenario_files
 
@@ -56,6 +57,7 @@ class Detection:
     """One scenario's row: what it switches on and must show, and its runs."""
 
     scenario: str
+    workload: str
     mutants: tuple[str, ...]
     anomalies: tuple[str, ...]
     caught: list[bool]
@@ -171,15 +173,16 @@ def judged(result: SuiteResult, scenario: Scenario, seed: int, twin: bool) -> Ju
 
 
 def detections(mutant_files: list[Path], clean_files: list[Path], seeds: int,
-               twin_seeds: int, options: RunOptions, console: Console, ledger: Ledger
-               ) -> tuple[list[Detection], list[Clean], bool]:
+               twin_seeds: int, options: RunOptions, console: Console, ledger: Ledger,
+               parallel: int = 1) -> tuple[list[Detection], list[Clean], bool]:
     """Every mutant scenario's row, every clean scenario's row, and whether every run
-    could finish; twins run in seeds 1..`twin_seeds` only. A run the ledger already holds
+    could finish; twins run in seeds 1..`twin_seeds` only, `parallel` runs at a time. A
+    run the ledger already holds
     counts as it ended and is not run again; every other run is added to the ledger as
     soon as it is judged (a run that could not finish is not: a resume tries it again)."""
     scenarios = {f: resolve(dataclasses.replace(options, scenario=f))[0]
                  for f in mutant_files + clean_files}
-    rows = {f: Detection(s.name, s.mutants, s.expected_anomalies, [], [], [])
+    rows = {f: Detection(s.name, s.workload.kind, s.mutants, s.expected_anomalies, [], [], [])
             for f in mutant_files for s in [scenarios[f]]}
     cleans = {f: Clean(scenarios[f].name, [], []) for f in clean_files}
 
@@ -211,7 +214,7 @@ def detections(mutant_files: list[Path], clean_files: list[Path], seeds: int,
                               f"{len(files) - len(left)} of {len(files)} in the ledger, "
                               f"counted, not run again", markup=False)
             for result in run_suite(left, dataclasses.replace(
-                    options, seed=seed, without_mutants=twin), console):
+                    options, seed=seed, without_mutants=twin), console, parallel=parallel):
                 run = judged(result, scenarios[result.scenario], seed, twin)
                 if result.run_dir is None:
                     finished = False
@@ -309,10 +312,12 @@ def with_section(document: str, section: str, text: str) -> str:
 @click.option("--explore-only", "explore", flag_value="only",
               help="Run only the explore column and its control, and write only their "
                    "sections.")
+@click.option("--parallel", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="Runs at a time, each on a cluster of its own.")
 @spark_options
 def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend: str | None,
            runs_dir: Path | None, out: Path | None, ledger: Path | None, resume: bool,
-           explore: str | None, spark: SparkSettings) -> int:
+           explore: str | None, parallel: int, spark: SparkSettings) -> int:
     """Run every mutant scenario in PATHS (expecting invalid) with seeds 1..SEEDS and
     its clean twin with seeds 1..TWIN_SEEDS, and every scenario that expects valid with
     seeds 1..SEEDS, and write the detection table and the false-alarm table. With
@@ -338,6 +343,10 @@ def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend:
     if resume and runs_dir is None and ledger is None:
         raise BadInput("detect: --resume needs the --ledger, or the --runs-dir holding it, "
                        "of the runs to go on with")
+    if parallel > 1:
+        problem = memory_problem(backend or "docker", parallel)
+        if problem is not None:
+            raise BadInput(problem)
     top = runs_dir or Path("runs") / f"detect-{time.strftime('%Y%m%d-%H%M%S')}"
     source = source_version()
     record = Ledger(ledger or top / LEDGER, source, resume)
@@ -346,7 +355,7 @@ def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend:
     rows, cleans, finished = detections(
         mutant_files, clean_files, seeds, twins,
         RunOptions((mutant_files or clean_files)[0], None, backend, top, spark=spark), console,
-        record) if tailored else ([], [], True)
+        record, parallel) if tailored else ([], [], True)
     command = " ".join(["starquake detect", *map(str, paths), "--seeds", str(seeds),
                         *(["--twin-seeds", str(twins)] if tailored and twins < seeds else []),
                         *(["--backend", backend] if backend else []),
@@ -358,8 +367,8 @@ def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend:
         from starquake.run import detect_explore
 
         found = detect_explore.explorations(
-            [resolved[f].mutants for f in mutant_files], seeds, backend or "docker", top,
-            spark, console, record)
+            [(resolved[f].workload.kind, resolved[f].mutants) for f in mutant_files], seeds,
+            backend or "docker", top, spark, console, record, parallel)
         finished, perfect = finished and found.finished, found.perfect
         more = detect_explore.columns(found, seeds) if tailored else None
         explored = detect_explore.sections(

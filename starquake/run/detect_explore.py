@@ -2,17 +2,21 @@
 scenarios that nobody wrote for a bug catch it (docs/explore.md).
 
 A mutant scenario catches its mutant because it was written for it. Explore's scenarios
-(scenarios/draw.py) are drawn from a seed alone and know nothing of any mutant, so for
-each distinct set of mutants among the mutant scenarios the detect runs the scenarios of
-seeds 1..N with that set switched on: a run that ends `invalid` is a catch, and the seed
-of the first catch says how much exploring the bug takes. A seed draws the same scenario
-whichever mutants are on, so every set is tried on the same scenarios, and those
-scenarios with no mutant on are the control: each should be valid, and one that is not
-is a false alarm of explore's, listed with what it reported.
+(scenarios/draw.py) are drawn from a seed alone and know nothing of any mutant. A seed
+draws one workload, and a mutant breaks the code one workload reaches, so each mutant
+scenario's mutants are explored among the workload of that scenario, as a developer who
+changed that part of a system would run `starquake explore --workloads KIND`: for each
+distinct (workload, mutants) of the mutant scenarios the detect runs the scenarios of seeds
+1..N drawn among that workload, with those mutants switched on. A run that ends `invalid`
+is a catch, and the seed of the first catch says how much exploring the bug takes. A seed
+draws the same scenario whichever mutants are on, so the mutants of one workload are tried
+on the same scenarios, and those scenarios with no mutant on are that workload's control:
+each should be valid, and one that is not is a false alarm of explore's, listed with what
+it reported.
 
 The runs go into the detect's ledger as the tailored ones do, keyed by the drawn
-scenario's name (`explore-<seed>`), the seed and the mutants, a key no tailored run
-shares, so `--resume` counts them instead of running them again.
+scenario's name (`explore-<workload>-<seed>`), the seed and the mutants, a key no tailored
+run shares, so `--resume` counts them instead of running them again.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from rich.console import Console
 
 from checkers.spark_settings import SparkSettings
 from history.errors import INVALID, VALID
-from scenarios.format import Scenario, load_scenario
+from scenarios.draw import KINDS
+from scenarios.format import Scenario
 from starquake.run.detect import Columns, generated, mutants_cell, reported
 from starquake.run.detect_ledger import Judged, Ledger
 from starquake.run.explore import write_drawn
@@ -41,11 +46,16 @@ NEVER = "\u2014"
 """The first-catch cell of a mutant explore never caught (an em dash)."""
 
 
+Explore = tuple[str, tuple[str, ...]]
+"""What one row explores: a workload, and the mutants on (none for a control)."""
+
+
 @dataclass(frozen=True)
 class Explored:
-    """One set of mutants under explore: the drawn run of each seed, in seed order;
-    `passed` is a catch."""
+    """One workload and set of mutants under explore: the drawn run of each seed, in seed
+    order; `passed` is a catch."""
 
+    workload: str
     mutants: tuple[str, ...]
     runs: list[Judged]
 
@@ -61,25 +71,28 @@ class Explored:
 
 @dataclass(frozen=True)
 class Exploration:
-    """Every mutant set's runs, the control's (the same seeds, no mutant on; `passed` is
-    valid), each seed's workload, and whether every run could finish."""
+    """Every (workload, mutants)'s runs, each workload's control (the same seeds, no
+    mutant on; `passed` is valid), and whether every run could finish."""
 
-    sets: dict[tuple[str, ...], Explored]
-    control: list[Judged]
-    workloads: dict[int, str]
+    sets: dict[Explore, Explored]
+    control: dict[str, list[Judged]]
     finished: bool
 
-    def cells(self, mutants: tuple[str, ...]) -> tuple[str, ...]:
+    def cells(self, workload: str, mutants: tuple[str, ...]) -> tuple[str, ...]:
         """A mutant scenario's cells; dashes for one with no mutant to switch on (it
         expects `invalid` of the reference implementation as it is)."""
-        return self.sets[mutants].cells() if mutants else ("-", "-")
+        return self.sets[(workload, mutants)].cells() if mutants else ("-", "-")
+
+    @property
+    def control_runs(self) -> list[Judged]:
+        return [run for runs in self.control.values() for run in runs]
 
     @property
     def perfect(self) -> bool:
         """Every set caught in some seed (not in each: a drawn scenario need not reach the
         code a mutant breaks), and every control run valid."""
         return all(e.first_catch is not None for e in self.sets.values()) and \
-            all(run.passed for run in self.control)
+            all(run.passed for run in self.control_runs)
 
 
 def judged_drawn(result: SuiteResult, seed: int, mutants: tuple[str, ...]) -> Judged:
@@ -92,70 +105,77 @@ def judged_drawn(result: SuiteResult, seed: int, mutants: tuple[str, ...]) -> Ju
                   str(result.run_dir or ""))
 
 
-def explorations(mutant_sets: list[tuple[str, ...]], seeds: int, backend: str, top: Path,
-                 spark: SparkSettings, console: Console, ledger: Ledger) -> Exploration:
-    """Seeds 1..`seeds` of explore, drawn for `backend`, with each distinct set of
-    `mutant_sets` on and with none. Every drawn scenario is written before the first run
-    (`TOP/explore/<mutants>/explore-<seed>.toml`, `TOP/explore/no-mutant/...` for the
-    control); the runs go to `TOP/explore-<seed>/`, a seed's runs together, each run's
-    scenario.toml and ledger line naming its mutants. As the tailored runs, a run the
-    ledger holds is counted and not run again, and a run that could not finish is not
-    added to the ledger."""
-    sets = [*dict.fromkeys(m for m in mutant_sets if m), ()]
-    drawn = {mutants: write_drawn(list(range(1, seeds + 1)), backend, mutants,
-                                  top / "explore" / ("+".join(mutants) or "no-mutant"))
-             for mutants in sets}
-    runs: dict[tuple[str, ...], list[Judged]] = {mutants: [] for mutants in sets}
+def explorations(explored: list[Explore], seeds: int, backend: str, top: Path,
+                 spark: SparkSettings, console: Console, ledger: Ledger,
+                 parallel: int = 1) -> Exploration:
+    """Seeds 1..`seeds` of explore, drawn for `backend`, each (workload, mutants) of
+    `explored` drawn among its workload with its mutants on, and each of those workloads
+    with none. Every drawn scenario is written before the first run
+    (`TOP/explore/<workload>/<mutants>/explore-<workload>-<seed>.toml`, `no-mutant` for a
+    control); the runs go to `TOP/explore-<seed>/`, a seed's runs together (`parallel` at
+    a time), each run's scenario.toml and ledger line naming its mutants. As the tailored
+    runs, a run the ledger holds is counted and not run again, and a run that could not
+    finish is not added to the ledger."""
+    sets = [*dict.fromkeys(key for key in explored if key[1])]
+    workloads = [kind for kind in KINDS if any(key[0] == kind for key in sets)]
+    every = sets + [(kind, ()) for kind in workloads]
+    drawn = {key: write_drawn(list(range(1, seeds + 1)), backend, key[1],
+                              top / "explore" / key[0] / ("+".join(key[1]) or "no-mutant"),
+                              workloads=(key[0],))
+             for key in every}
+    runs: dict[Explore, list[Judged]] = {key: [] for key in every}
     finished = True
     for seed in range(1, seeds + 1):
-        files = {drawn[mutants][seed - 1]: mutants for mutants in sets}
+        files = {drawn[key][seed - 1]: key for key in every}
         left = []
-        for file, mutants in files.items():
-            earlier = ledger.get(file.stem, seed, mutants)
+        for file, key in files.items():
+            earlier = ledger.get(file.stem, seed, key[1])
             if earlier is None:
                 left.append(file)
             else:
-                runs[mutants].append(earlier)
+                runs[key].append(earlier)
         if len(left) < len(files):
             console.print(f"detect: explore seed {seed}: {len(files) - len(left)} of "
                           f"{len(files)} in the ledger, counted, not run again", markup=False)
         options = RunOptions(next(iter(files)), backend=backend, runs_dir=top, spark=spark)
-        for result in run_suite(left, options, console):
-            run = judged_drawn(result, seed, files[result.scenario])
+        for result in run_suite(left, options, console, parallel=parallel):
+            key = files[result.scenario]
+            run = judged_drawn(result, seed, key[1])
             if result.run_dir is None:
                 finished = False
             else:
                 ledger.add(run)
-            runs[run.mutants].append(run)
-    control = runs.pop(())
-    return Exploration({mutants: Explored(mutants, found) for mutants, found in runs.items()},
-                       control, {seed: load_scenario(file).workload.kind
-                                 for seed, file in enumerate(drawn[()], start=1)}, finished)
+            runs[key].append(run)
+    return Exploration({key: Explored(*key, runs[key]) for key in sets},
+                       {kind: runs[(kind, ())] for kind in workloads}, finished)
 
 
 def meaning(seeds: int) -> list[str]:
     return [
         f"*Caught by explore*: in how many of seeds 1 to {seeds} the scenario `starquake",
-        "explore` draws from the seed, run with the row's mutants on, ended `invalid` (with",
-        "any anomaly: a drawn scenario names none); *first catch at seed*: the lowest such",
-        f"seed, {NEVER} when none. Every row runs the same drawn scenarios, and rows with the",
-        "same mutants share their runs.",
+        "explore --workloads KIND` draws from the seed, KIND the workload of the row's",
+        "scenario, run with the row's mutants on, ended `invalid` (with any anomaly: a drawn",
+        f"scenario names none); *first catch at seed*: the lowest such seed, {NEVER} when",
+        "none. Rows of one workload run the same drawn scenarios, and rows with the same",
+        "workload and mutants share their runs.",
     ]
 
 
 def summary(found: Exploration, seeds: int) -> str:
-    """How many mutant sets explore caught at all, how many early, and how soon."""
+    """How many (workload, mutants) explore caught at all, how many early, and how soon."""
     firsts = [e.first_catch for e in found.sets.values() if e.first_catch is not None]
     median = f"{statistics.median(firsts):g}" if firsts else NEVER
-    return (f"Explore caught {len(firsts)} of {len(found.sets)} mutant sets within {seeds} "
-            f"seeds, {sum(first <= FEW_SEEDS for first in firsts)} within {FEW_SEEDS} seeds "
-            f"or fewer; median seeds to the first catch, over those caught: {median}.")
+    return (f"Explore caught {len(firsts)} of {len(found.sets)} mutant sets (each with its "
+            f"workload) within {seeds} seeds, {sum(first <= FEW_SEEDS for first in firsts)} "
+            f"within {FEW_SEEDS} seeds or fewer; median seeds to the first catch, over those "
+            f"caught: {median}.")
 
 
 def columns(found: Exploration, seeds: int) -> Columns:
     """The explore column of the tailored mutant table."""
     return Columns(meaning(seeds), ("caught by explore", "first catch at seed"),
-                   lambda row: found.cells(row.mutants), [summary(found, seeds)])
+                   lambda row: found.cells(row.workload, row.mutants),
+                   [summary(found, seeds)])
 
 
 def explore_table(scenarios: list[Scenario], found: Exploration, seeds: int, command: str,
@@ -171,29 +191,33 @@ def explore_table(scenarios: list[Scenario], found: Exploration, seeds: int, com
         "| scenario | mutants | caught by explore | first catch at seed |",
         "| --- | --- | --- | --- |",
         *(f"| `{s.name}` | {mutants_cell(s.mutants)} | "
-          f"{' | '.join(found.cells(s.mutants))} |" for s in scenarios),
+          f"{' | '.join(found.cells(s.workload.kind, s.mutants))} |" for s in scenarios),
         "",
         summary(found, seeds),
         ""])
 
 
 def control_table(found: Exploration, command: str, source: str) -> str:
-    """The control: in how many seeds the drawn scenario with no mutant was valid, and
-    each false alarm with its seed, workload and what it reported."""
-    alarms = [run for run in found.control if not run.passed]
+    """The control: in how many runs the drawn scenario with no mutant was valid, of each
+    workload and in all, and each false alarm with its seed, workload and what it
+    reported."""
+    alarms = [(kind, run) for kind, runs in found.control.items() for run in runs
+              if not run.passed]
     listed = ["| seed | workload | reported |", "| --- | --- | --- |",
-              *(f"| {run.seed} | {found.workloads[run.seed]} | "
-                f"{', '.join(run.reported) or '-'} |" for run in alarms)] if alarms else \
-        ["No false alarm."]
+              *(f"| {run.seed} | {kind} | {', '.join(run.reported) or '-'} |"
+                for kind, run in alarms)] if alarms else ["No false alarm."]
+    each = ", ".join(f"{kind} {sum(run.passed for run in runs)} of {len(runs)}"
+                     for kind, runs in found.control.items())
+    every = found.control_runs
     return "\n".join([
         "## False alarms of explore: the drawn scenarios with no mutant on",
         "",
         generated(command, source),
-        "The scenarios the explore column ran, seed for seed, here with no mutant on, each",
-        "expecting `valid`. A run that was not is a false alarm: `invalid` (a checker's",
-        "anomaly in correct code), `unknown` (a checker that could not decide) or a run that",
-        "could not finish (its exit code). Valid in "
-        f"{sum(run.passed for run in found.control)} of {len(found.control)} seeds.",
+        "The scenarios the explore column ran, seed for seed and workload for workload, here",
+        "with no mutant on, each expecting `valid`. A run that was not is a false alarm:",
+        "`invalid` (a checker's anomaly in correct code), `unknown` (a checker that could",
+        "not decide) or a run that could not finish (its exit code). Valid in "
+        f"{sum(run.passed for run in every)} of {len(every)} runs ({each}).",
         "",
         *listed,
         ""])

@@ -22,39 +22,54 @@ import click
 from checkers.spark_settings import SparkSettings, spark_options
 from harness.backends import BACKENDS
 from history.errors import ENVIRONMENT, INVALID, VALID, BadInput
-from scenarios.draw import KINDS, draw_scenario
+from scenarios.draw import KINDS, among, draw_scenario, offered_kinds
 from scenarios.format import scenario_toml
 from scenarios.offer import Offer, draw_for_offer
 from starquake.duration_option import Duration
 from starquake.output import command_console
 from starquake.run.explore_target import target_command, target_offer
 from starquake.run.given_target import reach_target, start_brokers_again
+from starquake.run.lanes import memory_problem
 from starquake.run.pipeline import RunOptions
 from starquake.run.suite import SuiteResult, run_suite
 
 DEFAULT_BACKEND = "docker"
-PARALLEL_MEMORY_GIB = {"apache-pulsar": 6.0}
-"""Memory one run at a time needs, where two at once could exhaust a machine: Apache
-Pulsar's geo runs start two clusters of some 1.9 GiB each under load
-(docs/apache-pulsar.md), with room for their clients and the check worker's share. Our
-reference implementation's nodes are small Python processes."""
-
 def explore_seeds(seeds: int | None, seed: int | None, first_seed: int) -> list[int]:
     if seed is not None and seeds is not None:
         raise BadInput("give --seeds or --seed, not both")
     return [seed] if seed is not None else list(range(first_seed, first_seed + (seeds or 1)))
 
 
+def workloads_asked(text: str) -> tuple[str, ...] | None:
+    """`--workloads K,...` in `KINDS` order; None, every workload, when it is not given."""
+    names = {name.strip() for name in text.split(",") if name.strip()}
+    unknown = sorted(names - set(KINDS))
+    if unknown:
+        raise BadInput(f"--workloads: no workload {', '.join(unknown)}; explore draws among "
+                       f"{', '.join(KINDS)}")
+    return tuple(kind for kind in KINDS if kind in names) or None
+
+
 def write_drawn(seeds: list[int], backend: str, mutants: tuple[str, ...],
-                directory: Path, offer: Offer | None = None) -> list[Path]:
+                directory: Path, offer: Offer | None = None,
+                workloads: tuple[str, ...] | None = None) -> list[Path]:
     """Each seed's drawn scenario as a file in `directory` (for the target offering `offer`,
-    when one is given), read back through the scenario reader by the runs (so a drawn
-    scenario is held to the format as any other)."""
+    when one is given; among `workloads` only, when given), read back through the scenario
+    reader by the runs (so a drawn scenario is held to the format as any other)."""
+    kinds = workloads or KINDS
+    offered = offered_kinds(backend, kinds) if offer is None else \
+        [kind for kind in offer.kinds if kind in kinds]
+    if not offered:
+        raise BadInput(f"--workloads {','.join(kinds)}: "
+                       + (f"the {backend} backend runs none of them" if offer is None
+                          else "the target offers none of them"))
     directory.mkdir(parents=True, exist_ok=True)
     files = []
     for number in seeds:
-        scenario = (draw_scenario(number, backend, mutants=mutants, kinds=KINDS)
-                    if offer is None else draw_for_offer(number, offer))
+        scenario = (draw_scenario(number, backend, mutants=mutants, kinds=kinds)
+                    if offer is None else draw_for_offer(number, offer, kinds))
+        if workloads is not None:
+            scenario = among(scenario, workloads)
         path = directory / f"{scenario.name}.toml"
         path.write_text(scenario_toml(scenario))
         files.append(path)
@@ -79,29 +94,6 @@ def check_options(target_file: Path | None, backend: str | None, mutants: tuple[
             raise BadInput(problem)
 
 
-def memory_problem(backend: str, parallel: int) -> str | None:
-    """Why this machine should not deploy `parallel` of the backend's largest drawn
-    topologies at once; None when it may."""
-    needed = PARALLEL_MEMORY_GIB.get(backend, 0.0) * parallel
-    available = available_memory_gib()
-    if available is None or available >= needed:
-        return None
-    return (f"--parallel {parallel} with --backend {backend} needs about {needed:g} GiB of "
-            f"available memory (two clusters of Apache Pulsar per geo run), this machine "
-            f"has {available:.1f} GiB; run one at a time")
-
-
-def available_memory_gib() -> float | None:
-    """MemAvailable of /proc/meminfo; None where there is none."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 2**20
-    except OSError:
-        pass
-    return None
-
-
 @click.command()
 @click.option("--seeds", type=click.IntRange(min=1), default=None,
               help="Draw and run this many scenarios, seeds --first-seed onwards [1].")
@@ -119,6 +111,9 @@ def available_memory_gib() -> float | None:
                    "what it offers; nothing of it is started or stopped.")
 @click.option("--mutants", default="", metavar="M,...",
               help="Switch these mutants of the reference implementation on in every run.")
+@click.option("--workloads", default="", metavar="K,...",
+              help=f"Draw among these workloads only (of {', '.join(KINDS)}) [all that the "
+                   f"backend or target runs].")
 @click.option("--parallel", type=click.IntRange(1, 2), default=1, show_default=True,
               help="Runs at a time, each on a cluster of its own (not with --target).")
 @click.option("--runs-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -126,8 +121,8 @@ def available_memory_gib() -> float | None:
                    "[runs/explore-<timestamp>].")
 @spark_options
 def explore(seeds: int | None, seed: int | None, first_seed: int, budget: float | None,
-            backend: str | None, target_file: Path | None, mutants: str, parallel: int,
-            runs_dir: Path | None, spark: SparkSettings) -> int:
+            backend: str | None, target_file: Path | None, mutants: str, workloads: str,
+            parallel: int, runs_dir: Path | None, spark: SparkSettings) -> int:
     """Draw whole scenarios from seeds (workload, knobs, topology, faults, liveness bound)
     and run each, then write index.html and junit.xml beside the runs (docs/explore.md).
     With --target, each scenario is drawn within what that system offers and run against
@@ -140,12 +135,14 @@ def explore(seeds: int | None, seed: int | None, first_seed: int, budget: float 
 
     names = tuple(m.strip() for m in mutants.split(",") if m.strip())
     check_options(target_file, backend, names, parallel)
+    kinds = workloads_asked(workloads)
     numbers = explore_seeds(seeds, seed, first_seed)
     console = command_console()
     top = runs_dir or Path("runs") / f"explore-{time.strftime('%Y%m%d-%H%M%S')}"
     target = None if target_file is None else reach_target(target_file)
     offer = None if target is None else target_offer(target, console)
-    files = write_drawn(numbers, backend or DEFAULT_BACKEND, names, top / "scenarios", offer)
+    files = write_drawn(numbers, backend or DEFAULT_BACKEND, names, top / "scenarios", offer,
+                        kinds)
     started = time.monotonic()
 
     between: Callable[[], None] | None = None  # a given target is tended between runs

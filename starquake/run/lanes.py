@@ -1,6 +1,6 @@
-"""Runs two at a time (`starquake explore --parallel 2`): each lane a process of its own
-that runs the scenarios it is handed one after another, all of them judged by the
-command's one check worker.
+"""Runs two at a time (`starquake explore --parallel 2`, `starquake detect --parallel 2`):
+each lane a process of its own that runs the scenarios it is handed one after another, all
+of them judged by the command's one check worker.
 
 Why processes and not threads: a run keeps state that a process has once. The official
 client takes one logger per process (harness/workloads/client_log.py), so two runs in one
@@ -50,6 +50,35 @@ Expected = tuple[str, tuple[str, ...]]
 """A scenario's expected verdict and anomalies."""
 RunOne = Callable[[RunOptions, Expected, Console, Judge], SuiteResult]
 """What a lane runs each file with (`judged_run`); module-level, as a lane is spawned."""
+
+PARALLEL_MEMORY_GIB = {"apache-pulsar": 6.0}
+"""Memory one run at a time needs, where two at once could exhaust a machine: Apache
+Pulsar's geo runs start two clusters of some 1.9 GiB each under load
+(docs/apache-pulsar.md), with room for their clients and the check worker's share. Our
+reference implementation's nodes are small Python processes."""
+
+
+def memory_problem(backend: str, parallel: int) -> str | None:
+    """Why this machine should not deploy `parallel` of the backend's largest drawn
+    topologies at once; None when it may."""
+    needed = PARALLEL_MEMORY_GIB.get(backend, 0.0) * parallel
+    available = available_memory_gib()
+    if available is None or available >= needed:
+        return None
+    return (f"--parallel {parallel} with --backend {backend} needs about {needed:g} GiB of "
+            f"available memory (two clusters of Apache Pulsar per geo run), this machine "
+            f"has {available:.1f} GiB; run one at a time")
+
+
+def available_memory_gib() -> float | None:
+    """MemAvailable of /proc/meminfo; None where there is none."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return None
 
 
 @dataclass

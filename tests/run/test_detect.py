@@ -37,9 +37,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_rows_count_catches_and_clean_twins() -> None:
-    caught = Detection("contract-x", ("x",), ("contract",), [True, True, False],
+    caught = Detection("contract-x", "contract", ("x",), ("contract",), [True, True, False],
                        [2.0, 4.0], [True, True, True])
-    missed = Detection("topic-y", ("y", "z"), ("lost",), [False], [], [False])
+    missed = Detection("topic-y", "topic", ("y", "z"), ("lost",), [False], [], [False])
     text = table([caught, missed], "starquake detect scenarios/mutants --seeds 3",
                  "commit 0123456789ab")
     assert "| `contract-x` | `x` | contract | 2/3 | 3.0 | 3/3 |" in text.splitlines()
@@ -68,7 +68,7 @@ def test_twins_run_only_in_the_first_twin_seeds(tmp_path: Path,
         ledger.add(Judged(scenario.name, seed, scenario.mutants, True, (), 2.0, f"m{seed}"))
     ledger.add(Judged(scenario.name, 1, (), True, (), None, "twin1"))
 
-    def nothing_left(files: list[Path], *_: object) -> list[object]:
+    def nothing_left(files: list[Path], *_: object, **__: object) -> list[object]:
         assert files == [], f"ran {files}"
         return []
 

@@ -1,8 +1,9 @@
 """The explore column of `starquake detect`, with the runs faked (no cluster): each mutant
-set and the control run the same drawn scenarios, a catch is an `invalid` run, the table
-gives each row's catches and first catching seed with a summary below, the control lists
-its false alarms with what they reported, a resumed detect runs nothing the ledger holds,
-and `--explore-only` rewrites its own sections and no other."""
+set is explored among its scenario's workload, the sets of a workload and that workload's
+control run the same drawn scenarios, a catch is an `invalid` run, the table gives each
+row's catches and first catching seed with a summary below, the control lists its false
+alarms with their workload and what they reported, a resumed detect runs nothing the
+ledger holds, and `--explore-only` rewrites its own sections and no other."""
 
 from __future__ import annotations
 
@@ -36,9 +37,9 @@ FENCING = REPO / "scenarios/mutants/topic-no-fencing.toml"
 RECEIPTS = REPO / "scenarios/mutants/topic-receipt-names-latest-write.toml"
 SOURCE = "commit aaaaaaaaaaaa"
 
-Outcome = dict[tuple[tuple[str, ...], int], tuple[int, dict[str, object]]]
-"""(mutants, seed) -> the faked run's exit code and its checkers' verdicts; a run not
-named ends valid."""
+Outcome = dict[tuple[str, tuple[str, ...]], tuple[int, dict[str, object]]]
+"""(drawn scenario, mutants) -> the faked run's exit code and its checkers' verdicts; a run
+not named ends valid."""
 
 
 class FakeSuite:
@@ -49,13 +50,13 @@ class FakeSuite:
     def __init__(self, top: Path, outcome: Outcome) -> None:
         self.top, self.outcome, self.ran = top, outcome, []
 
-    def __call__(self, files: list[Path], options: RunOptions, _console: object
-                 ) -> Iterator[SuiteResult]:
+    def __call__(self, files: list[Path], options: RunOptions, _console: object,
+                 **_: object) -> Iterator[SuiteResult]:
         for file in files:
             self.ran.append(file)
             scenario = load_scenario(file)
             assert scenario.seed is not None
-            code, checkers = self.outcome.get((scenario.mutants, scenario.seed), (VALID, {}))
+            code, checkers = self.outcome.get((scenario.name, scenario.mutants), (VALID, {}))
             run = self.top / f"run-{len(self.ran)}"
             run.mkdir(parents=True)
             with HistoryWriter(run / "history.jsonl") as writer:
@@ -68,12 +69,16 @@ class FakeSuite:
 
 
 CAUGHT = (INVALID, {"forked-position": {"valid": False}})
+RECEIPT_SET = ("topic", ("receipt-names-latest-write",))
+FENCING_SET = ("topic", ("no-fencing",))
+SNAPSHOT_SET = ("geo", ("partial-snapshot",))
 OUTCOME: Outcome = {
-    (("receipt-names-latest-write",), 2): CAUGHT,
-    (("receipt-names-latest-write",), 3): CAUGHT,
-    (("no-fencing",), 1): (2, {"lost": {"valid": "unknown"}}),  # unknown: not a catch
-    ((), 1): (INVALID, {"duplicate": {"valid": False}, "lost": {"valid": True}}),
-    ((), 3): (2, {"order": {"valid": "unknown"}}),
+    ("explore-topic-2", ("receipt-names-latest-write",)): CAUGHT,
+    ("explore-topic-3", ("receipt-names-latest-write",)): CAUGHT,
+    ("explore-topic-1", ("no-fencing",)): (2, {"lost": {"valid": "unknown"}}),  # not a catch
+    ("explore-geo-1", ("partial-snapshot",)): (INVALID, {"lost": {"valid": False}}),
+    ("explore-topic-1", ()): (INVALID, {"duplicate": {"valid": False}, "lost": {"valid": True}}),
+    ("explore-geo-3", ()): (2, {"order": {"valid": "unknown"}}),
 }
 
 
@@ -81,27 +86,31 @@ def _explore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outcome: Outcome,
              ledger: Ledger) -> tuple[Exploration, FakeSuite]:
     fake = FakeSuite(tmp_path / "fake-runs", outcome)
     monkeypatch.setattr("starquake.run.detect_explore.run_suite", fake)
-    found = explorations([("no-fencing",), ("receipt-names-latest-write",), ("no-fencing",)],
+    found = explorations([FENCING_SET, RECEIPT_SET, SNAPSHOT_SET, FENCING_SET],
                          3, "local", tmp_path / "runs", RunOptions(FENCING).spark,
                          command_console(), ledger)
     return found, fake
 
 
-def test_every_mutant_set_and_the_control_run_each_seeds_drawn_scenario_once(
+def test_each_set_and_its_workloads_control_run_each_seeds_drawn_scenario_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     found, fake = _explore(tmp_path, monkeypatch, OUTCOME,
                            Ledger(tmp_path / "ledger.jsonl", SOURCE, resume=False))
     ran = [load_scenario(file) for file in fake.ran]
-    assert [(s.seed, s.mutants) for s in ran] == [
-        (seed, mutants) for seed in (1, 2, 3)
-        for mutants in [("no-fencing",), ("receipt-names-latest-write",), ()]]
-    for scenario in ran:  # the scenario `starquake explore --seed S` draws, mutants aside
-        assert scenario.workload == draw_scenario(scenario.seed or 0, "local").workload
-    assert [run.passed for run in found.sets[("receipt-names-latest-write",)].runs] == [
-        False, True, True]
-    assert found.sets[("receipt-names-latest-write",)].runs[1].reported == (
-        "forked-position",)
-    assert [run.passed for run in found.sets[("no-fencing",)].runs] == [False] * 3
+    assert [(s.seed, s.workload.kind, s.mutants) for s in ran] == [
+        (seed, *key) for seed in (1, 2, 3)
+        for key in [FENCING_SET, RECEIPT_SET, SNAPSHOT_SET, ("topic", ()), ("geo", ())]]
+    for scenario in ran:  # what `starquake explore --workloads K --seed S` draws
+        kind = scenario.workload.kind
+        assert scenario.name == f"explore-{kind}-{scenario.seed}"
+        assert scenario.workload == draw_scenario(scenario.seed or 0, "local",
+                                                  kinds=(kind,)).workload
+    assert [run.passed for run in found.sets[RECEIPT_SET].runs] == [False, True, True]
+    assert found.sets[RECEIPT_SET].runs[1].reported == ("forked-position",)
+    assert [run.passed for run in found.sets[FENCING_SET].runs] == [False] * 3
+    assert [run.passed for run in found.sets[SNAPSHOT_SET].runs] == [True, False, False]
+    assert [[run.passed for run in runs] for runs in found.control.values()] == [
+        [False, True, True], [True, True, False]]
     assert (found.finished, found.perfect) == (True, False)
 
 
@@ -111,11 +120,14 @@ def test_the_table_gives_each_rows_catches_first_catch_and_a_summary(
     tailored table gains the two cells per row; the explore-only table has them alone."""
     found, _ = _explore(tmp_path, monkeypatch, OUTCOME,
                         Ledger(tmp_path / "ledger.jsonl", SOURCE, resume=False))
-    summary = ("Explore caught 1 of 2 mutant sets within 3 seeds, 1 within 3 seeds or "
-               "fewer; median seeds to the first catch, over those caught: 2.")
-    rows = [Detection("topic-receipt-names-latest-write", ("receipt-names-latest-write",),
-                      ("forked-position",), [True] * 3, [9.0], [True]),
-            Detection("topic-no-fencing", ("no-fencing",), ("lost",), [True], [4.0], [True])]
+    summary = ("Explore caught 2 of 3 mutant sets (each with its workload) within 3 seeds, "
+               "2 within 3 seeds or fewer; median seeds to the first catch, over those "
+               "caught: 1.5.")
+    rows = [Detection("topic-receipt-names-latest-write", "topic",
+                      ("receipt-names-latest-write",), ("forked-position",), [True] * 3,
+                      [9.0], [True]),
+            Detection("topic-no-fencing", "topic", ("no-fencing",), ("lost",), [True], [4.0],
+                      [True])]
     tailored = table(rows, "starquake detect ... --explore", SOURCE,
                      columns(found, 3)).splitlines()
     assert ("| scenario | mutants | anomalies | caught | first anomaly (s) | twin valid | "
@@ -139,15 +151,16 @@ def test_the_control_lists_each_false_alarm_with_what_it_reported(
                         Ledger(tmp_path / "ledger.jsonl", SOURCE, resume=False))
     text = control_table(found, "starquake detect ... --explore", SOURCE)
     lines = text.splitlines()
-    kind = {seed: draw_scenario(seed, "local").workload.kind for seed in (1, 3)}
-    assert f"| 1 | {kind[1]} | duplicate |" in lines
-    assert f"| 3 | {kind[3]} | order unknown |" in lines
+    assert "| 1 | topic | duplicate |" in lines
+    assert "| 3 | geo | order unknown |" in lines
     assert not any(line.startswith("| 2 |") for line in lines)
-    assert "Valid in 1 of 3 seeds." in text
+    assert "Valid in 4 of 6 runs (topic 2 of 3, geo 2 of 3)." in " ".join(lines)
     quiet, _ = _explore(tmp_path / "quiet", monkeypatch, {},
                         Ledger(tmp_path / "quiet.jsonl", SOURCE, resume=False))
-    quiet_text = control_table(quiet, "starquake detect ... --explore", SOURCE)
-    assert "Valid in 3 of 3 seeds." in quiet_text and "No false alarm." in quiet_text
+    quiet_text = " ".join(control_table(quiet, "starquake detect ... --explore",
+                                        SOURCE).splitlines())
+    assert "Valid in 6 of 6 runs (topic 3 of 3, geo 3 of 3)." in quiet_text
+    assert "No false alarm." in quiet_text
 
 
 def test_a_resumed_explore_counts_the_ledger_and_runs_nothing_again(
@@ -159,12 +172,12 @@ def test_a_resumed_explore_counts_the_ledger_and_runs_nothing_again(
     tailored = Judged("topic-no-fencing", 1, ("no-fencing",), True, (), 4.0, "t1")
     ledger.add(tailored)
     first, fake = _explore(tmp_path, monkeypatch, OUTCOME, ledger)
-    assert len(fake.ran) == 9
+    assert len(fake.ran) == 15
     again = Ledger(path, SOURCE, resume=True)
     assert again.get("topic-no-fencing", 1, ("no-fencing",)) == tailored
-    assert again.get("explore-2", 2, ("receipt-names-latest-write",)) == \
-        first.sets[("receipt-names-latest-write",)].runs[1]
-    assert again.get("explore-1", 1, ()) == first.control[0]
+    assert again.get("explore-topic-2", 2, ("receipt-names-latest-write",)) == \
+        first.sets[RECEIPT_SET].runs[1]
+    assert again.get("explore-geo-1", 1, ()) == first.control["geo"][0]
     resumed, refake = _explore(tmp_path / "resumed", monkeypatch, {}, again)
     assert refake.ran == []
     assert resumed == first
@@ -188,7 +201,7 @@ def test_explore_only_rewrites_its_own_sections_and_leaves_the_others(
         "--runs-dir", str(tmp_path / "runs"), "--out", str(out)], standalone_mode=False)
     assert done.exception is None, done.output
     assert done.return_value == INVALID  # the control had false alarms
-    assert len(fake.ran) == 6
+    assert len(fake.ran) == 6  # the row's set and the topic control, three seeds each
     document = out.read_text()
     assert document.startswith(kept)
     explore = document.split("<!-- detect:explore -->\n", 1)[1].split(
@@ -199,5 +212,5 @@ def test_explore_only_rewrites_its_own_sections_and_leaves_the_others(
     assert ("| `topic-receipt-names-latest-write` | `receipt-names-latest-write` | 2 of 3 "
             "| 2 |") in explore.splitlines()
     control = document.split("<!-- detect:explore-clean -->\n", 1)[1]
-    assert "Valid in 1 of 3 seeds." in control
+    assert "Valid in 2 of 3 runs (topic 2 of 3)." in " ".join(control.splitlines())
     assert control.endswith("<!-- /detect:explore-clean -->\n")

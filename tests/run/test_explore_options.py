@@ -19,7 +19,7 @@ import pytest
 from rich.console import Console
 
 from history.errors import ENVIRONMENT, BadInput
-from starquake.run import explore
+from starquake.run import explore, lanes
 from starquake.run.check_worker import Judge
 from starquake.run.lanes import Expected, PrefixedLines, RunOne, run_in_lanes
 from starquake.run.pipeline import CheckFailed, RunInterrupted, RunOptions
@@ -39,6 +39,9 @@ def _explore(*args: str) -> subprocess.CompletedProcess[str]:
     (("--target", "t.toml", "--mutants", "no-fencing"), ("--mutants", "--target")),
     (("--target", "t.toml", "--parallel", "2"), ("--parallel", "--target", "faults")),
     (("--parallel", "3", "--backend", "local"), ("--parallel",)),
+    (("--workloads", "topic,queue", "--backend", "local"), ("--workloads", "queue")),
+    (("--workloads", "scalable", "--backend", "apache-pulsar"),
+     ("--workloads", "apache-pulsar", "none")),
 ])
 def test_options_that_do_not_go_together_are_exit_3_in_one_line(
         args: tuple[str, ...], named: tuple[str, ...], tmp_path: Path) -> None:
@@ -51,12 +54,12 @@ def test_options_that_do_not_go_together_are_exit_3_in_one_line(
 
 def test_two_apache_pulsar_runs_at_once_are_refused_where_memory_is_short(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(explore, "available_memory_gib", lambda: 7.5)
+    monkeypatch.setattr(lanes, "available_memory_gib", lambda: 7.5)
     with pytest.raises(BadInput, match=r"needs about 12 GiB .* has 7\.5 GiB"):
         explore.check_options(None, "apache-pulsar", (), 2)
     explore.check_options(None, "apache-pulsar", (), 1)
     explore.check_options(None, "local", (), 2)  # our nodes are small
-    monkeypatch.setattr(explore, "available_memory_gib", lambda: 20.0)
+    monkeypatch.setattr(lanes, "available_memory_gib", lambda: 20.0)
     explore.check_options(None, "apache-pulsar", (), 2)
 
 
