@@ -149,7 +149,7 @@ def explore(seeds: int | None, seed: int | None, first_seed: int, budget: float 
     command_for: Callable[[Path], str] | None = None
     if target is not None and target_file is not None:
         between = functools.partial(start_brokers_again, target, console)
-        command_for = functools.partial(target_command, target_file, top=top)
+        command_for = functools.partial(target_command, target_file, top=top, workloads=kinds)
     results: list[SuiteResult] = []
     for result in run_suite(files, RunOptions(files[0], backend=backend, runs_dir=top,
                                               target=target, spark=spark), console,

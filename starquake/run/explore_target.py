@@ -30,10 +30,13 @@ def target_offer(target: ExternalTarget, console: Console) -> Offer:
     return offer
 
 
-def target_command(target_file: Path, scenario: Path, top: Path) -> str:
-    """What draws and runs the seed of `scenario` (`explore-<seed>.toml`) again: its scenario
-    is that seed's within the target's offer, and `starquake reproduce` deploys a cluster
+def target_command(target_file: Path, scenario: Path, top: Path,
+                   workloads: tuple[str, ...] | None = None) -> str:
+    """What draws and runs the seed of `scenario` (`explore-<seed>.toml`, or
+    `explore-<workloads>-<seed>.toml` when drawn among `workloads`) again: its scenario is
+    that seed's within the target's offer, and `starquake reproduce` deploys a cluster
     rather than aim at one."""
-    seed = scenario.stem.removeprefix("explore-")
+    seed = scenario.stem.rsplit("-", 1)[1]
+    among = ["--workloads", ",".join(workloads)] if workloads else []
     return shlex.join(["starquake", "explore", "--target", str(target_file), "--seed", seed,
-                       "--runs-dir", str(top)])
+                       *among, "--runs-dir", str(top)])

@@ -3,7 +3,8 @@ scenarios, written as scenario files that read back, each run and judged, the tw
 (`--parallel 2`, each line of a run named by its scenario); with a mutant on
 (receipts that name the producer's newest entry) the explore is invalid, its caught runs
 showing the anomaly that bug makes, found by draws not written for it; the index covers
-the runs."""
+the runs; `starquake shrink` of a caught run finds a smaller scenario that is caught
+too."""
 
 from __future__ import annotations
 
@@ -14,17 +15,26 @@ from pathlib import Path
 import pytest
 
 from scenarios.format import load_scenario
+from scenarios.shrink import size
 from tests.run.suite_runs import REPO, STARQUAKE
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
 
-def test_two_drawn_scenarios_catch_a_mutant_no_draw_names(tmp_path: Path) -> None:
-    top = tmp_path / "explore"
+@pytest.fixture(scope="module")
+def explored(tmp_path_factory: pytest.TempPathFactory
+             ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    top = tmp_path_factory.mktemp("explore")
     done = subprocess.run([*STARQUAKE, "explore", "--seeds", "2", "--backend", "local",
                            "--mutants", "receipt-names-latest-write", "--parallel", "2",
                            "--runs-dir", str(top)],
                           cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
+    return top, done
+
+
+def test_two_drawn_scenarios_catch_a_mutant_no_draw_names(
+        explored: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    top, done = explored
     assert done.returncode == 1, done.stdout[-4000:] + done.stderr
     drawn = sorted((top / "scenarios").glob("*.toml"))
     assert [p.name for p in drawn] == ["explore-1.toml", "explore-2.toml"]
@@ -45,3 +55,28 @@ def test_two_drawn_scenarios_catch_a_mutant_no_draw_names(tmp_path: Path) -> Non
     for scenario in scenarios:  # both ran, each printing through its lane's prefix
         assert any(line.startswith(f"[{scenario.name}] verdict: ") for line in lines)
     assert sum(line.startswith("  INVALID  ") for line in done.stdout.splitlines()) == len(caught)
+
+
+def test_shrink_finds_a_smaller_scenario_that_is_still_caught(
+        explored: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    """The caught run with the most anomalies (seed 1's, with hundreds), one try per
+    candidate and a few minutes' budget: the greedy search keeps a first smaller neighbour
+    that still shows `forked-position` (a fault fewer, or half the run: the mutant needs
+    sends in flight, not faults), and the smallest scenario shows it again in its final
+    run."""
+    top, _ = explored
+    counts = {run: json.loads((run / "results.json").read_text())["checkers"]
+              ["forked-position"]["count"] for run in top.glob("explore-*/*-*")}
+    run = max(counts, key=lambda found: counts[found])
+    assert counts[run] > 0, counts
+    out = top / "shrink-1"
+    done = subprocess.run([*STARQUAKE, "shrink", str(run), "--tries", "1", "--budget", "3m",
+                           "--out", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr
+    original, shrunk = load_scenario(run / "scenario.toml"), load_scenario(out / "shrunk.toml")
+    assert size(shrunk) < size(original)
+    assert shrunk.mutants == ("receipt-names-latest-write",) and shrunk.seed == original.seed
+    report = (out / "shrink.md").read_text()
+    assert "Anomaly kept: `forked-position`" in report
+    assert "showed `forked-position` in 1 of 1 runs" in report

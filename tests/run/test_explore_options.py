@@ -21,6 +21,7 @@ from rich.console import Console
 from history.errors import ENVIRONMENT, BadInput
 from starquake.run import explore, lanes
 from starquake.run.check_worker import Judge
+from starquake.run.explore_target import target_command
 from starquake.run.lanes import Expected, PrefixedLines, RunOne, run_in_lanes
 from starquake.run.pipeline import CheckFailed, RunInterrupted, RunOptions
 from starquake.run.suite import SuiteResult
@@ -183,3 +184,12 @@ def test_a_lane_prints_whole_lines_after_its_prefix(capsys: pytest.CaptureFixtur
     lines.write("draining\nchec")
     lines.write("king\n")
     assert capsys.readouterr().out == "[explore-7] draining\n[explore-7] checking\n"
+
+
+def test_a_target_runs_command_draws_its_seed_again_among_the_same_workloads() -> None:
+    top, target = Path("runs/x"), Path("t.toml")
+    assert target_command(target, Path("s/explore-7.toml"), top) == (
+        "starquake explore --target t.toml --seed 7 --runs-dir runs/x")
+    assert target_command(target, Path("s/explore-topic+geo-7.toml"), top,
+                          ("topic", "geo")) == (
+        "starquake explore --target t.toml --seed 7 --workloads topic,geo --runs-dir runs/x")
