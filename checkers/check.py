@@ -29,6 +29,7 @@ from checkers.registry import Checker, registered
 from checkers.safe import CheckerFailure, attempt, find_all
 from checkers.session import cancel_jobs, in_this_check
 from checkers.stats import run_stats
+from checkers.unreplicated import UNREPLICATED
 from history.version import starquake_version
 
 EXAMPLES_PER_CHECKER = 10
@@ -121,6 +122,8 @@ def check_runs(spark: SparkSession, histories: dict[str, PreparedHistory],
                 entries[name].update(facts)
         stats[run]["producer_retries"] = found.counts.get((PRODUCER_RETRY, run), 0)
         stats[run]["producer_retry_examples"] = found.examples.get((PRODUCER_RETRY, run), [])
+        stats[run]["unreplicated"] = found.counts.get((UNREPLICATED, run), 0)
+        stats[run]["unreplicated_examples"] = found.examples.get((UNREPLICATED, run), [])
         meta = frames.meta.get(run, {})
         results.append(RunResult(run, history, {
             "valid": combine([c["valid"] for c in entries.values()]),

@@ -16,7 +16,8 @@ snapshot whose requests or answers the outage lost holds up the next until it ti
 at most the run's snapshot timeout after the outage ended (its `meta`
 `snapshot_timeout_ms`, Pulsar's 30 s when a history has none), after which the next one
 needs a moment (`AFTER_TIMEOUT_MS`). The recovery is the longer of the two. Duplicates in
-an excused failover still cannot be losses: `lost` judges those runs as any other."""
+an excused failover still cannot be losses: `lost` judges those runs as any other, but
+for what an unlink kept from a cluster altogether (`checkers.unreplicated`)."""
 
 from __future__ import annotations
 

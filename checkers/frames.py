@@ -128,6 +128,10 @@ class HistoryFrames:
     cumulative_ack_runs: set[str] = field(default_factory=set)
     """Runs with at least one cumulative ack: only they need the coverage walk."""
     subscriptions: list[Subscription] = field(default_factory=list)
+    subscribed_in: set[tuple[str, str | None, str | None, str | None]] = field(
+        default_factory=set)
+    """(run, topic, subscription, cluster) of every completed subscribe: where each
+    subscription was consumed."""
     sessions: list[SmallFact] = field(default_factory=list)
     """Scalable consumers' `register`s and `unregister`s, however they ended, and their
     `assign` observations, by run and index (`checkers.sessions`)."""
@@ -185,6 +189,7 @@ class HistoryFrames:
             elif fact.f == "health":
                 self.health_readings.append(fact)
             elif fact.f == "subscribe":
+                self.subscribed_in.add((fact.run, fact.topic, fact.subscription, fact.cluster))
                 created = first.setdefault((fact.run, fact.topic, fact.subscription), fact)
                 if _done_index(fact) < _done_index(created):
                     first[(fact.run, fact.topic, fact.subscription)] = fact

@@ -239,10 +239,21 @@ class TextCodes:
         """The partition, coded."""
 
     def encode(self, table: pa.Table) -> pa.Table:
-        """Another table's text in these codes (text the partition lacks becomes null)."""
-        return pa.table([pc.index_in(table[name], value_set=self._dictionaries[name])
-                         if name in self._dictionaries else table[name]
-                         for name in table.column_names], names=table.column_names)
+        """Another table's text in these codes. A text the partition lacks is given a code
+        of its own, which no row of the partition has (so it matches none, as a null
+        would) and which decodes back to the text (so a finding keeps its name)."""
+        return pa.table([self._encoded(name, table[name]) if name in self._dictionaries
+                         else table[name] for name in table.column_names],
+                        names=table.column_names)
+
+    def _encoded(self, name: str, column: pa.ChunkedArray | pa.Array) -> pa.Array:
+        known = self._dictionaries[name]
+        foreign = pc.unique(pc.drop_null(pc.filter(
+            column, pc.invert(pc.is_in(column, value_set=known)))))
+        if len(foreign):
+            known = pa.concat_arrays([known, foreign.cast(known.type)])
+            self._dictionaries[name] = known
+        return pc.index_in(column, value_set=known)
 
     def text(self, name: str, coded: pa.Array) -> pa.Array:
         """Codes of column `name` back as its text."""

@@ -36,6 +36,7 @@ from checkers.partitions import (
     scatter_scans,
     several_values,
 )
+from checkers.unreplicated import UNREPLICATED, unreplicated_windows
 from checkers.views import ACK_INVOKES, ACKS, OBSERVATIONS_FILE, RECVS, SENDS
 from history.cursor import CursorReading, parse_position
 from history.schema import ORDERED_MODES
@@ -78,7 +79,7 @@ _BY_VALUE = pa.schema([
     ("segment", pa.int64())])
 """What the pass shuffles: a send, a delivery, an ack completed `ok` or one that was not
 (`kind`) of a value; `position` where it was written, delivered or acknowledged; `time`
-an ack's completion's; `segment` a delivery's (-1 without segments)."""
+a send's or an ack's completion's; `segment` a delivery's (-1 without segments)."""
 _OUTPUT = pa.schema([("kind", pa.string()), *FINDINGS,
                      *(pa.field(name, pa.int64()) for name in FIRSTS)])
 _PLACE = ["run", "value", "topic", "subscription"]
@@ -90,7 +91,8 @@ def per_value(frames: HistoryFrames) -> DataFrame:
     subscriptions = frames.subscription_table()
     ordered = frames.subscription_table(ORDERED_MODES).select(["run", "topic", "subscription"])
     facts = _Facts(frames.deduplicating_runs, frames.final_cursors(),
-                   judged_failover_table(frames), frontiers(frames))
+                   judged_failover_table(frames), frontiers(frames),
+                   unreplicated_windows(frames))
     scattered = scatter_scans(frames.spark, frames.scans(), _by_value, "value",
                               frames.partitions)
     by_value = gather([scattered], frames.partitions)
@@ -103,8 +105,9 @@ def per_value(frames: HistoryFrames) -> DataFrame:
 @dataclass(frozen=True)
 class _Facts:
     """What the driver knows that some rules need: the runs that deduplicate, each
-    subscription's last cursor reading after the drain (`ack-unapplied`), and the
-    failovers `duplicate-window` judges."""
+    subscription's last cursor reading after the drain (`ack-unapplied`), the failovers
+    `duplicate-window` judges, and the windows in which a cluster's writes may not reach
+    another (`lost`, `checkers.unreplicated`)."""
 
     deduplicating: set[str]
     final_cursors: dict[CursorScope, tuple[int, CursorReading]]
@@ -112,6 +115,7 @@ class _Facts:
     frontiers: Frontiers | None
     """Where cumulative acks reached (`checkers.coverage`), when the history has any;
     handed to the tasks inside their function, as `checkers.coverage` says why."""
+    unreplicated: pa.Table
 
     def runs(self) -> pa.Table:
         return pa.table({"run": pa.array(sorted(self.deduplicating), pa.string())})
@@ -144,7 +148,8 @@ def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table,
     deduplicating = codes.encode(facts.runs())["run"].combine_chunks()
     schema = codes.coded(_OUTPUT)
     found = pa.concat_tables([
-        _lost(schema, sends, known, codes.encode(subscriptions)),
+        _lost(schema, sends, known, codes.encode(subscriptions),
+              _coded_windows(facts.unreplicated, codes)),
         _unexpected(schema, sends, recvs), _failed_delivered(schema, sends, known),
         _duplicate(schema, known, acks, deduplicating),
         _multi_position(schema, sends, known, deduplicating, codes),
@@ -174,7 +179,7 @@ def _by_value(scan: Scan) -> pa.Table:
         return rows(_BY_VALUE, recvs.num_rows, kind=_RECV, segment=recvs["seg"],
                     **columns(recvs))
     send_names = ["run", "value", "topic", "cluster", "key", "inv_index", "done_index",
-                  "outcome", "position"]
+                  "done_time", "outcome", "position"]
     ack_names = ["run", "value", *ACK_SCOPE[1:], "cumulative", "ack_index", "ack_time",
                  "position"]
     invoke_names = ["run", "value", *ACK_SCOPE[1:], "outcome", "inv_index", "position"]
@@ -187,7 +192,7 @@ def _by_value(scan: Scan) -> pa.Table:
     unsettled = invokes.filter(pc.invert(pc.fill_null(pc.equal(invokes["outcome"], "ok"), False)))
     return pa.concat_tables([
         rows(_BY_VALUE, sends.num_rows, kind=_SEND, index=sends["inv_index"],
-             **columns(sends)),
+             time=sends["done_time"], **columns(sends)),
         rows(_BY_VALUE, acks.num_rows, kind=_ACK, index=acks["ack_index"],
              time=acks["ack_time"], **columns(acks)),
         rows(_BY_VALUE, unsettled.num_rows, kind=_UNCONFIRMED, index=unsettled["inv_index"],
@@ -201,18 +206,51 @@ def _finding(schema: pa.Schema, checker: str, found: pa.Table,
 
 
 def _lost(schema: pa.Schema, sends: pa.Table, recvs: pa.Table,
-          subscriptions: pa.Table) -> pa.Table:
+          subscriptions: pa.Table, windows: pa.Table) -> pa.Table:
     """Per acknowledged send and subscription owed it (one that existed on its topic
-    before it was invoked): no delivery in that subscription, in any cluster."""
+    before it was invoked): no delivery in that subscription, in any cluster. A pair an
+    unlinked cluster never replicated (`checkers.unreplicated`) is `UNREPLICATED`
+    instead."""
     acknowledged = sends.filter(pc.equal(sends["outcome"], "ok")).select(
-        ["run", "value", "topic", "index", "done_index"])
+        ["run", "value", "topic", "cluster", "index", "done_index", "time"])
     owed = acknowledged.join(subscriptions, ["run", "topic"], join_type="inner")
     owed = owed.filter(pc.less(owed["since_index"], owed["index"]))
     delivered = recvs.select(_PLACE).group_by(_PLACE).aggregate([])
-    lost = owed.join(delivered, _PLACE, join_type="left anti")
-    return _finding(schema, "lost", lost, topic=lost["topic"],
-                    subscription=lost["subscription"], at=lost["index"],
-                    proof0=lost["done_index"], proof1=lost["since_index"])
+    missing = owed.join(delivered, _PLACE, join_type="left anti")
+    excused = _unreplicated(missing, recvs, windows)
+    lost = missing.join(excused.select(_PLACE), _PLACE, join_type="left anti") \
+        if excused.num_rows else missing
+    return pa.concat_tables([
+        _finding(schema, checker, found, topic=found["topic"],
+                 subscription=found["subscription"], at=found["index"],
+                 proof0=found["done_index"], proof1=found["since_index"])
+        for checker, found in (("lost", lost), (UNREPLICATED, excused))])
+
+
+def _unreplicated(missing: pa.Table, recvs: pa.Table, windows: pa.Table) -> pa.Table:
+    """The missing pairs whose send completed in a window of its cluster's unlink, for a
+    subscription consumed in the receiver, of values no subscription in the receiver
+    received: one row per pair, as `missing`'s."""
+    if not windows.num_rows or not missing.num_rows:
+        return missing.schema.empty_table()
+    placed = ["run", "topic", "subscription", "cluster"]
+    hit = missing.join(windows, placed, join_type="inner")
+    hit = hit.filter(pc.and_(pc.less_equal(hit["start"], hit["time"]),
+                             pc.less_equal(hit["time"], hit["until"])))
+    reached = recvs.select(["run", "value", "cluster"]).group_by(
+        ["run", "value", "cluster"]).aggregate([])
+    unreached = hit.join(reached, ["run", "value", "receiver"],
+                         right_keys=["run", "value", "cluster"], join_type="left anti")
+    return missing.join(unreached.select(_PLACE).group_by(_PLACE).aggregate([]), _PLACE,
+                        join_type="left semi")
+
+
+def _coded_windows(windows: pa.Table, codes: TextCodes) -> pa.Table:
+    """`checkers.unreplicated.WINDOWS` in a partition's codes: the sender as `cluster`,
+    the receiver in the same dictionary."""
+    receiver = codes.encode(pa.table({"cluster": windows["receiver"]}))["cluster"]
+    coded = codes.encode(windows.drop_columns(["receiver"]))
+    return coded.append_column("receiver", receiver)
 
 
 def _unexpected(schema: pa.Schema, sends: pa.Table, recvs: pa.Table) -> pa.Table:

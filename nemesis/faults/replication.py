@@ -59,7 +59,8 @@ def _relist(f: str, ctx: FaultContext, targets: tuple[str, ...],
         lists[sender.name] = change(listed, receiver.name)
         admin_request(sender.admin_urls[0], "POST", path, lists[sender.name])
     value = f"{','.join(s.name for s in senders)} -> {receiver.name}"
-    return NemesisEvent(f, value, targets, {"replication_clusters": lists})
+    return NemesisEvent(f, value, targets, {"replication_clusters": lists,
+                                            "receiver": receiver.name})
 
 
 def _receiver_and_senders(clusters: Sequence[TargetCluster], targets: tuple[str, ...]

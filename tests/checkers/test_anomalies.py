@@ -80,6 +80,81 @@ def _received_elsewhere(h: History) -> None:
     h.drain()
 
 
+def _unlinked_b_to_a(h: History, send_at_ms: float, cluster: str = "b") -> None:
+    """Two clusters, a late subscription in each; b stops replicating to a from 1 s to
+    3 s, and m1 is sent in `cluster` at `send_at_ms`, received in b only."""
+    h.subscribe("late-a", "exclusive", cluster="a")
+    h.subscribe("late-b", "exclusive", cluster="b")
+    steps: list[tuple[float, Callable[[], object]]] = [
+        (1000, lambda: h.nemesis("unlink-replication", targets=["b", "a"],
+                                 replication_clusters={"b": ["b"]}, receiver="a")),
+        (3000, lambda: h.nemesis("relink-replication", targets=["b", "a"],
+                                 replication_clusters={"b": ["b", "a"]}, receiver="a")),
+        (send_at_ms, lambda: h.send("m1", cluster=cluster, position="1:0"))]
+    for at_ms, step in sorted(steps, key=lambda timed: timed[0]):
+        h.at(at_ms)
+        step()
+    h.recv("m1", "late-b", cluster="b", position="1:0")
+    h.drain()
+
+
+@case("lost-legal-written-while-unlinked")
+def _written_while_unlinked(h: History) -> None:
+    """What b wrote while it did not replicate to a never reaches a: not lost there."""
+    _unlinked_b_to_a(h, send_at_ms=2000)
+
+
+@case("lost-legal-written-while-unlinked-receiver-unnamed")
+def _receiver_unnamed(h: History) -> None:
+    """A history whose unlink names no receiver: the relink says which cluster it was."""
+    h.subscribe("late-a", "exclusive", cluster="a")
+    h.subscribe("late-b", "exclusive", cluster="b")
+    h.at(1000).nemesis("unlink-replication", targets=[], replication_clusters={"b": ["b"]})
+    h.at(2000).send("m1", cluster="b", position="1:0")
+    h.at(3000).nemesis("relink-replication", targets=[],
+                       replication_clusters={"b": ["b", "a"]})
+    h.recv("m1", "late-b", cluster="b", position="1:0")
+    h.drain()
+
+
+@case("lost-legal-in-the-replicators-backlog")
+def _in_the_backlog(h: History) -> None:
+    """Written just before the unlink, still in the replicator the unlink removed."""
+    _unlinked_b_to_a(h, send_at_ms=500)
+
+
+@case("lost-written-long-before-the-unlink", lost=1)
+def _long_before_the_unlink(h: History) -> None:
+    h.subscribe("late-a", "exclusive", cluster="a")
+    h.subscribe("late-b", "exclusive", cluster="b")
+    h.at(100).send("m1", cluster="b", position="1:0")
+    h.at(10_000).nemesis("unlink-replication", targets=["b", "a"],
+                         replication_clusters={"b": ["b"]}, receiver="a")
+    h.at(12_000).nemesis("relink-replication", targets=["b", "a"],
+                         replication_clusters={"b": ["b", "a"]}, receiver="a")
+    h.recv("m1", "late-b", cluster="b", position="1:0")
+    h.drain()
+
+
+@case("lost-written-long-after-the-relink", lost=1)
+def _long_after_the_relink(h: History) -> None:
+    _unlinked_b_to_a(h, send_at_ms=9000)
+
+
+@case("lost-written-while-unlinked-by-the-receiver", lost=1)
+def _written_by_the_receiver(h: History) -> None:
+    """a still replicates to b, and its own subscription owes what a wrote."""
+    _unlinked_b_to_a(h, send_at_ms=2000, cluster="a")
+
+
+@case("lost-while-unlinked-yet-replicated", lost=1)
+def _replicated_after_all(h: History) -> None:
+    """Another subscription in a received m1, so it was replicated; late-a owes it."""
+    h.subscribe("live", "exclusive", cluster="a")
+    _unlinked_b_to_a(h, send_at_ms=2000)
+    h.recv("m1", "live", cluster="a", position="9:0")
+
+
 @case("no-drain")
 def _no_drain(h: History) -> None:
     h.subscribe("s", "exclusive")
@@ -756,6 +831,17 @@ def test_a_producer_retry_is_counted_not_judged(results: dict[str, dict]) -> Non
     assert results["legal"]["stats"]["producer_retries"] == 0
     example = results["multi-position"]["checkers"]["multi-position"]["examples"][0]
     assert example["positions"] == ["1:0", "1:1", "1:2"]
+
+
+@pytest.mark.spark
+def test_pairs_an_unlinked_cluster_never_replicated_are_counted_not_judged(
+        results: dict[str, dict]) -> None:
+    stats = results["lost-legal-written-while-unlinked"]["stats"]
+    assert stats["unreplicated"] == 1
+    (example,) = stats["unreplicated_examples"]
+    assert (example["value"], example["subscription"]) == ("m1", "late-a")
+    assert results["lost-written-long-before-the-unlink"]["stats"]["unreplicated"] == 0
+    assert results["legal"]["stats"]["unreplicated"] == 0
 
 
 @pytest.mark.spark
