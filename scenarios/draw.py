@@ -139,7 +139,7 @@ def draw_workload(kind: str, draw: Draw) -> WorkloadSettings:
     values = {spec.name: knob_value(spec, draw) for spec in specs}
     knobs = WORKLOADS[kind].knobs(**values)
     for _ in specs:  # values that make no sense together: the one named goes back to default
-        problem = knobs.problem()
+        problem = knobs.problem(common)
         if problem is None:
             break
         values[problem[0]] = next(spec.default for spec in specs if spec.name == problem[0])

@@ -49,7 +49,7 @@ def read_workload(table: Any, check: Check, error: Error) -> WorkloadSettings:
                                                f"not the {kind_name} workload")
     knobs = kind.knobs(**{spec.name: values.pop(spec.name) for spec in own
                           if spec.name in values})
-    problem = knobs.problem()
+    problem = knobs.problem({spec.name: values.get(spec.name, spec.default) for spec in common})
     if problem:
         raise error(f"workload.{problem[0]}", problem[1])
     return WorkloadSettings(kind=kind_name, knobs=knobs, **values)

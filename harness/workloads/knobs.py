@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -46,9 +47,11 @@ def knob(default: T, doc: str, *, least: float | None = None, most: float | None
 class Knobs:
     """The base of every workload's `Knobs`: a workload with none declares an empty subclass."""
 
-    def problem(self) -> tuple[str, str] | None:
-        """(knob, why) when values that are each valid make no sense together; None when
-        they do. A workload whose knobs depend on each other says how here."""
+    def problem(self, common: Mapping[str, Any]) -> tuple[str, str] | None:
+        """(knob, why) when values that are each valid make no sense together, among these
+        knobs or with `common` (the values of the knobs every workload reads,
+        `WorkloadSettings`); None when they do. Knobs that depend on others say how here,
+        and ask their bases too."""
         return None
 
 

@@ -3,8 +3,9 @@ them by deriving from these classes (harness/workloads/knobs.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from harness.workloads.knobs import Knobs, knob
 from harness.workloads.settings import SUBSCRIPTION_MODES
@@ -31,6 +32,14 @@ class OfficialClientKnobs(SendKnobs):
     processes: int = knob(1, "Logical processes per producer, each with one send in flight.",
                           least=1)
     """A producer has this many sends outstanding at once."""
+
+    def problem(self, common: Mapping[str, Any]) -> tuple[str, str] | None:
+        consumers = common["consumers"]
+        if self.subscription_mode == "exclusive" and consumers > 1:
+            return "subscription_mode", (
+                f"exclusive attaches one consumer and refuses the others (ConsumerBusy), and "
+                f"consumers is {consumers}; failover keeps the others as standbys")
+        return super().problem(common)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,9 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulsar
 
@@ -152,7 +154,7 @@ class TopicWorkload:
         """The messages between two cumulative acks have no `ack` of their own: the
         checkers count each acknowledged from the cumulative ack that covers it."""
 
-        def problem(self) -> tuple[str, str] | None:
+        def problem(self, common: Mapping[str, Any]) -> tuple[str, str] | None:
             if self.nack_share and self.subscription_mode not in NACK_MODES:
                 return "nack_share", (
                     f"only with subscription_mode {' or '.join(NACK_MODES)} (in the others a "
@@ -163,7 +165,7 @@ class TopicWorkload:
                     f"only with subscription_mode {' or '.join(CUMULATIVE_MODES)} (Pulsar "
                     f"refuses cumulative acknowledgements on the others), "
                     f"got {self.subscription_mode}")
-            return None
+            return super().problem(common)
 
     def __init__(self, context: WorkloadContext) -> None:
         self.context = context

@@ -123,6 +123,9 @@ duration_s = 5
      "cumulative_ack_every = 5\n",
      "workload.cumulative_ack_every: only with subscription_mode exclusive or failover "
      "(Pulsar refuses cumulative acknowledgements on the others), got shared"),
+    ("[workload]\nkind = \"geo\"\nsubscription_mode = \"exclusive\"\n",
+     "workload.subscription_mode: exclusive attaches one consumer and refuses the others "
+     "(ConsumerBusy), and consumers is 2; failover keeps the others as standbys"),
     ("[workload]\nkind = \"topic\"\nreceiver_queue = 0\n",
      "workload.receiver_queue: expected a number of at least 1, got 0"),
     ("[workload]\nkind = \"scalable\"\nreceiver_queue = 10\n",
