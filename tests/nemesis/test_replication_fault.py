@@ -77,7 +77,8 @@ def test_without_targets_every_other_cluster_stops_replicating_to_the_first(
     event = FAULTS["unlink-replication"].inject(_context(), (), random.Random(1))
     assert [call for call in admin if call[1] == "POST"] == [("y", "POST", ["y", "z"]),
                                                               ("z", "POST", ["y", "z"])]
-    assert event.detail == {"replication_clusters": {"y": ["y", "z"], "z": ["y", "z"]}}
+    assert event.detail == {"replication_clusters": {"y": ["y", "z"], "z": ["y", "z"]},
+                            "receiver": "x"}
 
 
 def test_the_final_heal_ends_an_unlink_still_on(admin: list[tuple[str, str, Any]],
