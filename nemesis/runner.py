@@ -74,6 +74,8 @@ class NemesisRunner:
                                      topic)
         self.status = status or FaultStatus()
         self._begun: dict[FaultStep, tuple[str, ...]] = {}
+        self._sessions_at_risk = False
+        """Whether a fault that can end a broker's metadata session was injected."""
 
     def run(self, started: float, stop: threading.Event) -> None:
         """Execute every action at its offset from `started` (a `time.monotonic()`),
@@ -95,6 +97,7 @@ class NemesisRunner:
         self._begun[step] = targets
         self.status.begin(step.fault, ",".join(targets) or "cluster")
         fault = step.kind
+        self._sessions_at_risk = self._sessions_at_risk or not fault.keeps_sessions
         self._record(fault.op, targets, lambda: fault.inject(self._context, targets, rng))
         if fault.instant:
             self.status.end(step.fault)
@@ -108,9 +111,10 @@ class NemesisRunner:
 
     def heal(self) -> None:
         """Heal everything: the network first, then resume paused nodes and start killed
-        ones. Each kind of repair is its own operation, so the statistics can close the
-        fault it ends; a `heal` is always recorded, marking the end of the fault phase.
-        Faults those repairs do not undo are ended first, each as its own end."""
+        ones, then, after a fault that can end a broker's session, every broker. Each kind
+        of repair is its own operation, so the statistics can close the fault it ends; a
+        `heal` is always recorded, marking the end of the fault phase. Faults those
+        repairs do not undo are ended first, each as its own end."""
         for step in [s for s in self._begun if s.kind.outlives_heal]:
             self._end(step)
         self.status.clear()
@@ -125,6 +129,21 @@ class NemesisRunner:
                          lambda: processes.resume(self._context.nodes(paused)))
         if killed:
             self._record("start", killed, lambda: processes.start(self._context.nodes(killed)))
+        halted = self._brokers_that_may_have_halted(killed)
+        if halted:
+            self._record("start", halted, lambda: processes.start(self._context.nodes(halted)))
+
+    def _brokers_that_may_have_halted(self, killed: Sequence[str]) -> tuple[str, ...]:
+        """A broker whose metadata session ended shuts down under PIP-57's `shutdown`
+        policy (and under `reconnect` once its attempts are spent), and nothing in a run
+        starts it again. After a fault that can end a session, the final heal starts every
+        broker it can start (one still running is left alone), as an operator's supervisor
+        would, so that the drain judges a whole cluster rather than none."""
+        if not self._sessions_at_risk:
+            return ()
+        return tuple(node.name for cluster in self._target.clusters for node in cluster.nodes
+                     if node.role == "broker" and "kill" in node.capabilities
+                     and node.name not in killed)
 
     def _record(self, f: str, targets: Sequence[str],
                 act: Callable[[], NemesisEvent | None]) -> None:
