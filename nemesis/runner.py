@@ -11,6 +11,7 @@ fault does is its unit's business (`nemesis.faults`).
 from __future__ import annotations
 
 import logging
+import math
 import random
 import threading
 import time
@@ -30,6 +31,9 @@ log = logging.getLogger(__name__)
 
 PROCESS = "nemesis"
 HTTP_TIMEOUT = 3.0
+AFTERMATH_S = 15.0
+"""How long a fault's effects may outlast it (`FaultStatus.disturbed_since`): a session
+timeout (at most 10 s in the drawn topologies) and the clients' first reconnections."""
 
 
 @dataclass
@@ -40,19 +44,31 @@ class FaultStatus:
     """Fault name -> its targets, while it lasts."""
     injected: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    last_change: float = -math.inf
+    """When (a `time.monotonic()`) a fault last began or ended."""
 
     def begin(self, fault: str, targets: str) -> None:
         with self.lock:
             self.active[fault] = targets
             self.injected += 1
+            self.last_change = time.monotonic()
 
     def end(self, fault: str) -> None:
         with self.lock:
             self.active.pop(fault, None)
+            self.last_change = time.monotonic()
 
     def clear(self) -> None:
         with self.lock:
             self.active.clear()
+            self.last_change = time.monotonic()
+
+    def disturbed_since(self, since: float) -> bool:
+        """A fault on now, or one begun or ended from `AFTERMATH_S` before `since` on:
+        after a fault the clients reconnect with back-off, topics move to other owners
+        and sessions are taken up again, which takes seconds."""
+        with self.lock:
+            return bool(self.active) or self.last_change >= since - AFTERMATH_S
 
     def text(self) -> str:
         with self.lock:

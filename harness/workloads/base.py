@@ -10,6 +10,7 @@ says (docs/history.md).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -22,6 +23,11 @@ from history.writer import HistoryWriter
 
 class WorkloadOpenFailed(EnvironmentProblem):
     """The cluster did not accept the workload's clients in time."""
+
+
+def undisturbed(_since: float) -> bool:
+    """`WorkloadContext.disturbed_since` of a run without a nemesis."""
+    return False
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,11 @@ class WorkloadContext:
     workloads use them all; the others only `cluster`)."""
     lookup: LookupEndpoint | None = None
     """The Target's lookup service (the migration workload's clients go through it)."""
+    disturbed_since: Callable[[float], bool] = undisturbed
+    """Whether a fault was on, or the nemesis acted, at some moment from `since` (a
+    `time.monotonic()`) until now, or shortly before it while its effects may last: what a
+    workload that judges an exchange as it goes (the contract's probes) asks before it
+    calls a difference a failure."""
 
 
 class Workload(Protocol):

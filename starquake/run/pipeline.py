@@ -178,7 +178,8 @@ def _execute(scenario: Scenario, schedule: Schedule, run_dir: Path, history: Cou
     with _serving(scenario, run_dir, progress, given) as target:
         workload: Workload | None = None
         try:
-            workload = make_workload(_context(scenario, target, history, run_dir, topic))
+            workload = make_workload(_context(scenario, target, history, run_dir, topic,
+                                              faults))
             progress.phase("opening the workload")
             workload.open()
             _load_under_faults(scenario, schedule, target, workload, history, faults, progress)
@@ -211,13 +212,14 @@ def _serving(scenario: Scenario, run_dir: Path, progress: Progress,
 
 
 def _context(scenario: Scenario, target: Target, history: CountingHistory,
-             run_dir: Path, topic: str) -> WorkloadContext:
+             run_dir: Path, topic: str, faults: FaultStatus) -> WorkloadContext:
     first = target.clusters[0]
     return WorkloadContext(
         history=history, settings=scenario.workload, seed=scenario.seed or 0,
         cluster=first.name, service_url=first.service_url, admin_urls=first.admin_urls,
         topic=topic, client_log=run_dir / "logs" / "client.log",
-        clusters=target.clusters, lookup=target.lookup)
+        clusters=target.clusters, lookup=target.lookup,
+        disturbed_since=faults.disturbed_since)
 
 
 def workload_topic(scenario: Scenario, run_dir: Path, fresh: bool) -> str:

@@ -5,7 +5,8 @@ The groups come from the modules of probes (each lists its own in `GROUPS`) and 
 sequence, except the acknowledgement timeout's, which waits out the client's minimum of
 10 s and so runs beside the others. Every loop is bounded in count
 and time; a group that cannot finish records its probes `info`, and the drain then ends
-`info` too (its consumers may not have read all they would have). `AuthWorkload` is the
+`info` too (its consumers may not have read all they would have). So does a group a fault
+disturbed, whose differing probes complete `info` (`recording.Group.expect`). `AuthWorkload` is the
 same machinery running the authentication probes alone (the `auth` workload).
 """
 
@@ -125,12 +126,16 @@ class ContractWorkload:
             log.warning("contract probe group %s could not run: %s", spec.name, exc)
             self._unfinished.append(spec.name)
             group.undecided(type(exc).__name__, str(exc))
+        else:
+            if group.disturbed:
+                self._unfinished.append(spec.name)
         finally:
             group.close()
 
     def drain(self) -> bool:
         """Every group read all it would before it ended, so the drain is over at once:
-        `ok`, or `info` (`probe-aborted`) when a group could not finish."""
+        `ok`, or `info` (`probe-aborted`) when a group could not finish or a fault
+        disturbed one whose probe then differed."""
         fields = drain_fields(self.context)
         self.context.history.record("harness", "invoke", "drain", **fields)
         if self._unfinished:
