@@ -289,6 +289,7 @@ class MigrationWorkload:
         self._cursors.finish()
         self._closing.set()
         for thread, _ in self._consumers:
-            thread.join(RECEIVE_POLL_MS / 1000 * 5 + self.knobs.consumer_lag_s + 1)
+            if thread.ident is not None:  # an open that failed started none of them
+                thread.join(RECEIVE_POLL_MS / 1000 * 5 + self.knobs.consumer_lag_s + 1)
         client, self._client = self._client, None
         close_client(client)
