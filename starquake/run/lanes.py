@@ -237,8 +237,11 @@ class PrefixedLines(io.StringIO):
 
 
 def _lane(conn: Connection, options: RunOptions, run: RunOne) -> None:
-    """A lane's life: run each file handed to it until its input ends."""
+    """A lane's life: run each file handed to it until its input ends. The interrupt the
+    command passes on is a SIGINT, which a process started in the background by a shell
+    without job control (nohup, a CI runner) inherits ignored: the lane takes it again."""
     os.setsid()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     judge = _JudgedByCommand(conn)
     try:
         while True:

@@ -162,18 +162,28 @@ def test_a_lane_that_dies_is_its_runs_failure_to_finish_and_is_replaced(
     assert set(spans) == {1, 3, 4}
 
 
-def test_a_ctrl_c_is_passed_on_to_each_run_under_way_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("background", [False, True])
+def test_a_ctrl_c_is_passed_on_to_each_run_under_way_once(tmp_path: Path,
+                                                          background: bool) -> None:
+    """In the background (started by a shell without job control, as nohup or a CI
+    runner does) SIGINT comes ignored, and the command is stopped with a SIGTERM: the
+    lanes, which inherit the ignored SIGINT, still take the one passed on to them."""
     def interrupt_once_both_run() -> None:
         while len(list(tmp_path.glob("*.started"))) < 2:
             time.sleep(0.1)
         main = threading.main_thread().ident
         assert main is not None
-        signal.pthread_kill(main, signal.SIGINT)  # as a Ctrl-C reaches the command
+        signal.pthread_kill(main, signal.SIGTERM if background else signal.SIGINT)
 
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN if background
+                             else signal.default_int_handler)
     threading.Thread(target=interrupt_once_both_run, daemon=True).start()
     started = time.monotonic()
-    with pytest.raises(RunInterrupted):
-        _lanes(tmp_path, 4, run=long_run)
+    try:
+        with pytest.raises(RunInterrupted):
+            _lanes(tmp_path, 4, run=long_run)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 60
     assert sorted(p.name for p in tmp_path.glob("*.interrupted")) == ["1.interrupted",
                                                                      "2.interrupted"]
