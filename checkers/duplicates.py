@@ -5,27 +5,31 @@ per-value pass (`checkers.failover_windows`); within a cluster, `duplicate` is d
 with the other per-value checks (`checkers.delivery`).
 
 PIP-33 takes a snapshot only while every cluster is connected, and promises nothing of a
-failover while they are not: the subscription's position in the other cluster stays
-where the last completed snapshot put it, however long ago. A failover invoked during a
+failover while they are not: the subscription's position in the other cluster stays where
+the last completed snapshot put it, however long ago. A failover invoked during a
 replication outage, or in the recovery after its end completed, is therefore not judged:
 it is *excused*, and counted as such. The outages are a `cut-wan` and an
 `unlink-replication` (a cluster that stops replicating to another cannot send its
-snapshot answers back). Two things take time after one ends: the replicators reconnect
-with backoff and replay what the outage held back (`RECOVERY_MS` covers it), and a
-snapshot whose requests or answers the outage lost holds up the next until it times out,
-at most the run's snapshot timeout after the outage ended (its `meta`
-`snapshot_timeout_ms`, Pulsar's 30 s when a history has none), after which the next one
-needs a moment (`AFTER_TIMEOUT_MS`). The recovery is the longer of the two. Duplicates in
-an excused failover still cannot be losses: `lost` judges those runs as any other, but
-for what an unlink kept from a cluster altogether (`checkers.unreplicated`)."""
+snapshot answers back), and anything that can stop or move a topic's owner in a cluster
+(`kill`, `pause`, `partition`, `expire-session`): the topic's snapshots stop until it is
+served again, and a snapshot in flight is lost with its owner. Two things take time after
+one ends: the replicators reconnect with backoff and replay what the outage held back
+(`RECOVERY_MS` covers it), and a snapshot whose requests or answers the outage lost holds
+up the next until it times out, at most the run's snapshot timeout after the outage ended
+(its `meta` `snapshot_timeout_ms`, Pulsar's 30 s when a history has none), after which
+the next one needs a moment (`AFTER_TIMEOUT_MS`). The recovery is the longer of the two.
+Duplicates in an excused failover still cannot be losses: `lost` judges those runs as any
+other, but for what an unlink kept from a cluster altogether (`checkers.unreplicated`)."""
 
 from __future__ import annotations
 
 from checkers.frames import HistoryFrames, SmallFact, closing_op
 from history.faults import heal_of
 
-REPLICATION_OUTAGES = ("cut-wan", "unlink-replication")
-"""The nemesis operations that keep snapshots from completing until they end."""
+REPLICATION_OUTAGES = ("cut-wan", "unlink-replication", "kill", "pause", "partition",
+                       "expire-session")
+"""The nemesis operations that keep snapshots from completing until they end (an
+instantaneous one, `expire-session`, until the recovery after it)."""
 RECOVERY_MS = 10_000
 """After a replication outage ends, how long the replicators' reconnection and replay may
 keep snapshots from completing (module docstring)."""
@@ -52,7 +56,8 @@ def replication_outages(frames: HistoryFrames) -> dict[str, list[tuple[int, int]
     for n, op in enumerate(frames.nemesis):
         if op.f not in REPLICATION_OUTAGES:
             continue
-        healed = closing_op(frames.nemesis, n, {heal_of(op.f), "heal"})
+        heal = heal_of(op.f)
+        healed = op if heal is None else closing_op(frames.nemesis, n, {heal, "heal"})
         until = ((healed.done_time or healed.time) + int(recovery_ms(frames, op.run) * _MS)
                  if healed is not None else 2 ** 63 - 1)
         outages.setdefault(op.run, []).append((op.time, until))

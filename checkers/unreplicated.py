@@ -10,7 +10,9 @@ no subscription in Y ever received: `lost` counts such (subscription, value) pai
 as `unreplicated`, and not as anomalies.
 
 The window runs from `EDGE_MS` before the unlink's invoke (the replicator's backlog,
-which the removal drops) to `EDGE_MS` after the completion of what ended it
+which the removal drops; further back through any fault on at that moment or ended just
+before it, during which the backlog may have grown) to `EDGE_MS` after the completion
+of what ended it
 (`relink-replication`, or a `heal`: the brokers start the new replicator when they learn
 of the changed policy, a moment after the admin call returns), or to the end of the
 history. A message of X that reached Y through any
@@ -23,7 +25,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from checkers.frames import HistoryFrames, SmallFact, closing_op
-from history.faults import heal_of
+from history.faults import HEAL_OPS, heal_of
 from history.schema import detail_object
 
 UNREPLICATED = "unreplicated"
@@ -57,11 +59,37 @@ def unreplicated_windows(frames: HistoryFrames) -> pa.Table:
         for sender in _senders(op):
             found += [{"run": run, "topic": topic, "subscription": subscription,
                        "cluster": sender, "receiver": receiver,
-                       "start": op.time - EDGE_MS * _MS, "until": until}
+                       "start": backlog_start(frames, op), "until": until}
                       for run, topic, subscription, cluster in sorted(frames.subscribed_in,
                                                                        key=str)
                       if run == op.run and cluster == receiver]
     return pa.Table.from_pylist(found, schema=WINDOWS)
+
+
+def backlog_start(frames: HistoryFrames, unlink: SmallFact) -> int:
+    """From when what the unlink's replicator still held may have been written: `EDGE_MS`
+    before the unlink, and further back through every fault of the run that was on then
+    or ended within `EDGE_MS` before (a receiver down, a link cut: the replicator falls
+    behind, and catches up only after it reconnects), each again with `EDGE_MS`."""
+    start = unlink.time - EDGE_MS * _MS
+    spans = [(op.time, _ended(frames.nemesis, n)) for n, op in enumerate(frames.nemesis)
+             if op.run == unlink.run and op.f not in HEAL_OPS and op.time < unlink.time]
+    moved = True
+    while moved:
+        earlier = [begun - EDGE_MS * _MS for begun, ended in spans
+                   if begun < start <= ended + EDGE_MS * _MS]
+        moved = bool(earlier) and min(earlier) < start
+        start = min([start, *earlier])
+    return start
+
+
+def _ended(nemesis: list[SmallFact], n: int) -> int:
+    """When the fault `nemesis[n]` opened was over: its closing operation's completion, its
+    own for an instant one, the end of time for one never closed."""
+    op = nemesis[n]
+    heal = heal_of(op.f)
+    closed = op if heal is None else closing_op(nemesis, n, {heal, "heal"})
+    return _NEVER if closed is None else closed.done_time or closed.time
 
 
 def _receiver(op: SmallFact, ended: SmallFact | None) -> str | None:

@@ -123,6 +123,23 @@ def _in_the_backlog(h: History) -> None:
     _unlinked_b_to_a(h, send_at_ms=500)
 
 
+@case("lost-legal-held-back-by-an-outage-before-the-unlink")
+def _held_back_before_the_unlink(h: History) -> None:
+    """a's broker is down from 1 s to 8 s, so b's replicator falls behind; the unlink at
+    9 s drops what it still held, written from 2 s on."""
+    h.subscribe("late-a", "exclusive", cluster="a")
+    h.subscribe("late-b", "exclusive", cluster="b")
+    h.at(1000).nemesis("kill", targets=["a-broker1"])
+    h.at(2000).send("m1", cluster="b", position="1:0")
+    h.at(8000).nemesis("start", targets=["a-broker1"])
+    h.at(9000).nemesis("unlink-replication", targets=["b", "a"],
+                       replication_clusters={"b": ["b"]}, receiver="a")
+    h.at(11_000).nemesis("relink-replication", targets=["b", "a"],
+                         replication_clusters={"b": ["b", "a"]}, receiver="a")
+    h.recv("m1", "late-b", cluster="b", position="1:0")
+    h.drain()
+
+
 @case("lost-written-long-before-the-unlink", lost=1)
 def _long_before_the_unlink(h: History) -> None:
     h.subscribe("late-a", "exclusive", cluster="a")
@@ -286,6 +303,22 @@ def _window_in_an_unlink(h: History) -> None:
     h.at(50).nemesis("unlink-replication")
     h.at(80).nemesis("relink-replication")
     _failover_after(h, ack_at_ms=100, failover_at_ms=5100)
+
+
+@case("duplicate-window-legal-while-an-owner-is-down")
+def _window_in_a_kill(h: History) -> None:
+    """A topic whose owner is killed takes no snapshot until it is served again, and the
+    snapshot in flight is lost: no bound until the recovery after the start."""
+    h.at(50).nemesis("kill", targets=["a-broker1"])
+    h.at(80).nemesis("start", targets=["a-broker1"])
+    _failover_after(h, ack_at_ms=100, failover_at_ms=5100)
+
+
+@case("duplicate-window-after-the-owner-recovered", SHORT_SNAPSHOT_TIMEOUT,
+      duplicate_window=1)
+def _window_after_owner_recovery(h: History) -> None:
+    h.at(50).nemesis("expire-session", targets=["a-broker1"])
+    _failover_after(h, ack_at_ms=100, failover_at_ms=100 + 10_000 + 3000)
 
 
 @case("duplicate-window-after-the-relink-recovered", SHORT_SNAPSHOT_TIMEOUT,
