@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import faulthandler
 import logging
+import os
 import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -196,11 +197,20 @@ def main(argv: list[str] | None = None) -> None:
     try:
         sys.exit(asyncio.run(BrokerProcess(config).run()))
     except (MetadataError, OSError) as exc:
-        log.error("cannot start: %s", exc)
-        sys.exit(ENVIRONMENT_EXIT_CODE)
+        _exit_at_once(f"cannot start: {exc}", ENVIRONMENT_EXIT_CODE)
     except InvalidSecurityConfig as exc:  # a credentials file its flags name is unusable
-        log.error("cannot start: %s", exc)
-        sys.exit(USAGE_EXIT_CODE)
+        _exit_at_once(f"cannot start: {exc}", USAGE_EXIT_CODE)
+
+
+def _exit_at_once(reason: str, code: int) -> None:
+    """End a broker that could not start without waiting for its worker threads: one may
+    still be waiting on the metadata store whose session ended under it (a registration
+    waiting for an old session's node to go), and an interpreter exit would wait for it
+    for ever. The process must go, as PIP-57 wants, so that what supervises it starts a
+    fresh one."""
+    log.error(reason)
+    logging.shutdown()
+    os._exit(code)
 
 
 if __name__ == "__main__":
