@@ -1,8 +1,9 @@
 """`starquake detect --explore-only` on local processes: the explore column over one seed,
-for real. The drawn scenario of seed 1 runs once with a mutant on (receipts that name the
-producer's newest entry) and once with none; the first is caught, the second is the valid
-control, both land in the ledger keyed by their mutants, and the detection file gets the
-column and the control's section."""
+for real. The scenario seed 1 draws among the mutant scenario's workload (topic) runs once
+with a mutant on (receipts that name the producer's newest entry) and once with none; the
+first is caught, the second is the topic workload's valid control, both land in the
+ledger keyed by their mutants, and the detection file gets the column and the control's
+section."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_the_explore_column_catches_a_mutant_beside_a_valid_control(tmp_path: Pa
     lines = (top / "detect-ledger.jsonl").read_text().splitlines()
     ledger = [json.loads(line) for line in lines[1:]]  # the first names the source
     assert {(r["scenario"], tuple(r["mutants"]), r["passed"]) for r in ledger} == {
-        ("explore-1", (MUTANT,), True), ("explore-1", (), True)}
+        ("explore-topic-1", (MUTANT,), True), ("explore-topic-1", (), True)}
     caught = next(r for r in ledger if r["mutants"])
     assert "forked-position" in caught["reported"]
     runs = {tuple(r["mutants"]): Path(r["run"]) for r in ledger}
@@ -46,4 +47,4 @@ def test_the_explore_column_catches_a_mutant_beside_a_valid_control(tmp_path: Pa
     assert drawn[(MUTANT,)].nemesis == drawn[()].nemesis
     text = table.read_text()
     assert f"| `topic-{MUTANT}` | `{MUTANT}` | 1 of 1 | 1 |" in text
-    assert "Valid in 1 of 1 seeds." in text and "No false alarm." in text
+    assert "Valid in 1 of 1 runs (topic 1 of 1)." in text and "No false alarm." in text
