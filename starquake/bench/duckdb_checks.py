@@ -160,10 +160,11 @@ recovery AS (
   FROM ev WHERE f = 'meta'),
 cuts AS (
   SELECT c.time AS cut,
-         coalesce((SELECT arg_min(h.ended, h."index") FROM nemesis h
-                   WHERE h."index" > c."index" AND h.f IN (o.heal, 'heal'))
-                  + (SELECT ns FROM recovery),
-                  9223372036854775807) AS until
+         CASE WHEN o.heal IS NULL THEN c.ended + (SELECT ns FROM recovery)
+              ELSE coalesce((SELECT arg_min(h.ended, h."index") FROM nemesis h
+                             WHERE h."index" > c."index" AND h.f IN (o.heal, 'heal'))
+                            + (SELECT ns FROM recovery),
+                            9223372036854775807) END AS until
   FROM nemesis c JOIN outage_ops o ON c.f = o.op),
 judged AS (SELECT * FROM failovers f WHERE NOT EXISTS (
   SELECT 1 FROM cuts WHERE f.moved_at BETWEEN cuts.cut AND cuts.until)),
@@ -391,7 +392,8 @@ def duckdb_counts(path: Path, names: Sequence[str] = QUERIED) -> DuckdbCounts:
     )
 
     modes = "(" + ", ".join(f"'{mode}'" for mode in ORDERED_MODES) + ")"
-    outage_ops = ", ".join(f"('{op}', '{heal_of(op)}')" for op in REPLICATION_OUTAGES)
+    outage_ops = ", ".join(f"('{op}', {'NULL' if heal_of(op) is None else repr(heal_of(op))})"
+                           for op in REPLICATION_OUTAGES)
     started = time.perf_counter()
     with duckdb.connect() as db:
         db.execute("SET enable_progress_bar = false")  # its bars would fill the bench's log
