@@ -23,8 +23,7 @@ other, but for what an unlink kept from a cluster altogether (`checkers.unreplic
 
 from __future__ import annotations
 
-from checkers.frames import HistoryFrames, SmallFact, closing_op
-from history.faults import heal_of
+from checkers.frames import HistoryFrames, SmallFact, ending_op
 
 REPLICATION_OUTAGES = ("cut-wan", "unlink-replication", "kill", "pause", "partition",
                        "expire-session")
@@ -56,8 +55,7 @@ def replication_outages(frames: HistoryFrames) -> dict[str, list[tuple[int, int]
     for n, op in enumerate(frames.nemesis):
         if op.f not in REPLICATION_OUTAGES:
             continue
-        heal = heal_of(op.f)
-        healed = op if heal is None else closing_op(frames.nemesis, n, {heal, "heal"})
+        healed = ending_op(frames.nemesis, n)
         until = ((healed.done_time or healed.time) + int(recovery_ms(frames, op.run) * _MS)
                  if healed is not None else 2 ** 63 - 1)
         outages.setdefault(op.run, []).append((op.time, until))

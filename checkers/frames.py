@@ -27,6 +27,7 @@ from checkers.pairing import OPERATIONS_SCHEMA
 from checkers.partitions import Scan, scans
 from checkers.views import OBSERVATIONS_FILE, OPERATIONS_FILE
 from history.cursor import CursorReading
+from history.faults import heal_of
 from history.schema import detail_object
 
 ACK_SCOPE = ["run", "topic", "subscription", "cluster"]
@@ -80,6 +81,14 @@ def closing_op(nemesis: list[SmallFact], n: int,
     opened = nemesis[n]
     return next((later for later in nemesis[n + 1:]
                  if later.run == opened.run and later.f in closers), None)
+
+
+def ending_op(nemesis: list[SmallFact], n: int) -> SmallFact | None:
+    """What ended the fault `nemesis[n]` opened: itself for an instantaneous one, else its
+    own closing operation or a general `heal`; None when nothing did before the history
+    ends."""
+    heal = heal_of(nemesis[n].f)
+    return nemesis[n] if heal is None else closing_op(nemesis, n, {heal, "heal"})
 
 
 @dataclass(frozen=True)

@@ -11,21 +11,20 @@ as `unreplicated`, and not as anomalies.
 
 The window runs from `EDGE_MS` before the unlink's invoke (the replicator's backlog,
 which the removal drops; further back through any fault on at that moment or ended just
-before it, during which the backlog may have grown) to `EDGE_MS` after the completion
-of what ended it
-(`relink-replication`, or a `heal`: the brokers start the new replicator when they learn
-of the changed policy, a moment after the admin call returns), or to the end of the
-history. A message of X that reached Y through any
-subscription was replicated, so its absence from another subscription in Y is still
-`lost`; so is anything X wrote outside a window, and anything Y's own producers wrote.
+before it, during which the backlog may have grown) to `EDGE_MS` after the completion of
+what ended it (`relink-replication`, or a `heal`: the brokers start the new replicator
+when they learn of the changed policy, a moment after the admin call returns), or to the
+end of the history. A message of X that reached Y through any subscription was
+replicated, so its absence from another subscription in Y is still `lost`; so is
+anything X wrote outside a window, and anything Y's own producers wrote.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from checkers.frames import HistoryFrames, SmallFact, closing_op
-from history.faults import HEAL_OPS, heal_of
+from checkers.frames import HistoryFrames, SmallFact, ending_op
+from history.faults import HEAL_OPS
 from history.schema import detail_object
 
 UNREPLICATED = "unreplicated"
@@ -51,15 +50,15 @@ def unreplicated_windows(frames: HistoryFrames) -> pa.Table:
     for n, op in enumerate(frames.nemesis):
         if op.f != UNLINK or op.outcome == "fail":
             continue
-        ended = closing_op(frames.nemesis, n, {heal_of(UNLINK), "heal"})
+        ended = ending_op(frames.nemesis, n)
         receiver = _receiver(op, ended)
         if receiver is None:
             continue
+        start = backlog_start(frames, op)
         until = _NEVER if ended is None else (ended.done_time or ended.time) + EDGE_MS * _MS
         for sender in _senders(op):
             found += [{"run": run, "topic": topic, "subscription": subscription,
-                       "cluster": sender, "receiver": receiver,
-                       "start": backlog_start(frames, op), "until": until}
+                       "cluster": sender, "receiver": receiver, "start": start, "until": until}
                       for run, topic, subscription, cluster in sorted(frames.subscribed_in,
                                                                        key=str)
                       if run == op.run and cluster == receiver]
@@ -72,7 +71,8 @@ def backlog_start(frames: HistoryFrames, unlink: SmallFact) -> int:
     or ended within `EDGE_MS` before (a receiver down, a link cut: the replicator falls
     behind, and catches up only after it reconnects), each again with `EDGE_MS`."""
     start = unlink.time - EDGE_MS * _MS
-    spans = [(op.time, _ended(frames.nemesis, n)) for n, op in enumerate(frames.nemesis)
+    spans = [(op.time, _ended_at(ending_op(frames.nemesis, n)))
+             for n, op in enumerate(frames.nemesis)
              if op.run == unlink.run and op.f not in HEAL_OPS and op.time < unlink.time]
     moved = True
     while moved:
@@ -83,13 +83,10 @@ def backlog_start(frames: HistoryFrames, unlink: SmallFact) -> int:
     return start
 
 
-def _ended(nemesis: list[SmallFact], n: int) -> int:
-    """When the fault `nemesis[n]` opened was over: its closing operation's completion, its
-    own for an instant one, the end of time for one never closed."""
-    op = nemesis[n]
-    heal = heal_of(op.f)
-    closed = op if heal is None else closing_op(nemesis, n, {heal, "heal"})
-    return _NEVER if closed is None else closed.done_time or closed.time
+def _ended_at(ended: SmallFact | None) -> int:
+    """When a fault was over: the completion of what ended it, the end of time when
+    nothing did."""
+    return _NEVER if ended is None else ended.done_time or ended.time
 
 
 def _receiver(op: SmallFact, ended: SmallFact | None) -> str | None:

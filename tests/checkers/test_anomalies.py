@@ -80,17 +80,26 @@ def _received_elsewhere(h: History) -> None:
     h.drain()
 
 
-def _unlinked_b_to_a(h: History, send_at_ms: float, cluster: str = "b") -> None:
-    """Two clusters, a late subscription in each; b stops replicating to a from 1 s to
-    3 s, and m1 is sent in `cluster` at `send_at_ms`, received in b only."""
+def _unlinked_b_to_a(h: History, send_at_ms: float, cluster: str = "b", *,
+                     unlink_ms: float = 1000, relink_ms: float = 3000, named: bool = True,
+                     a_down_ms: tuple[float, float] | None = None) -> None:
+    """Two clusters, a late subscription in each; b stops replicating to a from
+    `unlink_ms` to `relink_ms` (the completions naming the receiver when `named`), a's
+    broker is down over `a_down_ms` when given, and m1 is sent in `cluster` at
+    `send_at_ms`, received in b only."""
     h.subscribe("late-a", "exclusive", cluster="a")
     h.subscribe("late-b", "exclusive", cluster="b")
+    receiver = {"receiver": "a"} if named else {}
+    targets = ["b", "a"] if named else []
     steps: list[tuple[float, Callable[[], object]]] = [
-        (1000, lambda: h.nemesis("unlink-replication", targets=["b", "a"],
-                                 replication_clusters={"b": ["b"]}, receiver="a")),
-        (3000, lambda: h.nemesis("relink-replication", targets=["b", "a"],
-                                 replication_clusters={"b": ["b", "a"]}, receiver="a")),
+        (unlink_ms, lambda: h.nemesis("unlink-replication", targets=targets,
+                                      replication_clusters={"b": ["b"]}, **receiver)),
+        (relink_ms, lambda: h.nemesis("relink-replication", targets=targets,
+                                      replication_clusters={"b": ["b", "a"]}, **receiver)),
         (send_at_ms, lambda: h.send("m1", cluster=cluster, position="1:0"))]
+    if a_down_ms is not None:
+        steps += [(a_down_ms[0], lambda: h.nemesis("kill", targets=["a-broker1"])),
+                  (a_down_ms[1], lambda: h.nemesis("start", targets=["a-broker1"]))]
     for at_ms, step in sorted(steps, key=lambda timed: timed[0]):
         h.at(at_ms)
         step()
@@ -107,14 +116,7 @@ def _written_while_unlinked(h: History) -> None:
 @case("lost-legal-written-while-unlinked-receiver-unnamed")
 def _receiver_unnamed(h: History) -> None:
     """A history whose unlink names no receiver: the relink says which cluster it was."""
-    h.subscribe("late-a", "exclusive", cluster="a")
-    h.subscribe("late-b", "exclusive", cluster="b")
-    h.at(1000).nemesis("unlink-replication", targets=[], replication_clusters={"b": ["b"]})
-    h.at(2000).send("m1", cluster="b", position="1:0")
-    h.at(3000).nemesis("relink-replication", targets=[],
-                       replication_clusters={"b": ["b", "a"]})
-    h.recv("m1", "late-b", cluster="b", position="1:0")
-    h.drain()
+    _unlinked_b_to_a(h, send_at_ms=2000, named=False)
 
 
 @case("lost-legal-in-the-replicators-backlog")
@@ -127,30 +129,13 @@ def _in_the_backlog(h: History) -> None:
 def _held_back_before_the_unlink(h: History) -> None:
     """a's broker is down from 1 s to 8 s, so b's replicator falls behind; the unlink at
     9 s drops what it still held, written from 2 s on."""
-    h.subscribe("late-a", "exclusive", cluster="a")
-    h.subscribe("late-b", "exclusive", cluster="b")
-    h.at(1000).nemesis("kill", targets=["a-broker1"])
-    h.at(2000).send("m1", cluster="b", position="1:0")
-    h.at(8000).nemesis("start", targets=["a-broker1"])
-    h.at(9000).nemesis("unlink-replication", targets=["b", "a"],
-                       replication_clusters={"b": ["b"]}, receiver="a")
-    h.at(11_000).nemesis("relink-replication", targets=["b", "a"],
-                         replication_clusters={"b": ["b", "a"]}, receiver="a")
-    h.recv("m1", "late-b", cluster="b", position="1:0")
-    h.drain()
+    _unlinked_b_to_a(h, send_at_ms=2000, unlink_ms=9000, relink_ms=11_000,
+                     a_down_ms=(1000, 8000))
 
 
 @case("lost-written-long-before-the-unlink", lost=1)
 def _long_before_the_unlink(h: History) -> None:
-    h.subscribe("late-a", "exclusive", cluster="a")
-    h.subscribe("late-b", "exclusive", cluster="b")
-    h.at(100).send("m1", cluster="b", position="1:0")
-    h.at(10_000).nemesis("unlink-replication", targets=["b", "a"],
-                         replication_clusters={"b": ["b"]}, receiver="a")
-    h.at(12_000).nemesis("relink-replication", targets=["b", "a"],
-                         replication_clusters={"b": ["b", "a"]}, receiver="a")
-    h.recv("m1", "late-b", cluster="b", position="1:0")
-    h.drain()
+    _unlinked_b_to_a(h, send_at_ms=100, unlink_ms=10_000, relink_ms=12_000)
 
 
 @case("lost-written-long-after-the-relink", lost=1)

@@ -94,6 +94,17 @@ def test_faults_are_recorded_and_everything_is_back_at_the_end(tmp_path: Path) -
     assert events[6]["time"] >= 0.2e9  # the final heal waits for the end of the load phase
 
 
+def test_after_faults_that_keep_sessions_only_what_they_broke_is_started(
+        tmp_path: Path) -> None:
+    """A kill ends no other broker's metadata session: unlike after the pause above, the
+    heal starts the killed broker and no other."""
+    calls: list[str] = []
+    nodes = [Node("a-broker1", calls), Node("a-broker2", calls)]
+    events = _run(tmp_path, [FaultStep(0.0, "kill", 5.0, ("a-broker2",), 1)], 0.05, nodes)
+    assert calls == ["kill a-broker2", "start a-broker2"]
+    assert [(e["type"], e["f"]) for e in events][-2:] == [("invoke", "start"), ("ok", "start")]
+
+
 def test_a_fault_that_fails_is_recorded_as_info(tmp_path: Path) -> None:
     calls: list[str] = []
     events = _run(tmp_path, [FaultStep(0.0, "kill", 0.01, ("a-broker1",), 1)], 0.05,

@@ -6,8 +6,9 @@ sequence, except the acknowledgement timeout's, which waits out the client's min
 10 s and so runs beside the others. Every loop is bounded in count
 and time; a group that cannot finish records its probes `info`, and the drain then ends
 `info` too (its consumers may not have read all they would have). So does a group a fault
-disturbed, whose differing probes complete `info` (`recording.Group.expect`). `AuthWorkload` is the
-same machinery running the authentication probes alone (the `auth` workload).
+disturbed, whose differing probes complete `info` (`recording.Group.expect`).
+`AuthWorkload` is the same machinery running the authentication probes alone (the `auth`
+workload).
 """
 
 from __future__ import annotations
