@@ -1,8 +1,8 @@
 """Smaller neighbours of a scenario, for `starquake shrink` (docs/explore.md): each removes
 or reduces one thing (a fault, the fault lengths, the run's length, a knob back to its
-default, a client, a key, a node), and `size` says how much a scenario holds, so a search
-can keep the smallest that still fails. Pure: the search and its runs are in
-starquake/run/shrink.py."""
+default, a client, a key, a node, and last every fault at once), and `size` says how much
+a scenario holds, so a search can keep the smallest that still fails. Pure: the search
+and its runs are in starquake/run/shrink.py."""
 
 from __future__ import annotations
 
@@ -45,12 +45,19 @@ def _knobs_set(scenario: Scenario) -> int:
 
 def candidates(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
     """(what was removed, the smaller scenario), the boldest steps first. Some may not be
-    valid scenarios (knobs that no longer make sense together): the caller checks."""
+    valid scenarios (knobs that no longer make sense together): the caller checks.
+
+    Every fault at once comes last: a search takes the first neighbour that still fails, so
+    a run that needs its faults pays for that try only when nothing else is left to take,
+    while a bug that needs none still ends with a quiet scenario."""
     yield from _fewer_faults(scenario)
     yield from _shorter(scenario)
     yield from _knobs_to_default(scenario)
     yield from _fewer_clients(scenario)
     yield from _fewer_nodes(scenario)
+    if scenario.nemesis.schedule != "none":
+        yield "every fault removed", _with_nemesis(scenario, schedule="none", faults=(),
+                                                   timeline=())
 
 
 def _fewer_faults(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:

@@ -32,6 +32,17 @@ def test_faults_go_first_one_at_a_time() -> None:
     assert second[0] == "fault pause removed" and second[1].nemesis.faults == ("kill",)
 
 
+def test_every_fault_at_once_is_the_last_neighbour() -> None:
+    scenario = dataclasses.replace(
+        draw_scenario(1, "docker"),
+        nemesis=NemesisSettings(schedule="random", faults=("kill",), duration_s=4))
+    what, quiet = list(candidates(scenario))[-1]
+    nemesis = quiet.nemesis
+    assert what == "every fault removed"
+    assert (nemesis.schedule, nemesis.faults, nemesis.timeline) == ("none", (), ())
+    assert size(quiet) < size(scenario)
+
+
 def test_a_bare_scenario_has_no_smaller_neighbour() -> None:
     bare = Scenario(name="bare", path=draw_scenario(1, "docker").path, duration_s=10,
                     topology=Topology(brokers=1), workload=WorkloadSettings(
