@@ -72,6 +72,10 @@ class SmallFact:
     done_index: int | None
     segment: int | None
     consumer: str | None
+    epoch: int | None = None
+    """The layout epoch the event (an operation's invoke) names, when it names one."""
+    done_epoch: int | None = None
+    """The epoch its completion names (a registration's answer)."""
 
 
 def closing_op(nemesis: list[SmallFact], n: int,

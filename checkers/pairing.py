@@ -50,15 +50,16 @@ FACTS_SCHEMA = pa.schema([
     ("detail", pa.string()), ("done_detail", pa.string()),
     ("index", pa.int64()), ("time", pa.int64()), ("outcome", pa.string()),
     ("done_time", pa.int64()), ("done_index", pa.int64()), ("segment", pa.int64()),
-    ("consumer", pa.string())])
+    ("consumer", pa.string()), ("epoch", pa.int64()), ("done_epoch", pa.int64())])
 """Layouts, meta, cursor readings and pushed assignments (`outcome` ok; a subscription's
 cursor is read about once a second and an assignment changes with the layout, so they
 stay few); completed drains, subscribes (`subscription` falls back to the value) and
-failovers; every registration and unregistration, and every nemesis operation, however
-it ended; one `cumulative-ack` row (index -1)
-when some completed ack was cumulative; and per topic and segment, its first acknowledged
-write (`first-write`: the send's completion as `index`, `time`, `done_*`), which
-`dual-write` compares every send against."""
+failovers; every registration and unregistration (`done_epoch`: the epoch a
+registration's answer names, as `epoch` is a push's), and every nemesis operation,
+however it ended; one `cumulative-ack` row (index -1) when some completed ack was
+cumulative; and per topic and segment, its first acknowledged write (`first-write`: the
+send's completion as `index`, `time`, `done_*`), which `dual-write` compares every send
+against."""
 
 CUMULATIVE_ACKS_SCHEMA = pa.schema([
     ("topic", pa.string()), ("subscription", pa.string()), ("cluster", pa.string()),
@@ -185,7 +186,10 @@ class OperationPairer:
             pc.and_kleene(pc.is_in(operations["f"], _FACT_OPERATIONS), completed),
             pc.equal(operations["process"], "nemesis")),
             pc.is_in(operations["f"], _SESSION_OPERATIONS))
-        facts = operations.filter(wanted)
+        # Only the facts carry the completion's epoch (a registration's answer names one):
+        # no checker of the operations file reads it.
+        facts = operations.filter(wanted).append_column(
+            "done_epoch", events["epoch"].take(pc.filter(taken, wanted)))
         sends = SENDS.table(operations, _WRITES)
         self._first_writes.append(_earliest(sends.filter(pc.and_(
             pc.equal(sends["outcome"], "ok"), pc.is_valid(sends["segment"])))))

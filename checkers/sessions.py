@@ -14,13 +14,13 @@ keyed by segment is thrown away: the harm the session exists to prevent.
 
 The history shows each consumer's assignment: the `ok` of each `register` (the answer)
 and each `assign` (a push). A change of one consumer's assignment is an anomaly when the
-union of every consumer's latest assignment is the same before and after it (what is
-dealt out did not change), and no consumer of the subscription began to join (its first
-`register`'s invoke) or to leave (an `unregister`'s invoke) since that consumer's last
-change that such an event explained (each explains one change of each other consumer:
-the rebalance it causes). A consumer away past the grace
-period is evicted legitimately, and the history cannot tell how long that is; no run of
-ours keeps a consumer away that long, and docs/history.md says so.
+union of every consumer's latest assignment is the same before and after the rebalance it
+belongs to (what is dealt out did not change), and no consumer of the subscription began
+to join (its first `register`'s invoke) or to leave (an `unregister`'s invoke) since that
+consumer's last change that such an event explained (each explains one change of each
+other consumer: the rebalance it causes). A consumer away past the grace period is
+evicted legitimately, and the history cannot tell how long that is; no run of ours keeps
+a consumer away that long, and docs/history.md says so.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ class _Assigned:
     index: int
     consumer: str
     segments: frozenset[int]
+    epoch: int | None
+    """The layout epoch the assignment was dealt for, when the history says."""
 
 
 @dataclass(frozen=True)
@@ -92,10 +94,11 @@ def _assignments(facts: list[SmallFact]) -> list[_Assigned]:
         if fact.consumer is None:
             continue
         if fact.f == "assign":
-            assigned.append(_Assigned(fact.index, fact.consumer, _segments(fact.detail)))
+            assigned.append(_Assigned(fact.index, fact.consumer, _segments(fact.detail),
+                                      fact.epoch))
         elif fact.f == "register" and fact.outcome == "ok" and fact.done_index is not None:
             assigned.append(_Assigned(fact.done_index, fact.consumer,
-                                      _segments(fact.done_detail)))
+                                      _segments(fact.done_detail), fact.done_epoch))
     return sorted(assigned, key=lambda a: a.index)
 
 
@@ -148,7 +151,11 @@ def _judge(scope: Scope, facts: list[SmallFact]) -> list[Reassignment]:
 def _rebalances(assigned: list[_Assigned], left: dict[int, str]
                 ) -> list[list[_Assigned] | str]:
     """The assignments in index order, grouped as one rebalance's pushes: consecutive
-    ones, each to a different consumer; a consumer that left (its name) stands alone."""
+    ones, each to a different consumer and for the same layout epoch (when both name
+    one); a consumer that left (its name) stands alone. A rebalance pushes only to the
+    consumers whose segments change, so without the epoch the last pushes of one layout's
+    rebalance and the first of the next would pass for one rebalance when their consumers
+    differ, and a segment leaving one consumer in the first would look dealt twice."""
     steps = sorted([(a.index, a) for a in assigned] + list(left.items()),
                    key=lambda step: step[0])
     grouped: list[list[_Assigned] | str] = []
@@ -156,11 +163,16 @@ def _rebalances(assigned: list[_Assigned], left: dict[int, str]
         last = grouped[-1] if grouped else None
         if isinstance(step, str):
             grouped.append(step)
-        elif isinstance(last, list) and all(a.consumer != step.consumer for a in last):
+        elif isinstance(last, list) and all(a.consumer != step.consumer
+                                            and _same_epoch(a, step) for a in last):
             last.append(step)
         else:
             grouped.append([step])
     return grouped
+
+
+def _same_epoch(one: _Assigned, other: _Assigned) -> bool:
+    return one.epoch is None or other.epoch is None or one.epoch == other.epoch
 
 
 def reassignments(facts: Iterable[SmallFact]) -> list[Reassignment]:

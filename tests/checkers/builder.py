@@ -111,19 +111,21 @@ class History:
         self.writer.record(f"r-{consumer}", "invoke", "register",
                            **_session_fields(consumer, sub))
 
-    def registered(self, consumer: str, segments: list[int], sub: str = "s") -> None:
+    def registered(self, consumer: str, segments: list[int], sub: str = "s",
+                   epoch: int = 1) -> None:
         self.now_ms += 1
-        self.writer.record(f"r-{consumer}", "ok", "register", epoch=1,
+        self.writer.record(f"r-{consumer}", "ok", "register", epoch=epoch,
                            detail={"segments": segments}, **_session_fields(consumer, sub))
 
     def register(self, consumer: str, segments: list[int], sub: str = "s") -> None:
         self.registering(consumer, sub)
         self.registered(consumer, segments, sub)
 
-    def assign(self, consumer: str, segments: list[int], sub: str = "s") -> None:
-        """An assignment the controller pushed."""
+    def assign(self, consumer: str, segments: list[int], sub: str = "s",
+               epoch: int = 1) -> None:
+        """An assignment the controller pushed, dealt for the layout of `epoch`."""
         self.now_ms += 1
-        self.writer.record(f"r-{consumer}", "ok", "assign", epoch=1,
+        self.writer.record(f"r-{consumer}", "ok", "assign", epoch=epoch,
                            detail={"segments": segments}, **_session_fields(consumer, sub))
 
     def unregister(self, consumer: str, sub: str = "s") -> None:

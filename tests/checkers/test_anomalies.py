@@ -756,6 +756,20 @@ def _reassigned_legal_fewer(h: History) -> None:
     h.drain()
 
 
+@case("reassigned-legal-layouts-in-a-row")
+def _reassigned_legal_layouts(h: History) -> None:
+    """Segment 0 split (epoch 2): only c0's segments change, so only c0 is pushed to.
+    Segment 1 split (epoch 3): c1 is dealt 2 of c0's with its children, and c0 keeps 3.
+    By consumers alone, c1's push would join c0's of epoch 2 and c0's of epoch 3 would
+    stand alone, a move of 2 with the same segments dealt."""
+    h.register("c0", [0])
+    h.register("c1", [1])
+    h.assign("c0", [2, 3], epoch=2)
+    h.assign("c1", [2, 4, 5], epoch=3)
+    h.assign("c0", [3], epoch=3)
+    h.drain()
+
+
 @case("reassigned-legal-consumer-left")
 def _reassigned_legal_left(h: History) -> None:
     _dealt_to_c0_then_shared(h)
