@@ -31,13 +31,16 @@ class WorkloadKind:
     """The `Knobs` its class declares: what the scenario reader takes besides the knobs of
     `WorkloadSettings` itself."""
     clusters: Literal["one", "several"]
+    uses_clusters: int | None = None
+    """Of several clusters, how many it puts to use (None: every one it is given): what
+    `starquake explore` draws at most."""
 
 
 WORKLOADS: dict[str, WorkloadKind] = {kind.name: kind for kind in (
     WorkloadKind("scalable", ScalableWorkload, ScalableWorkload.Knobs, "one"),
     WorkloadKind("topic", TopicWorkload, TopicWorkload.Knobs, "one"),
     WorkloadKind("geo", GeoWorkload, GeoWorkload.Knobs, "several"),
-    WorkloadKind("migration", MigrationWorkload, MigrationWorkload.Knobs, "several"),
+    WorkloadKind("migration", MigrationWorkload, MigrationWorkload.Knobs, "several", 2),
     WorkloadKind("contract", ContractWorkload, ContractWorkload.Knobs, "one"),
     WorkloadKind("auth", AuthWorkload, AuthWorkload.Knobs, "one"),
 )}

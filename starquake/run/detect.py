@@ -58,6 +58,8 @@ class Detection:
 
     scenario: str
     workload: str
+    backend: str
+    """Where its runs deploy (the scenario's backend, or `--backend`)."""
     mutants: tuple[str, ...]
     anomalies: tuple[str, ...]
     caught: list[bool]
@@ -117,8 +119,19 @@ def reported(result: SuiteResult) -> list[str]:
         undecided = [name for name, verdict in checkers.items()
                      if verdict.get("valid") == "unknown"]
         if undecided:
-            return [f"{name} unknown" for name in undecided]
-    return [f"exit {result.exit_code}"]
+            return [f"{name}{UNDECIDED}" for name in undecided]
+    return [f"{COULD_NOT_FINISH}{result.exit_code}"]
+
+
+UNDECIDED = " unknown"
+COULD_NOT_FINISH = "exit "
+
+
+def reported_invalid(said: tuple[str, ...]) -> bool:
+    """Whether what `reported` said of a run is a checker's failure (the run was
+    `invalid`), rather than checkers that could not decide or an exit code."""
+    return bool(said) and not any(item.endswith(UNDECIDED) or item.startswith(COULD_NOT_FINISH)
+                                  for item in said)
 
 
 def first_anomaly_s(run_dir: Path, anomalies: tuple[str, ...]) -> float | None:
@@ -182,7 +195,8 @@ def detections(mutant_files: list[Path], clean_files: list[Path], seeds: int,
     soon as it is judged (a run that could not finish is not: a resume tries it again)."""
     scenarios = {f: resolve(dataclasses.replace(options, scenario=f))[0]
                  for f in mutant_files + clean_files}
-    rows = {f: Detection(s.name, s.workload.kind, s.mutants, s.expected_anomalies, [], [], [])
+    rows = {f: Detection(s.name, s.workload.kind, options.backend or s.topology.backend,
+                         s.mutants, s.expected_anomalies, [], [], [])
             for f in mutant_files for s in [scenarios[f]]}
     cleans = {f: Clean(scenarios[f].name, [], []) for f in clean_files}
 
@@ -275,6 +289,14 @@ def clean_table(rows: list[Clean], command: str, source: str) -> str:
         *(row.row() for row in rows), ""])
 
 
+def _on(scenario: Scenario, backend: str | None) -> Scenario:
+    """`scenario` as `--backend` deploys it."""
+    if backend is None:
+        return scenario
+    return dataclasses.replace(scenario, topology=dataclasses.replace(scenario.topology,
+                                                                      backend=backend))
+
+
 def with_section(document: str, section: str, text: str) -> str:
     """`document` with its `section` (between `<!-- detect:NAME -->` and
     `<!-- /detect:NAME -->`) replaced by `text`, or `text` so marked at its end."""
@@ -322,7 +344,8 @@ def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend:
     its clean twin with seeds 1..TWIN_SEEDS, and every scenario that expects valid with
     seeds 1..SEEDS, and write the detection table and the false-alarm table. With
     --explore, also the scenarios explore draws from seeds 1..SEEDS (on --backend, else
-    docker), with each mutant set on and with none; --explore-only runs just those.
+    on each mutant scenario's backend), with each mutant set on and with none;
+    --explore-only runs just those.
 
     Exits 0 when every mutant was caught (by explore: in some seed) and every twin,
     clean scenario and explore control valid in every seed, 1 when not, 3 on a bad
@@ -367,13 +390,14 @@ def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend:
         from starquake.run import detect_explore
 
         found = detect_explore.explorations(
-            [(resolved[f].workload.kind, resolved[f].mutants) for f in mutant_files], seeds,
-            backend or "docker", top, spark, console, record, parallel)
+            [(resolved[f].workload.kind, resolved[f].mutants,
+              backend or resolved[f].topology.backend) for f in mutant_files],
+            seeds, top, spark, console, record, parallel)
         finished, perfect = finished and found.finished, found.perfect
         more = detect_explore.columns(found, seeds) if tailored else None
         explored = detect_explore.sections(
-            [] if tailored else [resolved[f] for f in mutant_files], found, seeds, command,
-            source)
+            [] if tailored else [_on(resolved[f], backend) for f in mutant_files], found,
+            seeds, command, source)
     sections = ([(MUTANTS_SECTION, table(rows, command, source, more))] if rows else []) + \
         ([(CLEAN_SECTION, clean_table(cleans, command, source))] if cleans else []) + explored
     if out is None:

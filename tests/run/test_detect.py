@@ -37,9 +37,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_rows_count_catches_and_clean_twins() -> None:
-    caught = Detection("contract-x", "contract", ("x",), ("contract",), [True, True, False],
-                       [2.0, 4.0], [True, True, True])
-    missed = Detection("topic-y", "topic", ("y", "z"), ("lost",), [False], [], [False])
+    caught = Detection("contract-x", "contract", "local", ("x",), ("contract",),
+                       [True, True, False], [2.0, 4.0], [True, True, True])
+    missed = Detection("topic-y", "topic", "local", ("y", "z"), ("lost",), [False], [], [False])
     text = table([caught, missed], "starquake detect scenarios/mutants --seeds 3",
                  "commit 0123456789ab")
     assert "| `contract-x` | `x` | contract | 2/3 | 3.0 | 3/3 |" in text.splitlines()

@@ -69,9 +69,9 @@ class FakeSuite:
 
 
 CAUGHT = (INVALID, {"forked-position": {"valid": False}})
-RECEIPT_SET = ("topic", ("receipt-names-latest-write",))
-FENCING_SET = ("topic", ("no-fencing",))
-SNAPSHOT_SET = ("geo", ("partial-snapshot",))
+RECEIPT_SET = ("topic", ("receipt-names-latest-write",), "local")
+FENCING_SET = ("topic", ("no-fencing",), "local")
+SNAPSHOT_SET = ("geo", ("partial-snapshot",), "local")
 OUTCOME: Outcome = {
     ("explore-topic-2", ("receipt-names-latest-write",)): CAUGHT,
     ("explore-topic-3", ("receipt-names-latest-write",)): CAUGHT,
@@ -87,7 +87,7 @@ def _explore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, outcome: Outcome,
     fake = FakeSuite(tmp_path / "fake-runs", outcome)
     monkeypatch.setattr("starquake.run.detect_explore.run_suite", fake)
     found = explorations([FENCING_SET, RECEIPT_SET, SNAPSHOT_SET, FENCING_SET],
-                         3, "local", tmp_path / "runs", RunOptions(FENCING).spark,
+                         3, tmp_path / "runs", RunOptions(FENCING).spark,
                          command_console(), ledger)
     return found, fake
 
@@ -97,9 +97,10 @@ def test_each_set_and_its_workloads_control_run_each_seeds_drawn_scenario_once(
     found, fake = _explore(tmp_path, monkeypatch, OUTCOME,
                            Ledger(tmp_path / "ledger.jsonl", SOURCE, resume=False))
     ran = [load_scenario(file) for file in fake.ran]
-    assert [(s.seed, s.workload.kind, s.mutants) for s in ran] == [
+    assert [(s.seed, s.workload.kind, s.mutants, s.topology.backend) for s in ran] == [
         (seed, *key) for seed in (1, 2, 3)
-        for key in [FENCING_SET, RECEIPT_SET, SNAPSHOT_SET, ("topic", ()), ("geo", ())]]
+        for key in [FENCING_SET, RECEIPT_SET, SNAPSHOT_SET, ("topic", (), "local"),
+                    ("geo", (), "local")]]
     for scenario in ran:  # what `starquake explore --workloads K --seed S` draws
         kind = scenario.workload.kind
         assert scenario.name == f"explore-{kind}-{scenario.seed}"
@@ -120,28 +121,29 @@ def test_the_table_gives_each_rows_catches_first_catch_and_a_summary(
     tailored table gains the two cells per row; the explore-only table has them alone."""
     found, _ = _explore(tmp_path, monkeypatch, OUTCOME,
                         Ledger(tmp_path / "ledger.jsonl", SOURCE, resume=False))
-    summary = ("Explore caught 2 of 3 mutant sets (each with its workload) within 3 seeds, "
+    summary = ("Explore caught 2 of 3 mutant sets (each with its workload and backend) within "
+               "3 seeds, "
                "2 within 3 seeds or fewer; median seeds to the first catch, over those "
                "caught: 1.5.")
-    rows = [Detection("topic-receipt-names-latest-write", "topic",
+    rows = [Detection("topic-receipt-names-latest-write", "topic", "local",
                       ("receipt-names-latest-write",), ("forked-position",), [True] * 3,
                       [9.0], [True]),
-            Detection("topic-no-fencing", "topic", ("no-fencing",), ("lost",), [True], [4.0],
-                      [True])]
+            Detection("topic-no-fencing", "topic", "local", ("no-fencing",), ("lost",), [True],
+                      [4.0], [True])]
     tailored = table(rows, "starquake detect ... --explore", SOURCE,
                      columns(found, 3)).splitlines()
     assert ("| scenario | mutants | anomalies | caught | first anomaly (s) | twin valid | "
-            "caught by explore | first catch at seed |") in tailored
+            "explored on | caught by explore | first catch at seed |") in tailored
     assert ("| `topic-receipt-names-latest-write` | `receipt-names-latest-write` | "
-            "forked-position | 3/3 | 9.0 | 1/1 | 2 of 3 | 2 |") in tailored
-    assert (f"| `topic-no-fencing` | `no-fencing` | lost | 1/1 | 4.0 | 1/1 | 0 of 3 | "
+            "forked-position | 3/3 | 9.0 | 1/1 | local | 2 of 3 | 2 |") in tailored
+    assert (f"| `topic-no-fencing` | `no-fencing` | lost | 1/1 | 4.0 | 1/1 | local | 0 of 3 | "
             f"{NEVER} |") in tailored
     assert tailored[-1] == summary
     alone = explore_table([load_scenario(RECEIPTS), load_scenario(FENCING)], found, 3,
                           "starquake detect ... --explore-only", SOURCE).splitlines()
-    assert ("| `topic-receipt-names-latest-write` | `receipt-names-latest-write` | 2 of 3 "
-            "| 2 |") in alone
-    assert f"| `topic-no-fencing` | `no-fencing` | 0 of 3 | {NEVER} |" in alone
+    assert ("| `topic-receipt-names-latest-write` | `receipt-names-latest-write` | local | "
+            "2 of 3 | 2 |") in alone
+    assert f"| `topic-no-fencing` | `no-fencing` | local | 0 of 3 | {NEVER} |" in alone
     assert alone[-1] == summary
 
 
@@ -151,15 +153,17 @@ def test_the_control_lists_each_false_alarm_with_what_it_reported(
                         Ledger(tmp_path / "ledger.jsonl", SOURCE, resume=False))
     text = control_table(found, "starquake detect ... --explore", SOURCE)
     lines = text.splitlines()
-    assert "| 1 | topic | duplicate |" in lines
-    assert "| 3 | geo | order unknown |" in lines
+    assert "| 1 | topic | local | duplicate |" in lines
+    assert "| 3 | geo | local | order unknown |" in lines
     assert not any(line.startswith("| 2 |") for line in lines)
-    assert "Valid in 4 of 6 runs (topic 2 of 3, geo 2 of 3)." in " ".join(lines)
+    assert ("Valid in 4 of 6 runs (topic on local 2 of 3, geo on local 2 of 3); `invalid` in "
+            "1.") in " ".join(lines)
     quiet, _ = _explore(tmp_path / "quiet", monkeypatch, {},
                         Ledger(tmp_path / "quiet.jsonl", SOURCE, resume=False))
     quiet_text = " ".join(control_table(quiet, "starquake detect ... --explore",
                                         SOURCE).splitlines())
-    assert "Valid in 6 of 6 runs (topic 3 of 3, geo 3 of 3)." in quiet_text
+    assert ("Valid in 6 of 6 runs (topic on local 3 of 3, geo on local 3 of 3); `invalid` in "
+            "0.") in quiet_text
     assert "No false alarm." in quiet_text
 
 
@@ -175,9 +179,9 @@ def test_a_resumed_explore_counts_the_ledger_and_runs_nothing_again(
     assert len(fake.ran) == 15
     again = Ledger(path, SOURCE, resume=True)
     assert again.get("topic-no-fencing", 1, ("no-fencing",)) == tailored
-    assert again.get("explore-topic-2", 2, ("receipt-names-latest-write",)) == \
+    assert again.get("local/explore-topic-2", 2, ("receipt-names-latest-write",)) == \
         first.sets[RECEIPT_SET].runs[1]
-    assert again.get("explore-geo-1", 1, ()) == first.control["geo"][0]
+    assert again.get("local/explore-geo-1", 1, ()) == first.control[("geo", "local")][0]
     resumed, refake = _explore(tmp_path / "resumed", monkeypatch, {}, again)
     assert refake.ran == []
     assert resumed == first
@@ -209,8 +213,9 @@ def test_explore_only_rewrites_its_own_sections_and_leaves_the_others(
     assert "E0" not in explore
     assert ("Generated by `starquake detect " + str(RECEIPTS)
             + " --seeds 3 --backend local --explore-only`") in explore
-    assert ("| `topic-receipt-names-latest-write` | `receipt-names-latest-write` | 2 of 3 "
-            "| 2 |") in explore.splitlines()
+    assert ("| `topic-receipt-names-latest-write` | `receipt-names-latest-write` | local | "
+            "2 of 3 | 2 |") in explore.splitlines()
     control = document.split("<!-- detect:explore-clean -->\n", 1)[1]
-    assert "Valid in 2 of 3 runs (topic 2 of 3)." in " ".join(control.splitlines())
+    assert "Valid in 2 of 3 runs (topic on local 2 of 3); `invalid` in 1." in " ".join(
+        control.splitlines())
     assert control.endswith("<!-- /detect:explore-clean -->\n")

@@ -33,7 +33,7 @@ def test_the_explore_column_catches_a_mutant_beside_a_valid_control(tmp_path: Pa
     lines = (top / "detect-ledger.jsonl").read_text().splitlines()
     ledger = [json.loads(line) for line in lines[1:]]  # the first names the source
     assert {(r["scenario"], tuple(r["mutants"]), r["passed"]) for r in ledger} == {
-        ("explore-topic-1", (MUTANT,), True), ("explore-topic-1", (), True)}
+        ("local/explore-topic-1", (MUTANT,), True), ("local/explore-topic-1", (), True)}
     caught = next(r for r in ledger if r["mutants"])
     assert "forked-position" in caught["reported"]
     runs = {tuple(r["mutants"]): Path(r["run"]) for r in ledger}
@@ -46,5 +46,7 @@ def test_the_explore_column_catches_a_mutant_beside_a_valid_control(tmp_path: Pa
     assert drawn[(MUTANT,)].workload == drawn[()].workload
     assert drawn[(MUTANT,)].nemesis == drawn[()].nemesis
     text = table.read_text()
-    assert f"| `topic-{MUTANT}` | `{MUTANT}` | 1 of 1 | 1 |" in text
-    assert "Valid in 1 of 1 runs (topic 1 of 1)." in text and "No false alarm." in text
+    assert f"| `topic-{MUTANT}` | `{MUTANT}` | local | 1 of 1 | 1 |" in text
+    assert "Valid in 1 of 1 runs (topic on local 1 of 1); `invalid` in 0." in " ".join(
+        text.splitlines())
+    assert "No false alarm." in text
