@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from docker import DockerClient
 
+import harness
 from harness.targets.docker import images
 from harness.targets.docker.images import (
     NodeImage,
@@ -115,6 +116,7 @@ def test_imported_image_runs_java_python_and_iptables(docker_client: DockerClien
                                                        image: NodeImage) -> None:
     script = (f"{image.java} -version && "
               f"{image.python} -c 'import impl.metadata.store, kazoo; print(\"python ok\")' && "
+              f"{image.python} -c 'import impl; print(\"impl from\", impl.__file__)' && "
               "iptables -S INPUT")
     output = docker_client.containers.run(
         image.tag, ["sh", "-c", script], remove=True, init=True, cap_add=["NET_ADMIN"],
@@ -122,4 +124,6 @@ def test_imported_image_runs_java_python_and_iptables(docker_client: DockerClien
         stderr=True).decode()
     assert "openjdk" in output.lower()
     assert "python ok" in output
+    # The nodes run the harness's own code, whichever checkout it was imported from.
+    assert f"impl from {Path(harness.__file__).resolve().parents[1] / 'impl'}" in output
     assert "-P INPUT ACCEPT" in output

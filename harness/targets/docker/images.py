@@ -93,6 +93,10 @@ class HostRuntime:
     python: Path
     java: Path
     read_only_mounts: tuple[str, ...]
+    source: Path
+    """Where the harness's own packages were imported from: the nodes import `impl` from
+    there too, so they run the code of the checkout that deployed them even when the
+    virtual environment's install points at another (a checkout on PYTHONPATH)."""
 
 
 def _under(path: Path, parents: Iterable[Path]) -> bool:
@@ -124,7 +128,7 @@ def host_runtime() -> HostRuntime:
         # source (which an editable install points at).
         Path(sys.base_prefix).resolve(),
         Path(sys.prefix).resolve(),
-        Path(harness.__file__).resolve().parents[1],
+        source := Path(harness.__file__).resolve().parents[1],
     ]
     mounts = [p for p in dict.fromkeys(wanted)
               if not _under(p, [other for other in wanted if other != p])]
@@ -132,7 +136,7 @@ def host_runtime() -> HostRuntime:
         if not mount.exists():
             raise HostRuntimeMissing(f"{mount} is missing; run scripts/setup.sh")
     return HostRuntime(python=Path(sys.prefix) / "bin" / "python", java=java,
-                       read_only_mounts=tuple(str(m) for m in mounts))
+                       read_only_mounts=tuple(str(m) for m in mounts), source=source)
 
 
 def _add(tar: tarfile.TarFile, name: str, *, kind: bytes = tarfile.DIRTYPE, mode: int = 0o755,
@@ -194,7 +198,8 @@ def imported_image(client: DockerClient) -> NodeImage:
         log.info("imported %s", tag)
     return NodeImage(tag=tag, source="import", python=str(runtime.python),
                      java=str(runtime.java), read_only_mounts=runtime.read_only_mounts,
-                     environment={"PYTHONDONTWRITEBYTECODE": "1"})
+                     environment={"PYTHONDONTWRITEBYTECODE": "1",
+                                  "PYTHONPATH": str(runtime.source)})
 
 
 def package_files(package: str) -> dict[str, Path]:
