@@ -107,6 +107,12 @@ class Clean:
         return f"| `{self.scenario}` | {sum(self.valid)}/{len(self.valid)} | {alarms} |"
 
 
+UNDECIDED = " unknown"
+"""What `reported` appends to a checker that could not decide."""
+COULD_NOT_FINISH = "exit "
+"""What `reported` puts before the exit code of a run that could not finish."""
+
+
 def reported(result: SuiteResult) -> list[str]:
     """What a run that should have been valid reported: its failed checkers, else the
     checkers that could not decide (`unknown`), else its exit code (a run that could not
@@ -121,10 +127,6 @@ def reported(result: SuiteResult) -> list[str]:
         if undecided:
             return [f"{name}{UNDECIDED}" for name in undecided]
     return [f"{COULD_NOT_FINISH}{result.exit_code}"]
-
-
-UNDECIDED = " unknown"
-COULD_NOT_FINISH = "exit "
 
 
 def reported_invalid(said: tuple[str, ...]) -> bool:
@@ -195,8 +197,8 @@ def detections(mutant_files: list[Path], clean_files: list[Path], seeds: int,
     soon as it is judged (a run that could not finish is not: a resume tries it again)."""
     scenarios = {f: resolve(dataclasses.replace(options, scenario=f))[0]
                  for f in mutant_files + clean_files}
-    rows = {f: Detection(s.name, s.workload.kind, options.backend or s.topology.backend,
-                         s.mutants, s.expected_anomalies, [], [], [])
+    rows = {f: Detection(s.name, s.workload.kind, s.topology.backend, s.mutants,
+                         s.expected_anomalies, [], [], [])
             for f in mutant_files for s in [scenarios[f]]}
     cleans = {f: Clean(scenarios[f].name, [], []) for f in clean_files}
 
@@ -289,14 +291,6 @@ def clean_table(rows: list[Clean], command: str, source: str) -> str:
         *(row.row() for row in rows), ""])
 
 
-def _on(scenario: Scenario, backend: str | None) -> Scenario:
-    """`scenario` as `--backend` deploys it."""
-    if backend is None:
-        return scenario
-    return dataclasses.replace(scenario, topology=dataclasses.replace(scenario.topology,
-                                                                      backend=backend))
-
-
 def with_section(document: str, section: str, text: str) -> str:
     """`document` with its `section` (between `<!-- detect:NAME -->` and
     `<!-- /detect:NAME -->`) replaced by `text`, or `text` so marked at its end."""
@@ -354,7 +348,7 @@ def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend:
     """
     console = command_console()
     candidates = scenario_files(list(paths))
-    resolved = {f: resolve(RunOptions(f))[0] for f in candidates}
+    resolved = {f: resolve(RunOptions(f, backend=backend))[0] for f in candidates}
     mutant_files = [f for f in candidates if resolved[f].expected == "invalid"]
     clean_files = [f for f in candidates if resolved[f].expected == "valid"]
     for skipped in sorted(f for f in candidates if resolved[f].expected == "unknown"):
@@ -390,14 +384,14 @@ def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend:
         from starquake.run import detect_explore
 
         found = detect_explore.explorations(
-            [(resolved[f].workload.kind, resolved[f].mutants,
-              backend or resolved[f].topology.backend) for f in mutant_files],
+            [(resolved[f].workload.kind, resolved[f].mutants, resolved[f].topology.backend)
+             for f in mutant_files],
             seeds, top, spark, console, record, parallel)
         finished, perfect = finished and found.finished, found.perfect
         more = detect_explore.columns(found, seeds) if tailored else None
         explored = detect_explore.sections(
-            [] if tailored else [_on(resolved[f], backend) for f in mutant_files], found,
-            seeds, command, source)
+            [] if tailored else [resolved[f] for f in mutant_files], found, seeds, command,
+            source)
     sections = ([(MUTANTS_SECTION, table(rows, command, source, more))] if rows else []) + \
         ([(CLEAN_SECTION, clean_table(cleans, command, source))] if cleans else []) + explored
     if out is None:
