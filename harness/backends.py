@@ -58,6 +58,10 @@ class Backend:
     unsupported_workloads: frozenset[str] = frozenset()
     """Workloads its system cannot run (PIP-468 and our lookup service are our reference
     implementation's): `starquake explore` draws none of them for it."""
+    reference_brokers: bool = True
+    """Its brokers are our reference implementation's, which read the topology settings
+    only they have (`REFERENCE_BROKER_SETTINGS`); other brokers keep their own defaults
+    there, so a scenario that sets one is refused and explore draws none."""
 
     def deployment_class(self) -> DeploymentClass:
         module, _, name = self.deployment.partition(":")
@@ -76,7 +80,8 @@ BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (
     Backend("apache-pulsar", "Apache Pulsar's official distribution in containers",
             frozenset({"kill", "pause", "partition", "cut-clients"}),
             "harness.targets.apache_pulsar.target:ApachePulsarTarget",
-            unsupported_workloads=frozenset({"scalable", "migration", "auth"})),
+            unsupported_workloads=frozenset({"scalable", "migration", "auth"}),
+            reference_brokers=False),
 )}
 
 

@@ -40,6 +40,11 @@ cores; 7 ZooKeepers outlive 3 failures, more only slow their quorum down. A scen
 asking more is refused as it is read (docs/scenarios.md), not when the machine runs out."""
 
 
+REFERENCE_BROKER_SETTINGS = ("replication_keepalive_s", "snapshot_timeout_s",
+                             "controller_step_pause_s")
+"""`Topology` settings only our reference brokers read (a backend's `reference_brokers`)."""
+
+
 @dataclass(frozen=True)
 class Topology:
     clusters: tuple[str, ...] = ("a",)

@@ -45,6 +45,14 @@ class NemesisSettings:
     interval_s: float = 10.0
     duration_s: float = 5.0
     timeline: tuple[TimedFault, ...] = ()
+    overlap: float = 0.0
+    """Random schedule: the share of faults after which the next one begins while it is
+    still on (at a point of its length drawn uniformly), so two faults act at once. Never
+    three: the fault begun inside another is followed by a quiet gap."""
+    roles: tuple[str, ...] = ()
+    """Random schedule: node roles a fault may be aimed at besides its own defaults, where
+    every node of the role can take it (a bookie killed or frozen, say). Empty: each
+    fault's defaults alone, as before these existed."""
 
 
 @dataclass(frozen=True)
@@ -138,23 +146,53 @@ def build_schedule(settings: NemesisSettings, surface: Surface, seed: int, durat
 def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, duration_s: float,
                   source: str, rng: random.Random) -> list[FaultStep]:
     """Faults one after another: a quiet gap of about `interval_s`, then a fault lasting
-    about `duration_s` (each drawn between half and one and a half times the setting)."""
+    about `duration_s` (each drawn between half and one and a half times the setting).
+    With `overlap`, some faults begin inside the one before instead of after a gap; the
+    gap after such a pair counts from the later of their two ends."""
     steps: list[FaultStep] = []
     t = 0.0
+    quiet_from = 0.0  # when every fault begun so far has ended
+    inside = False  # the next fault begins inside the one just begun
     while len(steps) < 10_000:
-        t += rng.uniform(0.5, 1.5) * settings.interval_s
+        if not inside:
+            t = quiet_from + rng.uniform(0.5, 1.5) * settings.interval_s
         if t >= duration_s:
             break
         name = rng.choice(settings.faults)
         fault = FAULTS[name]
         duration = 0.0 if fault.instant else rng.uniform(0.5, 1.5) * settings.duration_s
-        targets = _targets(surface, f"{source}: nemesis.faults", fault, (), rng)
+        targets = _targets(surface, f"{source}: nemesis.faults", fault, (), rng,
+                           _aims(surface, fault, settings.roles))
         steps.append(FaultStep(round(t, 3), name, round(duration, 3), targets,
                                rng.getrandbits(32)))
-        t += duration
+        quiet_from = max(quiet_from, t + duration)
         if settings.interval_s == 0 and duration == 0:
-            t += 1.0  # back-to-back instantaneous faults still need time between them
+            quiet_from += 1.0  # back-to-back instantaneous faults still need time between
+        inside = (not inside and duration > 0 and settings.overlap > 0
+                  and rng.random() < settings.overlap)
+        if inside:
+            t += rng.uniform(0.0, duration)
     return steps
+
+
+def _aims(surface: Surface, fault: Fault, roles: Sequence[str]) -> tuple[str, ...]:
+    """What a random step of `fault` picks its target among: its defaults, then each of
+    `roles` whose every node can take it (a target file may control a role's nodes
+    partly, or list none of it)."""
+    extra = []
+    for role in ROLES:
+        names = surface.of_role(role)
+        if role not in roles or role in fault.defaults or not fault.takes_targets or not names:
+            continue
+        if not all(surface.can(name, need) for name in names for need in fault.needs):
+            continue
+        try:
+            for name in names:
+                fault.check_targets(surface, role, (name,))
+        except FaultPlanError:
+            continue
+        extra.append(role)
+    return (*fault.defaults, *extra)
 
 
 def _fault(surface: Surface, key: str, name: str) -> Fault:
@@ -171,8 +209,9 @@ def _fault(surface: Surface, key: str, name: str) -> Fault:
 
 
 def _targets(surface: Surface, key: str, fault: Fault, given: Sequence[str],
-             rng: random.Random) -> tuple[str, ...]:
-    """Resolve role words to node names with `rng`; draw a default when none is given."""
+             rng: random.Random, aims: Sequence[str] = ()) -> tuple[str, ...]:
+    """Resolve role words to node names with `rng`; draw one of `aims` (else of the
+    fault's defaults) when none is given."""
     if fault.cluster_targets:
         for n, target in enumerate(given):
             if target not in surface.clusters:
@@ -186,7 +225,7 @@ def _targets(surface: Surface, key: str, fault: Fault, given: Sequence[str],
                                  f"the cluster), got {list(given)}")
         return ()
     if not given:
-        given = (rng.choice(fault.defaults),)
+        given = (rng.choice(aims or fault.defaults),)
     everyone = [n.name for n in surface.nodes]
     resolved = []
     for n, target in enumerate(given):

@@ -80,7 +80,7 @@ def _seconds(low: float, high: float) -> KnobDraw:
 
 
 def _off_or(share: float, low: float, high: float) -> KnobDraw:
-    """The knob's 0 (off) most of the time, else a log-uniform value."""
+    """A log-uniform value in `share` of the draws, else the knob's 0 (off)."""
     return lambda draw, _spec: draw.sometimes(
         share, lambda: round(draw.log_uniform(low, high), 2), 0.0)
 
@@ -102,15 +102,15 @@ KNOB_DRAWS: dict[str, KnobDraw] = {
     "send_timeout_s": lambda draw, _spec: draw.rng.choice((3.0, 10.0, 30.0)),
     "subscription_mode": _choice,
     "processes": _ints(1, 4),
-    "crash_interval_s": _off_or(0.4, 3, 15),
+    "crash_interval_s": _off_or(0.6, 3, 15),
     "receiver_queue": lambda draw, _spec: draw.rng.choice((1, 10, 100, 1000)),
-    "nack_share": _off_or(0.4, 0.01, 0.3),
-    "cumulative_ack_every": _off_or(0.4, 1, 20),
-    "deduplication": _coin(0.3),
+    "nack_share": _off_or(0.6, 0.01, 0.3),
+    "cumulative_ack_every": _off_or(0.6, 1, 20),
+    "deduplication": _coin(0.5),
     "consumer_lag_s": _seconds(0, 3),
     # scalable topics
     "initial_segments": _ints(1, 4),
-    "layout_interval_s": _seconds(2, 8),
+    "layout_interval_s": lambda draw, _spec: round(draw.log_uniform(0.5, 8), 1),
     "layout_until_s": lambda draw, _spec: draw.sometimes(
         0.3, lambda: round(draw.rng.uniform(0.3, 0.8) * draw.duration_s, 1), 0.0),
     "edge_key_share": lambda draw, _spec: round(draw.rng.uniform(0, 0.6), 2),
@@ -153,14 +153,26 @@ uses every cluster it is given (PIP-33 needs a second snapshot round past two)."
 
 
 def draw_topology(kind: str, backend: str, rng: random.Random) -> Topology:
+    """Where a seed's run is deployed. The controller's hold between a change's steps is
+    set for `scalable` alone, the only workload with a controller, and the replicators'
+    keep-alive and the snapshot timeout for `geo` alone, the workload with replicated
+    subscriptions: the other workloads' scenario files keep their defaults, and so do
+    brokers other than ours, which do not read them."""
     workload = WORKLOADS[kind]
     count = 1
     if workload.clusters == "several":
         count = 2 if workload.uses_clusters == 2 else rng.choice((2, 2, 3))
-    return Topology(clusters=CLUSTER_NAMES[:count], zookeepers=rng.choice((1, 1, 1, 3)),
-                    bookies=rng.randint(1, 3), brokers=rng.randint(1, 3), backend=backend,
-                    session_expired_policy=rng.choice(("reconnect", "shutdown")),
-                    session_timeout_ms=rng.choice((4000, 6000, 10000)))
+    by_kind: dict[str, dict[str, Any]] = {
+        "scalable": {"controller_step_pause_s": round(rng.choice((0.0, rng.uniform(0.5, 4))), 1)},
+        "geo": {"replication_keepalive_s": rng.choice((2.0, 5.0, 30.0)),
+                "snapshot_timeout_s": rng.choice((3.0, 10.0, 30.0))}}
+    topology = Topology(clusters=CLUSTER_NAMES[:count], zookeepers=rng.choice((1, 1, 1, 3)),
+                        bookies=rng.randint(1, 3), brokers=rng.randint(1, 3), backend=backend,
+                        session_expired_policy=rng.choice(("reconnect", "shutdown")),
+                        session_timeout_ms=rng.choice((4000, 6000, 10000)))
+    if not backend_named(backend).reference_brokers:
+        return topology
+    return replace(topology, **by_kind.get(kind, {}))
 
 
 FAULT_LENGTHS = ((1.0, 3.0), (4.0, 10.0), (12.0, 30.0))
@@ -169,6 +181,13 @@ each drawn scenario's faults last about one of these (seconds)."""
 QUIET_S = (2.0, 30.0)
 """The quiet gap between faults, log-uniform: from faults nearly back to back to gaps
 longer than most faults, in which a probe or a failover can finish undisturbed."""
+OVERLAP = 0.5
+"""In half the drawn schedules, the share of faults the next one begins inside: two faults
+at once (a bookie and the topic's owner down together, a pause inside a partition)."""
+STORAGE_ROLES = ("bookie",)
+"""In half the drawn schedules, the roles a fault may hit besides its own: a bookie killed
+or frozen under the brokers writing to it. Not ZooKeeper: a long fault there ends every
+broker's session, which the liveness bound of one fault does not cover."""
 HEAL_MARGIN_S = 20.0
 """What the liveness bound allows past the longest fault and the session timeout: the
 clients' back-off and reconnection, a new owner's recovery, a replicator's reconnect."""
@@ -186,7 +205,9 @@ def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
     low, high = rng.choice(FAULT_LENGTHS)
     return NemesisSettings(schedule="random" if faults else "none", faults=faults,
                            interval_s=round(math.exp(rng.uniform(*map(math.log, QUIET_S))), 1),
-                           duration_s=round(rng.uniform(low, high), 1))
+                           duration_s=round(rng.uniform(low, high), 1),
+                           overlap=rng.choice((0.0, OVERLAP)),
+                           roles=rng.choice(((), STORAGE_ROLES)))
 
 
 def _can_take(scenario: Scenario, nodes: Sequence[Node] | None, fault: str) -> bool:
@@ -215,9 +236,9 @@ def _every_pick_can(planned: Surface, fault: Fault) -> bool:
 
 def liveness_bound_ms(nemesis: NemesisSettings, topology: Topology) -> int:
     """How long a key may stay unwritable, or a subscription stalled: the longest fault
-    the schedule draws (one and a half times its setting), the session timeout, and
-    `HEAL_MARGIN_S`."""
-    longest = 1.5 * nemesis.duration_s
+    the schedule draws (one and a half times its setting; twice that where a fault may
+    begin inside another), the session timeout, and `HEAL_MARGIN_S`."""
+    longest = (3.0 if nemesis.overlap else 1.5) * nemesis.duration_s
     return round(1000 * (longest + topology.session_timeout_ms / 1000 + HEAL_MARGIN_S))
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends import BACKENDS
+from harness.target import ROLES
 from harness.targets.reference_mutants import reference_mutants
 from harness.topology import (
     AUTH_MODES,
@@ -158,7 +159,8 @@ def _expected_anomalies(reader: _Reader, data: dict[str, Any]) -> tuple[str, ...
 
 def _nemesis(reader: _Reader, data: dict[str, Any]) -> NemesisSettings:
     nemesis = reader.table(data, "nemesis", NemesisSettings, {
-        "schedule": SCHEDULES, "faults": (tuple, FAULT_NAMES)}, skip={"timeline"})
+        "schedule": SCHEDULES, "faults": (tuple, FAULT_NAMES), "roles": (tuple, ROLES)},
+        skip={"timeline"})
     timeline = []
     raw = data.get("nemesis", {})
     for n, item in enumerate(reader.take(raw, "timeline", list, default=[], prefix="nemesis")):
@@ -171,8 +173,10 @@ def _nemesis(reader: _Reader, data: dict[str, Any]) -> NemesisSettings:
     if nemesis.schedule == "timeline" and not timeline:
         raise reader.toml.error("nemesis.timeline", "a timeline schedule needs "
                                                     "[[nemesis.timeline]] entries")
-    return NemesisSettings(nemesis.schedule, nemesis.faults, nemesis.interval_s, nemesis.duration_s,
-                   tuple(timeline))
+    if nemesis.overlap > 1:
+        raise reader.toml.expected("nemesis.overlap", "a share from 0 to 1", nemesis.overlap)
+    settings: NemesisSettings = dataclasses.replace(nemesis, timeline=tuple(timeline))
+    return settings
 
 
 class _Reader:

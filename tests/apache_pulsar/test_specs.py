@@ -119,6 +119,12 @@ def test_the_backend_needs_the_imported_image(specs: PulsarSpecs) -> None:
     (Topology(backend="apache-pulsar"), ("no-fencing",), False, "mutants"),
     (Topology(backend="apache-pulsar"), (), True, "lookup service"),
     (Topology(backend="apache-pulsar", auth="token"), (), False, "auth"),
+    (Topology(backend="apache-pulsar", snapshot_timeout_s=3), (), False,
+     "snapshot_timeout_s is read by our reference brokers only"),
+    (Topology(backend="apache-pulsar", replication_keepalive_s=2), (), False,
+     "replication_keepalive_s"),
+    (Topology(backend="apache-pulsar", controller_step_pause_s=1), (), False,
+     "controller_step_pause_s"),
 ])
 def test_what_only_our_implementation_has_is_refused(
         tmp_path: Path, topology: Topology, mutants: tuple[str, ...], lookup: bool,

@@ -12,6 +12,7 @@ import pytest
 
 from harness.backends import BACKENDS
 from harness.targets.reference_mutants import reference_mutants
+from harness.topology import REFERENCE_BROKER_SETTINGS, Topology
 from harness.workloads.knobs import declared
 from harness.workloads.registry import WORKLOADS
 from harness.workloads.settings import WorkloadSettings
@@ -101,3 +102,32 @@ def test_a_seed_draws_the_same_scenario_whichever_mutants_are_on(backend: str) -
             assert [line for line in written if not line.startswith("mutants")] == [
                 line for line in scenario_toml(clean).splitlines()
                 if not line.startswith("mutants")]
+
+
+def test_settings_only_our_brokers_read_are_drawn_for_the_workload_they_serve() -> None:
+    """The controller's hold between a change's steps for `scalable`, the replicators'
+    keep-alive and the snapshot timeout for `geo`, each away from its default in some
+    seeds; never for another workload, nor on a backend whose brokers are not ours."""
+    default = Topology()
+    for kind, settings in (("scalable", ("controller_step_pause_s",)),
+                           ("geo", ("replication_keepalive_s", "snapshot_timeout_s"))):
+        drawn = [draw_scenario(seed, "local", kinds=(kind,)).topology for seed in SEEDS]
+        for name in settings:
+            assert {getattr(t, name) for t in drawn} - {getattr(default, name)}
+        assert {getattr(t, name) for t in drawn for name in REFERENCE_BROKER_SETTINGS
+                if name not in settings} == {getattr(default, name)
+                                             for name in REFERENCE_BROKER_SETTINGS
+                                             if name not in settings}
+    for seed in SEEDS:
+        topology = draw_scenario(seed, "apache-pulsar").topology
+        assert all(getattr(topology, name) == getattr(default, name)
+                   for name in REFERENCE_BROKER_SETTINGS)
+
+
+def test_some_drawn_schedules_overlap_faults_and_aim_at_bookies() -> None:
+    nemeses = [draw_scenario(seed, "local").nemesis for seed in SEEDS]
+    assert {n.overlap for n in nemeses} == {0.0, draw.OVERLAP}
+    assert {n.roles for n in nemeses} == {(), draw.STORAGE_ROLES}
+    overlapping = [n for n in nemeses if n.overlap]
+    assert all(liveness_bound_ms(n, Topology()) > liveness_bound_ms(
+        replace(n, overlap=0.0), Topology()) for n in overlapping)

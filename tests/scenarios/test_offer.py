@@ -127,8 +127,9 @@ def test_the_zombie_bound_is_held_only_where_a_shutdown_is_declared_and_never_un
     bounds = [draw_for_offer(seed, declared).checkers.zombie_broker_bound_ms for seed in SEEDS]
     assert {draw_for_offer(seed, silent).checkers.zombie_broker_bound_ms
             for seed in SEEDS} == {None}
-    assert None in bounds and {b for b in bounds if b is not None} == {
-        round(1000 * (90.0 + HEALTH_SLACK_S))}
+    floor = round(1000 * (90.0 + HEALTH_SLACK_S))
+    held = [b for b in bounds if b is not None]
+    assert None in bounds and floor in held and min(held) == floor
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 7, 11])

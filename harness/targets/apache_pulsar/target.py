@@ -27,7 +27,7 @@ from harness.targets.docker.target import cluster_of
 from harness.targets.lookup import DeployedLookup
 from harness.targets.run_auth import RunAuth
 from harness.targets.topology_deployment import TopologyDeployment
-from harness.topology import Topology
+from harness.topology import REFERENCE_BROKER_SETTINGS, Topology
 from history.errors import BadInput
 
 BACKEND = "apache-pulsar"
@@ -50,6 +50,11 @@ def _refuse_what_pulsar_lacks(topology: Topology, mutants: tuple[str, ...],
     if auth is not None:
         raise BadInput(f"{where}: topology.auth = \"token\" is not set up for Apache Pulsar "
                        "yet")
+    for name in REFERENCE_BROKER_SETTINGS:
+        default = getattr(Topology(), name)
+        if getattr(topology, name) != default:
+            raise BadInput(f"{where}: topology.{name} is read by our reference brokers "
+                           f"only; Apache Pulsar runs with its own ({default})")
 
 
 def pulsar_deployment(topology: Topology, distribution: Distribution | None = None, *,
