@@ -278,21 +278,32 @@ def _duplicate(schema: pa.Schema, recvs: pa.Table, acks: pa.Table,
     """Deliveries after an ack of the value in the same subscription and cluster. Where
     the run does not deduplicate and both positions are known, only an ack of the
     delivery's own position counts: a delivery at another position is another stored
-    copy's (a producer's resend, judged by `multi-position`)."""
+    copy's (a producer's resend, judged by `multi-position`).
+
+    Each delivery meets one earliest ack per way it can be matched (of its own copy, of
+    a copy at an unknown position, of any copy), never every acked copy: a value stored
+    and delivered thousands of times (a replication loop) would make that pairing
+    quadratic, a billion rows for a run of a few hundred thousand events."""
     scope = [*_PLACE, "cluster"]
-    earliest = acks.group_by([*scope, "position"]).aggregate([("index", "min")])
-    after = recvs.select([*scope, "index", "position"]).join(
-        earliest, scope, join_type="inner", right_suffix="_acked")
-    same_copy = pc.or_kleene(pc.or_kleene(
-        pc.is_null(after["position"]), pc.is_null(after["position_acked"])),
-        pc.or_kleene(pc.is_in(after["run"], deduplicating),
-                     pc.equal(after["position"], after["position_acked"])))
-    after = after.filter(pc.and_(pc.less(after["index_min"], after["index"]),
-                                 pc.fill_null(same_copy, True)))
-    after = after.group_by([*scope, "index"]).aggregate([("index_min", "min")])
+    recvs = recvs.select([*scope, "index", "position"])
+    by_copy = acks.group_by([*scope, "position"]).aggregate([("index", "min")])
+    any_copy = by_copy.group_by(scope).aggregate([("index_min", "min")])
+    loose = pc.or_kleene(pc.is_null(recvs["position"]), pc.is_in(recvs["run"], deduplicating))
+    strict = recvs.filter(pc.invert(loose))
+    matched = [
+        (recvs.filter(loose).join(any_copy, scope, join_type="inner"), "index_min_min"),
+        (strict.join(by_copy.filter(pc.is_valid(by_copy["position"])),
+                     [*scope, "position"], join_type="inner"), "index_min"),
+        (strict.join(by_copy.filter(pc.is_null(by_copy["position"])).drop_columns("position"),
+                     scope, join_type="inner"), "index_min")]
+    after = pa.concat_tables([
+        pa.table({**{c: found[c] for c in [*scope, "index"]}, "acked": found[acked]})
+        for found, acked in matched])
+    after = after.filter(pc.less(after["acked"], after["index"]))
+    after = after.group_by([*scope, "index"]).aggregate([("acked", "min")])
     return _finding(schema, "duplicate", after, topic=after["topic"],
                     subscription=after["subscription"], cluster=after["cluster"],
-                    at=after["index"], proof0=after["index_min_min"])
+                    at=after["index"], proof0=after["acked_min"])
 
 
 _STORED = ["run", "topic", "cluster", "value"]

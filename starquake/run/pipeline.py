@@ -59,9 +59,19 @@ class RunCrashed(StarquakeError):
 
 
 class CheckFailed(StarquakeError):
-    """`starquake check` could not judge the run's history."""
+    """`starquake check` could not judge the run's history: bad input when the check
+    found it unreadable, else the environment the check failed in (a Spark worker that
+    died), which a suite, explore or detect counts as a run that could not finish and
+    goes on from, keeping the run's directory and history."""
 
-    exit_code = BAD_INPUT
+    def __init__(self, message: str, check_exit: int) -> None:
+        super().__init__(message)
+        self.check_exit = check_exit
+        self.exit_code = ENVIRONMENT if check_exit == ENVIRONMENT else BAD_INPUT
+
+    def __reduce__(self) -> tuple[type[CheckFailed], tuple[str, int]]:
+        """Pickled whole: a lane process hands it to the command."""
+        return CheckFailed, (str(self), self.check_exit)
 
 
 @dataclass(frozen=True)
@@ -265,7 +275,7 @@ def _judge(run_dir: Path, console: Console, checks: Judge) -> RunOutcome:
     results_path = run_dir / "results.json"
     if code not in (0, 1, 2) or not results_path.is_file():
         raise CheckFailed(f"starquake check {run_dir} exited {code}; "
-                          f"see {run_dir / 'check.log'}")
+                          f"see {run_dir / 'check.log'}", code)
     results = json.loads(results_path.read_text())
     report = _report(run_dir, console)
     return RunOutcome(run_dir, results, code, report)

@@ -83,7 +83,7 @@ def failing_run(options: RunOptions, expected: Expected, console: Console,
                 judge: Judge) -> SuiteResult:
     """Seed 2's run cannot be judged (bad input, which ends a suite); the others are."""
     if options.scenario.stem == "explore-2":
-        raise CheckFailed("starquake check exited 3")
+        raise CheckFailed("starquake check exited 3", 3)
     return fake_run(options, expected, console, judge)
 
 
