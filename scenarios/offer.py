@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from harness.target import ROLES, Node, Target, TargetCluster
 from harness.targets.external.file import Feature
+from harness.topology import REFERENCE_BROKER_SETTINGS, Topology
 from harness.workloads.registry import ONE_CLUSTER
 from harness.workloads.settings import WorkloadSettings
 from harness.workloads.shared_knobs import deduplicates
@@ -88,13 +89,16 @@ def on_clusters(scenario: Scenario, names: tuple[str, ...]) -> Scenario:
 def narrowed(scenario: Scenario, offer: Offer) -> Scenario:
     """A drawn scenario's deployment narrowed to what `offer` is: its clusters, as many
     nodes of each role as its first cluster has (at least one: a file need not list its
-    bookies or ZooKeeper servers), its session timeout."""
+    bookies or ZooKeeper servers), its session timeout, and the defaults of the settings
+    only our brokers read (its brokers are not ours, so its scenario file names none)."""
     scenario = on_clusters(scenario, tuple(cluster.name for cluster in offer.clusters))
     first = offer.clusters[0]
     counts = {role: max(1, len(first.of_role(role))) for role in ROLES}
+    ours_only = {name: getattr(Topology(), name) for name in REFERENCE_BROKER_SETTINGS}
     topology = dataclasses.replace(scenario.topology, brokers=counts["broker"],
                                    bookies=counts["bookie"], zookeepers=counts["zookeeper"],
-                                   session_timeout_ms=round(1000 * offer.session_timeout_s))
+                                   session_timeout_ms=round(1000 * offer.session_timeout_s),
+                                   **ours_only)
     return dataclasses.replace(scenario, topology=topology,
                                workload=without_deduplication(scenario.workload))
 

@@ -11,6 +11,7 @@ import pytest
 
 from harness.target import Capability, Node, Role, TargetCluster
 from harness.targets.external.file import FEATURES, Feature
+from harness.topology import REFERENCE_BROKER_SETTINGS, Topology
 from harness.workloads.shared_knobs import deduplicates
 from nemesis.faults import FAULTS
 from scenarios.draw import KINDS, draw_scenario, liveness_bound_ms
@@ -156,3 +157,17 @@ def test_a_target_s_draws_never_switch_deduplication_on_where_our_own_do(
     ours = [draw_scenario(seed, DRAWN_FOR) for seed in SEEDS]
     assert any(deduplicates(s.workload.knobs) for s in ours)
     assert not any(deduplicates(s.workload.knobs) for _, s in _drawn(offer, tmp_path))
+
+
+def test_a_target_s_draws_name_none_of_the_settings_only_our_brokers_read() -> None:
+    """Its brokers are not ours: the scenario file keeps their defaults, though the same
+    geo seeds drawn for our containers set the keep-alive and the snapshot timeout."""
+    offer = _offer(_cluster("a", 1, DOCKER), _cluster("b", 1, DOCKER),
+                   features=("persistent", "geo-replication", "replicated-subscriptions"))
+    default = Topology()
+    ours = [draw_scenario(seed, DRAWN_FOR, kinds=("geo",)).topology for seed in SEEDS]
+    assert any(t.snapshot_timeout_s != default.snapshot_timeout_s for t in ours)
+    for seed in SEEDS:
+        theirs = draw_for_offer(seed, offer).topology
+        assert all(getattr(theirs, name) == getattr(default, name)
+                   for name in REFERENCE_BROKER_SETTINGS)
