@@ -155,7 +155,7 @@ def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table,
         _multi_position(schema, sends, known, deduplicating, codes),
         _unapplied(schema, known, acks, unconfirmed, codes.encode(facts.idle_scopes()), codes),
         _failover_shares(schema, known, acks, facts.failovers, codes),
-        _first_deliveries(schema, sends, recvs, codes.encode(ordered))])
+        _first_deliveries(schema, sends, recvs, acks, codes.encode(ordered))])
     return _still_uncovered(codes.decode(found, _OUTPUT), facts.final_cursors)
 
 
@@ -405,12 +405,27 @@ def _failover_shares(schema: pa.Schema, recvs: pa.Table, acks: pa.Table,
                 proof1=shares["recv_index"])
 
 
-def _first_deliveries(schema: pa.Schema, sends: pa.Table, recvs: pa.Table,
+_ACKED_IN = ["run", "topic", "subscription", "value"]
+"""Where an ack ends a value's first deliveries: its subscription, across clusters."""
+
+
+def _first_deliveries(schema: pa.Schema, sends: pa.Table, recvs: pa.Table, acks: pa.Table,
                       ordered: pa.Table) -> pa.Table:
     """Each keyed send's first delivery in each ordered subscription of its topic, in
-    each cluster the subscription was consumed in."""
+    each cluster the subscription was consumed in.
+
+    A delivery after an ack of the value in the subscription, in any cluster, is not a
+    first delivery: a replicated subscription consumed in two clusters at once takes
+    each cluster's acks as its own (PIP-33's updates move the mark-delete), and an ack
+    releases the message's key, so a copy that reaches a consumer afterwards may come
+    behind a later message of its key."""
     recvs = recvs.select(["run", "topic", "subscription", "cluster", "value", "index"]).join(
         ordered, ["run", "topic", "subscription"], join_type="left semi")
+    acked = (acks.group_by(_ACKED_IN).aggregate([("index", "min")])
+             .rename_columns([*_ACKED_IN, "acked"]))
+    recvs = recvs.join(acked, _ACKED_IN, join_type="left outer")
+    recvs = recvs.filter(pc.invert(pc.fill_null(
+        pc.greater(recvs["index"], recvs["acked"]), False))).drop_columns("acked")
     keyed = sends.filter(pc.is_valid(sends["key"]))
     keyed = pa.table({
         "run": keyed["run"], "topic": keyed["topic"], "value": keyed["value"],

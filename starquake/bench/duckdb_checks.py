@@ -205,9 +205,14 @@ WITH ordered AS (
     AND coalesce(json_extract_string(detail, '$.mode'),
                  json_extract_string(done_detail, '$.mode')) IN {modes}
   GROUP BY ALL),
+-- A delivery after an ack of the value in its subscription, in any cluster, is no first.
+acked AS (SELECT topic, subscription, value, min(acked) AS acked FROM moments GROUP BY ALL),
 firsts AS (
   SELECT r.topic, r.subscription, r.cluster, r.value, min(r."index") AS first
-  FROM recvs r JOIN ordered o ON r.topic = o.topic AND r.subscription = o.sub GROUP BY ALL),
+  FROM recvs r JOIN ordered o ON r.topic = o.topic AND r.subscription = o.sub
+  LEFT JOIN acked a ON a.topic = r.topic AND a.subscription = r.subscription
+                   AND a.value = r.value
+  WHERE a.acked IS NULL OR r."index" < a.acked GROUP BY ALL),
 keyed AS (
   SELECT s.topic, f.subscription, f.cluster, s.key, s.value, s."index" AS inv,
          CASE WHEN s.done_type = 'ok' THEN s.done_index END AS ok, f.first

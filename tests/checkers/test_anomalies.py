@@ -436,6 +436,42 @@ def _order_after_failover(h: History) -> None:
     h.drain()
 
 
+def _consumed_in_two_clusters(h: History, acked_in_c_first: bool) -> None:
+    """A replicated Key_Shared subscription consumed in a and c at once: m1 delivered and
+    acknowledged in c, m2 sent after m1 completed, and a delivering m2 before m1."""
+    h.subscribe("s", "key_shared")
+    h.subscribe("s", "key_shared", cluster="c")
+    h.send("m1", position="1:0")
+    h.recv("m1", cluster="c", position="5:0", process="c1")
+    if acked_in_c_first:
+        h.ack("m1", cluster="c", process="c1", position="5:0")
+    h.send("m2", position="1:1")
+    h.recv("m2", position="1:1", process="c2")
+    h.ack("m2", process="c2", position="1:1")
+    h.recv("m1", position="1:0")
+    h.ack("m1", position="1:0")
+    if not acked_in_c_first:
+        h.ack("m1", cluster="c", process="c1", position="5:0")
+    h.recv("m2", cluster="c", position="5:1", process="c1")
+    h.ack("m2", cluster="c", process="c1", position="5:1")
+    h.drain()
+
+
+@case("order-legal-a-message-acknowledged-in-another-cluster")
+def _acknowledged_elsewhere(h: History) -> None:
+    """c's acknowledgement of m1, replicated, acknowledged it in a too and released its
+    key there, so m2 could overtake a's copy of m1: a copy delivered after the message
+    was acknowledged in the subscription is no first delivery."""
+    _consumed_in_two_clusters(h, acked_in_c_first=True)
+
+
+@case("order-in-a-cluster-before-another-acknowledged", order=1)
+def _overtaken_before_acknowledged(h: History) -> None:
+    """The same deliveries, but c acknowledged m1 only after a delivered it: nothing had
+    released m1's key in a when m2 overtook it."""
+    _consumed_in_two_clusters(h, acked_in_c_first=False)
+
+
 @case("order-legal-queue-subscription")
 def _queue_reorders(h: History) -> None:
     _reordered(h, "queue")
