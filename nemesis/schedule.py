@@ -23,9 +23,19 @@ from dataclasses import dataclass
 
 from harness.target import ROLES
 from nemesis.faults import FAULTS
-from nemesis.faults.base import RUNTIME_TARGETS, Fault, FaultPlanError, Surface
+from nemesis.faults.base import (
+    CONTROLLER_LEADER,
+    OWNER,
+    RUNTIME_TARGETS,
+    Fault,
+    FaultPlanError,
+    Surface,
+)
 
 SCHEDULES = ("none", "random", "timeline")
+AIMS = (*ROLES, CONTROLLER_LEADER)
+"""What a random schedule's `roles` may list: node roles, and the scalable topic's
+controller leader (a broker the run finds when the fault starts)."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +61,10 @@ class NemesisSettings:
     three: the fault begun inside another is followed by a quiet gap."""
     roles: tuple[str, ...] = ()
     """Random schedule: node roles a fault may be aimed at besides its own defaults, where
-    every node of the role can take it (a bookie killed or frozen, say). Empty: each
-    fault's defaults alone, as before these existed."""
+    every node of the role can take it (a bookie killed or frozen, say), and
+    `controller-leader`: a fault aimed at the topic's owner may hit the scalable topic's
+    controller leader instead, where there is one. Empty: each fault's defaults alone, as
+    before these existed."""
 
 
 @dataclass(frozen=True)
@@ -178,8 +190,10 @@ def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, durati
 def _aims(surface: Surface, fault: Fault, roles: Sequence[str]) -> tuple[str, ...]:
     """What a random step of `fault` picks its target among: its defaults, then each of
     `roles` whose every node can take it (a target file may control a role's nodes
-    partly, or list none of it)."""
-    extra = []
+    partly, or list none of it), then the controller leader when `roles` names it, the
+    run has a controller and the fault is aimed at the owner (a broker, as the leader
+    is)."""
+    extra: list[str] = []
     for role in ROLES:
         names = surface.of_role(role)
         if role not in roles or role in fault.defaults or not fault.takes_targets or not names:
@@ -192,6 +206,9 @@ def _aims(surface: Surface, fault: Fault, roles: Sequence[str]) -> tuple[str, ..
         except FaultPlanError:
             continue
         extra.append(role)
+    if (CONTROLLER_LEADER in roles and surface.controller and OWNER in fault.defaults
+            and CONTROLLER_LEADER not in fault.defaults):
+        extra.append(CONTROLLER_LEADER)
     return (*fault.defaults, *extra)
 
 

@@ -188,6 +188,10 @@ STORAGE_ROLES = ("bookie",)
 """In half the drawn schedules, the roles a fault may hit besides its own: a bookie killed
 or frozen under the brokers writing to it. Not ZooKeeper: a long fault there ends every
 broker's session, which the liveness bound of one fault does not cover."""
+LEADER_AIMS = ("controller-leader",)
+"""Where the workload has a controller (scalable topics), in half the drawn schedules a
+fault aimed at the topic's owner may hit the controller's leader instead: the broker
+whose crash, freeze or lost session interrupts a split or merge between its steps."""
 HEAL_MARGIN_S = 20.0
 """What the liveness bound allows past the longest fault and the session timeout: the
 clients' back-off and reconnection, a new owner's recovery, a replicator's reconnect."""
@@ -203,11 +207,14 @@ def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
     takes = [name for name in FAULTS if _can_take(scenario, nodes, name)]
     faults = tuple(rng.sample(takes, min(len(takes), rng.randint(1, 4))))
     low, high = rng.choice(FAULT_LENGTHS)
-    return NemesisSettings(schedule="random" if faults else "none", faults=faults,
-                           interval_s=round(math.exp(rng.uniform(*map(math.log, QUIET_S))), 1),
-                           duration_s=round(rng.uniform(low, high), 1),
-                           overlap=rng.choice((0.0, OVERLAP)),
-                           roles=rng.choice(((), STORAGE_ROLES)))
+    settings = NemesisSettings(
+        schedule="random" if faults else "none", faults=faults,
+        interval_s=round(math.exp(rng.uniform(*map(math.log, QUIET_S))), 1),
+        duration_s=round(rng.uniform(low, high), 1), overlap=rng.choice((0.0, OVERLAP)),
+        roles=rng.choice(((), STORAGE_ROLES)))
+    if not surface(scenario, nodes=nodes).controller:
+        return settings
+    return replace(settings, roles=settings.roles + rng.choice(((), LEADER_AIMS)))
 
 
 def _can_take(scenario: Scenario, nodes: Sequence[Node] | None, fault: str) -> bool:

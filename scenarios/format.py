@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends import BACKENDS
-from harness.target import ROLES
 from harness.targets.reference_mutants import reference_mutants
 from harness.topology import (
     AUTH_MODES,
@@ -32,7 +31,7 @@ from history.checker_registry import CHECKER_NAMES
 from history.errors import BadInput
 from history.toml_input import TomlInput
 from nemesis.faults import FAULT_NAMES
-from nemesis.schedule import SCHEDULES, NemesisSettings, TimedFault
+from nemesis.schedule import AIMS, SCHEDULES, NemesisSettings, TimedFault
 from scenarios.workload_table import read_workload
 
 SESSION_POLICIES = ("shutdown", "reconnect")
@@ -159,7 +158,7 @@ def _expected_anomalies(reader: _Reader, data: dict[str, Any]) -> tuple[str, ...
 
 def _nemesis(reader: _Reader, data: dict[str, Any]) -> NemesisSettings:
     nemesis = reader.table(data, "nemesis", NemesisSettings, {
-        "schedule": SCHEDULES, "faults": (tuple, FAULT_NAMES), "roles": (tuple, ROLES)},
+        "schedule": SCHEDULES, "faults": (tuple, FAULT_NAMES), "roles": (tuple, AIMS)},
         skip={"timeline"})
     timeline = []
     raw = data.get("nemesis", {})

@@ -59,7 +59,7 @@ class _OneBroker(_Partition):
 
     def check_targets(self, surface: Surface, key: str, targets: Sequence[str]) -> None:
         brokers = [n.name for n in surface.nodes if n.role == "broker"]
-        if len(targets) != 1 or targets[0] not in (OWNER, "broker", *brokers):
+        if len(targets) != 1 or targets[0] not in ("broker", *brokers, *surface.broker_aims()):
             raise FaultPlanError(f"{key}: {self.name} {self.acts} (`owner`, `broker` or "
                                  f"one of {brokers}), got {list(targets)}")
 

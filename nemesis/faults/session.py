@@ -33,7 +33,7 @@ class ExpireSession(Fault):
     defaults = (OWNER, "broker")
 
     def check_targets(self, surface: Surface, key: str, targets: Sequence[str]) -> None:
-        brokers = set(surface.of_role("broker")) | {OWNER}
+        brokers = surface.broker_aims()
         if any(t not in brokers for t in targets):
             raise FaultPlanError(f"{key}: {self.name} acts on brokers (their metadata "
                                  f"session), got {list(targets)}")

@@ -3,6 +3,7 @@ fault's own defaults, without moving the schedules written before either existed
 
 from __future__ import annotations
 
+import dataclasses
 from itertools import pairwise
 
 from harness.target import Node
@@ -54,3 +55,17 @@ def test_roles_aim_kills_and_pauses_at_a_bookie_and_an_expiry_never() -> None:
     assert not {t for f, t in hit if f == "expire-session"} - {"owner", "a-broker1",
                                                                   "a-broker2"}
     assert "a-zk1" not in {t for _, t in hit}  # no node of it can be killed or paused
+
+
+def test_roles_aim_faults_at_the_owner_at_the_controller_leader_only_where_there_is_one() -> None:
+    def hit(surface: Surface) -> set[tuple[str, str]]:
+        nemesis = NemesisSettings("random", faults=("kill", "pause", "expire-session"),
+                                  interval_s=4.0, duration_s=6.0, roles=("controller-leader",))
+        return {(s.fault, t) for seed in SEEDS
+                for s in build_schedule(nemesis, surface, seed, 120.0, "t.toml").steps
+                for t in s.targets}
+
+    with_controller = hit(dataclasses.replace(NODES, controller=True))
+    assert {f for f, t in with_controller if t == "controller-leader"} == {
+        "kill", "pause", "expire-session"}
+    assert "controller-leader" not in {t for _, t in hit(NODES)}

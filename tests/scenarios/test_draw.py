@@ -125,9 +125,17 @@ def test_settings_only_our_brokers_read_are_drawn_for_the_workload_they_serve() 
 
 
 def test_some_drawn_schedules_overlap_faults_and_aim_at_bookies() -> None:
-    nemeses = [draw_scenario(seed, "local").nemesis for seed in SEEDS]
+    scenarios = [draw_scenario(seed, "local") for seed in SEEDS]
+    nemeses = [s.nemesis for s in scenarios]
     assert {n.overlap for n in nemeses} == {0.0, draw.OVERLAP}
-    assert {n.roles for n in nemeses} == {(), draw.STORAGE_ROLES}
+    assert {s.nemesis.roles for s in scenarios if s.workload.kind != "scalable"} == {
+        (), draw.STORAGE_ROLES}
     overlapping = [n for n in nemeses if n.overlap]
     assert all(liveness_bound_ms(n, Topology()) > liveness_bound_ms(
         replace(n, overlap=0.0), Topology()) for n in overlapping)
+
+
+def test_only_scalable_draws_aim_faults_at_the_controller_leader_and_in_some_seeds() -> None:
+    roles = {draw_scenario(seed, "local", kinds=("scalable",)).nemesis.roles for seed in SEEDS}
+    assert roles == {(), draw.STORAGE_ROLES, draw.LEADER_AIMS,
+                     draw.STORAGE_ROLES + draw.LEADER_AIMS}
