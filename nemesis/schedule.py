@@ -155,6 +155,12 @@ def build_schedule(settings: NemesisSettings, surface: Surface, seed: int, durat
     return Schedule(tuple(steps), duration_s)
 
 
+OTHER_AIM_TRIES = 8
+"""How often a fault begun inside another draws its target again while it names the
+other's: a second freeze of a frozen broker adds nothing, and its end would cut the
+first short. Where every draw names the same node (one broker), it keeps that."""
+
+
 def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, duration_s: float,
                   source: str, rng: random.Random) -> list[FaultStep]:
     """Faults one after another: a quiet gap of about `interval_s`, then a fault lasting
@@ -175,6 +181,11 @@ def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, durati
         duration = 0.0 if fault.instant else rng.uniform(0.5, 1.5) * settings.duration_s
         targets = _targets(surface, f"{source}: nemesis.faults", fault, (), rng,
                            _aims(surface, fault, settings.roles))
+        for _ in range(OTHER_AIM_TRIES if inside else 0):
+            if not targets or targets != steps[-1].targets:
+                break
+            targets = _targets(surface, f"{source}: nemesis.faults", fault, (), rng,
+                               _aims(surface, fault, settings.roles))
         steps.append(FaultStep(round(t, 3), name, round(duration, 3), targets,
                                rng.getrandbits(32)))
         quiet_from = max(quiet_from, t + duration)

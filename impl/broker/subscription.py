@@ -387,6 +387,11 @@ class Subscription:
                 raise
             except Exception:
                 log.exception("dispatching %s failed; retrying", self.name)
+                # The failed pass may have read entries it had not queued yet (a metadata
+                # store away when it acknowledged the markers or unreadable entries among
+                # them): behind the read position they would wait for the topic's next
+                # owner. Read again from the first unacknowledged entry.
+                self.cursor.rewind()
                 progressed = False
                 await asyncio.sleep(IDLE_CHECK)
             if not progressed:

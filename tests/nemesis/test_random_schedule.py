@@ -69,3 +69,9 @@ def test_roles_aim_faults_at_the_owner_at_the_controller_leader_only_where_there
     assert {f for f, t in with_controller if t == "controller-leader"} == {
         "kill", "pause", "expire-session"}
     assert "controller-leader" not in {t for _, t in hit(NODES)}
+
+
+def test_a_fault_begun_inside_another_is_aimed_elsewhere() -> None:
+    pairs = [(a, b) for seed in SEEDS for a, b in _overlapping(_steps(seed, overlap=0.5))]
+    assert pairs
+    assert all(a.targets != b.targets for a, b in pairs if b.targets)
