@@ -179,13 +179,12 @@ def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, durati
         name = rng.choice(settings.faults)
         fault = FAULTS[name]
         duration = 0.0 if fault.instant else rng.uniform(0.5, 1.5) * settings.duration_s
-        targets = _targets(surface, f"{source}: nemesis.faults", fault, (), rng,
-                           _aims(surface, fault, settings.roles))
+        aims = _aims(surface, fault, settings.roles)
+        targets = _targets(surface, f"{source}: nemesis.faults", fault, (), rng, aims)
         for _ in range(OTHER_AIM_TRIES if inside else 0):
             if not targets or targets != steps[-1].targets:
                 break
-            targets = _targets(surface, f"{source}: nemesis.faults", fault, (), rng,
-                               _aims(surface, fault, settings.roles))
+            targets = _targets(surface, f"{source}: nemesis.faults", fault, (), rng, aims)
         steps.append(FaultStep(round(t, 3), name, round(duration, 3), targets,
                                rng.getrandbits(32)))
         quiet_from = max(quiet_from, t + duration)
