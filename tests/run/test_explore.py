@@ -9,6 +9,7 @@ too."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -59,11 +60,12 @@ def test_two_drawn_scenarios_catch_a_mutant_no_draw_names(
 
 def test_shrink_finds_a_smaller_scenario_that_is_still_caught(
         explored: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
-    """The caught run with the most anomalies (seed 1's, with hundreds), one try per
-    candidate and a few minutes' budget: the greedy search keeps a first smaller neighbour
-    that still shows `forked-position` (a fault fewer, or half the run: the mutant needs
-    sends in flight, not faults), and the smallest scenario shows it again in its final
-    run."""
+    """The caught run with the most anomalies, two tries per candidate and a few minutes'
+    budget: the greedy search keeps a first smaller neighbour that still shows
+    `forked-position` (a fault fewer, or half the run: the mutant needs sends in flight,
+    not faults), and the smallest scenario shows it again in one of its two final runs. One
+    try is not enough: a neighbour kept on one lucky run can miss its single final run (a
+    half-length topic run did so once on CI)."""
     top, _ = explored
     counts = {run: json.loads((run / "results.json").read_text())["checkers"]
               ["forked-position"]["count"] for run in top.glob("explore-*/*-*")}
@@ -72,7 +74,7 @@ def test_shrink_finds_a_smaller_scenario_that_is_still_caught(
     out = top / "shrink-1"
     # The mutant also stores values at several positions (`multi-position`), which can
     # outnumber the forks: the anomaly to keep is named.
-    done = subprocess.run([*STARQUAKE, "shrink", str(run), "--tries", "1", "--budget", "3m",
+    done = subprocess.run([*STARQUAKE, "shrink", str(run), "--tries", "2", "--budget", "3m",
                            "--anomaly", "forked-position", "--out", str(out)],
                           cwd=REPO, capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr
@@ -81,4 +83,4 @@ def test_shrink_finds_a_smaller_scenario_that_is_still_caught(
     assert shrunk.mutants == ("receipt-names-latest-write",) and shrunk.seed == original.seed
     report = (out / "shrink.md").read_text()
     assert "Anomaly kept: `forked-position`" in report
-    assert "showed `forked-position` in 1 of 1 runs" in report
+    assert re.search(r"showed `forked-position` in [12] of 2 runs", report), report

@@ -4,8 +4,8 @@ From the short mutants suite (tests/run/conftest.py): consumers crashing with me
 out catch `closed-consumer-keeps-unacked`, and consumers negatively acknowledging some
 catch `nack-not-redelivered`, both in one run; consumers committing cumulatively catch
 `cumulative-ack-through-dispatched`, and a deduplicating topic whose owner is killed with
-sends in flight catches `dedup-state-lost-on-owner-change`. (A valid run under broker
-kills, its files and its replay are in test_smoke_suite.py.)"""
+sends in flight at a frozen bookie catches `dedup-state-lost-on-owner-change`. (A valid
+run under broker kills, its files and its replay are in test_smoke_suite.py.)"""
 
 from __future__ import annotations
 
@@ -111,8 +111,9 @@ def test_a_cumulative_ack_past_its_message_loses_what_a_crashed_consumer_held(
 
 def test_a_resend_a_new_owner_stores_again_is_caught_where_the_run_deduplicates(
         mutants_suite: SuiteRuns) -> None:
-    """The topic deduplicates and its owner is killed every 6 s with sends in flight.
-    Under `dedup-state-lost-on-owner-change` the next owner stores again what the client
+    """The topic deduplicates, and four times its owner is killed while the bookie is
+    frozen: the bookie stores the sends in flight after the owner is gone. Under
+    `dedup-state-lost-on-owner-change` the next owner stores again what the client
     resends: one value at two stored positions, never at the -1:-1 a deduplicating broker
     answers a dropped resend with."""
     run_dir = mutants_suite.run("topic-dedup-state-lost-on-owner-change")
