@@ -17,7 +17,11 @@ models a long faulted run instead, at any size:
   deliveries come in send order, as a broker dispatches from the cursor, also where a
   consumer's start brings what waited, what its predecessor left and those redeliveries;
 - the `failover` subscription `audit` reads everything in cluster b, in order, and
-  acknowledges some messages cumulatively;
+  acknowledges some messages cumulatively (`live`'s acks never are: Pulsar refuses
+  cumulative acknowledgements on Shared and Key_Shared subscriptions);
+- keys and values are short names (`k{n}`, `w{producer}-{seq}`), or as long as a spec asks,
+  each its name followed by random letters and digits, which Parquet's encodings cannot
+  fold away as they would a constant padding;
 - acks run on a pool of client processes, as the harness's cursor observer runs them:
   most complete `ok` when a periodic `cursor` reading covers their position, the others
   with the client's answer;
@@ -28,7 +32,7 @@ models a long faulted run instead, at any size:
 
 Every process's operations interleave with everyone else's in time. Each message's story
 is planned as arrays of times (numpy), and the events are laid out and sorted once at the
-end, so twenty million events take well under a minute.
+end, so twenty million events (of short keys and values) take well under a minute.
 
 `inject` adds anomalies of `checkers.synthetic.INJECTABLE`, each unit on messages no other
 injection touches, chosen where nothing else happens to them (no failover or change of
@@ -36,13 +40,13 @@ consumer near, delivered once), so that it adds exactly one counted unit to its 
 and nothing to any other.
 
 The modules, from the bottom up: `base.py` (units, names, codes and the run's times, and
-small array helpers), `spec.py` (`MixSpec`, `MIXES`), the run's story (`layouts.py`,
-`consumers.py`, `faults.py`, and `run.py`, which plans it), `sends.py`, `positions.py`
-(where each message is stored), `deliveries.py` (the `recv` and `ack` records),
-`injections.py` (the messages each anomaly rewrites, and how), `subscriptions.py` (what
-`live` and `audit` deliver and ack), `readings.py` (the `cursor` readings), `events.py`
-(events as codes), `recording.py` (every planned operation as events) and `table.py` (the
-Arrow table). This module generates a history from them.
+small array helpers), `spec.py` (`MixSpec`, `MIXES`), `padding.py` (the texts of keys and
+values), the run's story (`layouts.py`, `consumers.py`, `faults.py`, and `run.py`, which
+plans it), `sends.py`, `positions.py` (where each message is stored), `deliveries.py` (the
+`recv` and `ack` records), `injections.py` (the messages each anomaly rewrites, and how),
+`subscriptions.py` (what `live` and `audit` deliver and ack), `readings.py` (the `cursor`
+readings), `events.py` (events as codes), `recording.py` (every planned operation as
+events) and `table.py` (the Arrow table). This module generates a history from them.
 """
 
 from __future__ import annotations
@@ -102,7 +106,7 @@ def generate(spec: MixSpec, inject: dict[str, int]) -> pa.Table:
     order; `inject` maps anomalies of INJECTABLE to how many counted units to add."""
     _check_injections(inject)
     events, run, sends = _planned_events(spec, inject)
-    return _table(events, run, sends)
+    return _table(spec, events, run, sends)
 
 
 def write_parquet(spec: MixSpec, inject: dict[str, int], path: Path) -> int:

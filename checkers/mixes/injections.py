@@ -19,17 +19,22 @@ from checkers.mixes.base import (
     _QUIET_BEFORE,
     _SENDS_START,
     _UNAPPLIED,
+    CLUSTERS,
     MS,
     S,
     _between,
 )
 from checkers.mixes.deliveries import _Acks, _Deliveries
+from checkers.mixes.padding import _key_hashes
 from checkers.mixes.positions import _Positions
 from checkers.mixes.run import _Run
 from checkers.mixes.sends import _Sends
 from checkers.mixes.spec import MixSpec
 from checkers.synthetic import INJECTABLE
-from history.schema import key_hash
+
+_ORDER_RUN = 128
+"""`order` pairs looked at a time: a run of them taken ends at the first refused, which
+among thousands of pairs comes within a few (one shares a key with another)."""
 
 
 @dataclass
@@ -40,13 +45,17 @@ class _Victims:
     _QUIET_AFTER after, so that it is delivered once in `live` and the client acks it at
     once (its ack no fault touches)."""
 
+    keys: np.ndarray
+    """Per message, its key as planned, before `order` gives some a fresh one."""
+    used: np.ndarray
+    """Per message, whether an injection rewrites it or takes its position."""
+    used_keys: np.ndarray
+    """Per key (as planned), whether an injection rewrites one of its messages."""
     chosen: dict[str, np.ndarray] = field(default_factory=dict)
     order_later: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     """The message sent just after each `order` victim, given the same fresh key."""
     fork_partner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     """For each `forked-position` victim, the message whose position it takes."""
-    used: set[int] = field(default_factory=set)
-    used_keys: set[int] = field(default_factory=set)
 
     def of(self, kind: str) -> np.ndarray:
         return self.chosen.get(kind, np.zeros(0, np.int64))
@@ -62,7 +71,8 @@ class _Victims:
         """Choose every injection's messages, and rewrite the sends of those that change
         a send: the segment (`dual-write`, `misrouted`), the key (`order`) or the outcome
         (`failed-delivered`)."""
-        victims = cls()
+        victims = cls(sends.key.copy(), np.zeros(len(sends.key), dtype=bool),
+                      np.zeros(len(sends.hashes), dtype=bool))
         firsts = _first_writes(sends)
         quiet = _quiet(run, sends, sends.slot(spec.consumers), firsts)
         for kind in INJECTABLE:
@@ -74,34 +84,43 @@ class _Victims:
             elif kind in ("dual-write", "misrouted"):
                 targets = (_dual_write_targets(run, sends, firsts) if kind == "dual-write"
                            else _misrouted_targets(run, sends, rng))
-                taken = victims._take(kind, targets >= 0, sends, count, rng)
+                taken = victims._take(kind, targets >= 0, count, rng)
                 sends.segment[taken] = targets[taken]
             else:
-                victims._take(kind, quiet & _extra_condition(kind, run, sends), sends, count,
-                              rng)
+                victims._take(kind, quiet & _extra_condition(kind, run, sends), count, rng)
         sends.outcome[victims.of("failed-delivered")] = _FAIL
         return victims
 
-    def _take(self, kind: str, wanted: np.ndarray, sends: _Sends, count: int,
+    def _take(self, kind: str, wanted: np.ndarray, count: int,
               rng: np.random.Generator) -> np.ndarray:
-        taken: list[int] = []
-        for m in rng.permutation(np.flatnonzero(wanted)).tolist():
-            if len(taken) == count:
-                break
-            if self._free(m, sends):
-                taken.append(m)
-                self._use(m, sends)
+        """`count` of the wanted messages at random, free and each of a key of its own:
+        in a random order of them, as taking them one by one would (a key then used)."""
+        taken = self._first_free_of_own_keys(rng.permutation(np.flatnonzero(wanted)), count)
         if len(taken) < count:
             raise _too_few(kind, count, len(taken))
-        self.chosen[kind] = np.sort(np.array(taken, dtype=np.int64))
+        self._use(taken)
+        self.chosen[kind] = np.sort(taken)
         return self.chosen[kind]
 
-    def _free(self, m: int, sends: _Sends) -> bool:
-        return m not in self.used and int(sends.key[m]) not in self.used_keys
+    def _first_free_of_own_keys(self, candidates: np.ndarray, count: int) -> np.ndarray:
+        """The first `count` free candidates whose keys no earlier one has, looked for in
+        a prefix of the candidates twice as long each time (most are found in the first)."""
+        prefix = 4 * count
+        while True:
+            head = candidates[:prefix]
+            head = head[self._free(head)]
+            _, firsts_of_keys = np.unique(self.keys[head], return_index=True)
+            if len(firsts_of_keys) >= count or prefix >= len(candidates):
+                return np.asarray(head[np.sort(firsts_of_keys)[:count]])
+            prefix *= 2
 
-    def _use(self, m: int, sends: _Sends) -> None:
-        self.used.add(m)
-        self.used_keys.add(int(sends.key[m]))
+    def _free(self, messages: np.ndarray) -> np.ndarray:
+        """Which of the messages no injection touches, nor any other message of its key."""
+        return np.asarray(~self.used[messages] & ~self.used_keys[self.keys[messages]])
+
+    def _use(self, messages: np.ndarray) -> None:
+        self.used[messages] = True
+        self.used_keys[self.keys[messages]] = True
 
     def _choose_order(self, spec: MixSpec, run: _Run, sends: _Sends, quiet: np.ndarray,
                       firsts: np.ndarray, count: int, rng: np.random.Generator) -> None:
@@ -114,50 +133,85 @@ class _Victims:
         slot = sends.slot(spec.consumers)[pairs]
         pairs = pairs[~_changes_near(run, sends.invoked[pairs + 1], slot)]
         fresh_from = -(-len(sends.hashes) // spec.consumers) * spec.consumers
-        earlier: list[int] = []
-        for a in rng.permutation(pairs).tolist():
-            if len(earlier) == count:
-                break
-            pair = [a, a + 1]
-            if not (self._free(a, sends) and self._free(a + 1, sends)):
-                continue
-            fresh = fresh_from + len(earlier) * spec.consumers + int(sends.key[a]) % spec.consumers
-            segments = run.layouts.route(np.full(2, key_hash(f"k{fresh}")), sends.invoked[pair])
-            if (firsts[segments] >= sends.invoked[pair] - 100 * MS).any():
-                continue  # it would be its new segment's first write
-            for m in pair:
-                self._use(m, sends)
-            sends.segment[pair] = segments
-            sends.key[pair] = fresh
-            earlier.append(a)
+        sends.hashes = np.concatenate([sends.hashes, _key_hashes(
+            spec, np.arange(len(sends.hashes), fresh_from + count * spec.consumers))])
+        candidates = rng.permutation(pairs)
+        candidates = candidates[self._free(candidates) & self._free(candidates + 1)]
+        earlier = np.zeros(0, dtype=np.int64)
+        while len(earlier) < count and len(candidates):
+            batch = candidates[:min(count - len(earlier), _ORDER_RUN)]
+            taken = self._take_order_run(spec, run, sends, firsts, batch,
+                                         fresh_from + len(earlier) * spec.consumers)
+            earlier = np.r_[earlier, batch[:taken]]
+            candidates = candidates[taken + 1:]
         if len(earlier) < count:
             raise _too_few("order", count, len(earlier))
-        sends.hashes = np.concatenate([sends.hashes, np.array(
-            [key_hash(f"k{k}") for k in range(len(sends.hashes), fresh_from + count
-                                              * spec.consumers)], dtype=np.int64)])
-        self.chosen["order"] = np.array(earlier, dtype=np.int64)
+        self.chosen["order"] = earlier
         self.order_later = self.chosen["order"] + 1
+
+    def _take_order_run(self, spec: MixSpec, run: _Run, sends: _Sends, firsts: np.ndarray,
+                        batch: np.ndarray, fresh_from: int) -> int:
+        """Take the pairs that start at `batch`, in order, up to the first that taking
+        them one by one would refuse: one in use, sharing a key with a pair taken before
+        it, or whose fresh key would make it its new segment's first write; how many.
+        The n-th pair taken here gets fresh key `fresh_from` + n * consumers + its slot."""
+        pairs = np.c_[batch, batch + 1]
+        fresh = (fresh_from + np.arange(len(batch)) * spec.consumers
+                 + sends.key[batch] % spec.consumers)
+        segments = run.layouts.route(np.repeat(sends.hashes[fresh], 2),
+                                     sends.invoked[pairs.ravel()]).reshape(pairs.shape)
+        refused = (~self._free(pairs).all(axis=1) | _shares_a_key(self.keys[pairs])
+                   | (firsts[segments] >= sends.invoked[pairs] - 100 * MS).any(axis=1))
+        taken = int(np.argmax(refused)) if refused.any() else len(batch)
+        self._use(pairs[:taken])
+        sends.segment[pairs[:taken]] = segments[:taken]
+        sends.key[pairs[:taken]] = fresh[:taken, None]
+        return taken
 
     def pick_fork_partners(self, sends: _Sends, positions: _Positions) -> None:
         """For each `forked-position` victim, the nearest earlier message of its ledger
-        sent ok from the same cluster and touched by no injection: its position is taken."""
-        partners: list[int] = []
-        for v in self.of("forked-position").tolist():
-            cluster = int(sends.home[v])
-            ledger = int(_Positions.ledger(sends.segment[v], cluster))
-            earlier = positions.holders(ledger, cluster)[:positions.entry[cluster][v]][::-1]
-            partner = next((int(w) for w in earlier if sends.outcome[w] == _OK
-                            and sends.home[w] == cluster and int(w) not in self.used), None)
-            if partner is None:
-                raise _too_few("forked-position", len(self.of("forked-position")), len(partners))
-            self.used.add(partner)
-            partners.append(partner)
-        self.fork_partner = np.array(partners, dtype=np.int64)
+        sent ok from the same cluster and touched by no injection: its position is taken.
+        Victims that pick one partner leave it to the first of them and pick again."""
+        forked = self.of("forked-position")
+        self.fork_partner = np.full(len(forked), -1, dtype=np.int64)
+        pending = np.arange(len(forked))
+        while len(pending):
+            picks = self._nearest_free_partners(sends, positions, forked[pending])
+            if (picks < 0).any():
+                raise _too_few("forked-position", len(forked),
+                               int(np.count_nonzero(self.fork_partner >= 0)))
+            _, first_pickers = np.unique(picks, return_index=True)
+            self.fork_partner[pending[first_pickers]] = picks[first_pickers]
+            self.used[picks[first_pickers]] = True
+            pending = np.delete(pending, first_pickers)
+
+    def _nearest_free_partners(self, sends: _Sends, positions: _Positions,
+                               victims: np.ndarray) -> np.ndarray:
+        """Per victim, the nearest partner `pick_fork_partners` may take (-1: none)."""
+        picks = np.full(len(victims), -1, dtype=np.int64)
+        home = sends.home
+        free_ok = (sends.outcome == _OK) & ~self.used
+        for cluster in range(len(CLUSTERS)):
+            mine = home[victims] == cluster
+            picks[mine] = positions.nearest_earlier(victims[mine], sends.segment[victims[mine]],
+                                                    cluster, free_ok & (home == cluster))
+        return picks
 
 
 def _too_few(kind: str, wanted: int, found: int) -> ValueError:
     return ValueError(f"too few events to inject {wanted} {kind}: only {found} suitable "
                       f"messages; generate a larger history")
+
+
+def _shares_a_key(keys: np.ndarray) -> np.ndarray:
+    """Per row of keys, whether an earlier row holds one of them."""
+    rows = np.repeat(np.arange(len(keys)), keys.shape[1])
+    distinct, inverse = np.unique(keys.ravel(), return_inverse=True)
+    first_row = np.full(len(distinct), len(keys))
+    np.minimum.at(first_row, inverse, rows)
+    shares = np.zeros(len(keys), dtype=bool)
+    shares[rows[first_row[inverse] < rows]] = True
+    return shares
 
 
 def _first_writes(sends: _Sends) -> np.ndarray:

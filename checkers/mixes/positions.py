@@ -50,6 +50,18 @@ class _Positions:
         low, high = np.searchsorted(self.ledger_by_entry[cluster], [ledger, ledger + 1])
         return self.by_entry[cluster][low:high]
 
+    def nearest_earlier(self, msg: np.ndarray, segment: np.ndarray, cluster: int,
+                        eligible: np.ndarray) -> np.ndarray:
+        """Per message stored in `cluster` (of these segments), the eligible message at
+        the nearest earlier entry of its ledger there (-1: none), for all at once."""
+        order, ledgers = self.by_entry[cluster], self.ledger_by_entry[cluster]
+        at = np.searchsorted(ledgers, self.ledger(segment, cluster)) + self.entry[cluster][msg]
+        last_eligible = np.maximum.accumulate(np.where(eligible[order], np.arange(len(order)),
+                                                       -1))
+        before = np.where(at > 0, last_eligible[np.maximum(at - 1, 0)], -1)
+        same_ledger = (before >= 0) & (ledgers[np.maximum(before, 0)] == ledgers[at])
+        return np.where(same_ledger, order[np.maximum(before, 0)], -1)
+
     def beyond(self, sends: _Sends, msg: np.ndarray, offset: int) -> np.ndarray:
         """Entries past the end of each message's ledger in the cluster it was written in,
         two per message (`offset` 0 and 1): positions no other message ever takes."""

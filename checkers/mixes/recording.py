@@ -48,6 +48,7 @@ from checkers.mixes.base import (
 from checkers.mixes.deliveries import _Acks, _Deliveries
 from checkers.mixes.events import _Events
 from checkers.mixes.injections import _Victims
+from checkers.mixes.padding import _stray_values
 from checkers.mixes.positions import _Positions
 from checkers.mixes.readings import _all_readings, _confirm_acks
 from checkers.mixes.run import _Run
@@ -72,7 +73,7 @@ def _events(spec: MixSpec, run: _Run, sends: _Sends, positions: _Positions, vict
     _add_subscribes(events, run)
     entries = [_event_entries(sends, positions, victims, c) for c in range(len(CLUSTERS))]
     _add_sends(events, sends, positions, victims, entries)
-    _add_deliveries(events, run, sends, deliveries, entries)
+    _add_deliveries(events, spec, run, sends, deliveries, entries)
     _add_acks(events, run, sends, acks, entries)
     _add_failovers(events, run)
     _add_layouts(events, spec, run, drain_done)
@@ -171,14 +172,14 @@ def _consumer_columns(run: _Run, consumer: np.ndarray) -> dict[str, np.ndarray]:
             "consumer": np.where(audit, len(run.consumers.slot), consumer)}
 
 
-def _add_deliveries(events: _Events, run: _Run, sends: _Sends, deliveries: _Deliveries,
-                    entries: list[np.ndarray]) -> None:
+def _add_deliveries(events: _Events, spec: MixSpec, run: _Run, sends: _Sends,
+                    deliveries: _Deliveries, entries: list[np.ndarray]) -> None:
     """`recv` observations, with the key, the position in the delivering cluster and how
     often the message came there before; an `unexpected` one names a value nobody sent."""
     msg = np.maximum(deliveries.msg, 0)
     stray = np.flatnonzero(deliveries.msg < 0)
     value = deliveries.msg.copy()
-    value[stray] = [events.value(f"u{n}") for n in range(len(stray))]
+    value[stray] = [events.value(text) for text in _stray_values(spec, len(stray))]
     positioned = deliveries.entry != -2
     entry = np.where(deliveries.cluster == 0, entries[0][msg], entries[1][msg])
     events.add(deliveries.time, **_consumer_columns(run, deliveries.consumer), type=_OK,

@@ -57,6 +57,8 @@ def _plan_run(spec: MixSpec, rng: np.random.Generator) -> _Run:
         raise ValueError(f"redelivery must be in [0, 1), not {spec.redelivery}")
     if spec.producers < 1 or spec.consumers < 1 or spec.keys_per_producer < 1:
         raise ValueError("a mix needs at least one producer, one consumer and one key")
+    if spec.key_bytes < 0 or spec.value_bytes < 0:
+        raise ValueError("key_bytes and value_bytes cannot be negative")
     messages = max(1, round(spec.events / _events_per_message(spec)))
     duration = max(MIN_DURATION_S * S, int(messages / spec.rate * S))
     spacing = duration / (spec.failovers + 1)

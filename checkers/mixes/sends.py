@@ -23,9 +23,9 @@ from checkers.mixes.base import (
     _process_code,
     _retired_ids,
 )
+from checkers.mixes.padding import _key_hashes
 from checkers.mixes.run import _Run
 from checkers.mixes.spec import MixSpec
-from history.schema import key_hash
 
 
 @dataclass
@@ -96,7 +96,7 @@ def _plan_sends(spec: MixSpec, run: _Run, rng: np.random.Generator) -> _Sends:
     retired = _exclusive_cumsum((outcome == _INFO).astype(np.int64), first)
     keys = producers * spec.keys_per_producer
     key = producer * spec.keys_per_producer + rng.integers(0, spec.keys_per_producer, m)
-    hashes = np.array([key_hash(f"k{k}") for k in range(keys)], dtype=np.int64)
+    hashes = _key_hashes(spec, np.arange(keys))
     return _Sends(producer, seq, key, invoked, done, outcome, written,
                   np.where(outcome == _OK, done, invoked + latency),
                   _process_code(_PRODUCER, _retired_ids(producer, retired)),

@@ -46,18 +46,32 @@ class MixSpec:
     cursor_ack_share: float = 0.7
     """Share of individual acks confirmed by a cursor reading rather than the client."""
     cumulative_share: float = 0.1
-    """Share of `audit`'s acks that are cumulative."""
+    """Share of `audit`'s acks that are cumulative. `live`'s never are: Pulsar refuses
+    cumulative acknowledgements on Shared and Key_Shared subscriptions."""
     layout_interval_s: float = 4.0
     """How often the layout is observed besides each epoch (large `detail`s)."""
+    key_bytes: int = 0
+    """Bytes of every key: its name `k{n}`, then `_` and random letters and digits up to
+    this length (a name as long stays whole); 0, the name alone."""
+    value_bytes: int = 0
+    """Bytes of every value, sent or injected: its name (`w{producer}-{seq}`, or `u{n}`
+    for one nobody sent) padded as keys are; 0, the name alone."""
 
 
 MIXES: dict[str, MixSpec] = {
     "default": MixSpec(),
     "many-keys": MixSpec(keys_per_producer=25_000),
     "heavy-redelivery": MixSpec(redelivery=0.35, consumers=12, crashes=40),
+    "untuned": MixSpec(producers=200, keys_per_producer=500, cumulative_share=0.5,
+                       key_bytes=100, value_bytes=200),
 }
 """The benchmark's mixes at 20 million events: a long faulted run; the same with 200,000
-keys; and one where a third of the deliveries are redelivered."""
+keys; one where a third of the deliveries are redelivered; and `untuned`, the shape of a
+run the bench was not tuned on: 200 producers (each a client process, 100 per cluster)
+over 100,000 keys, enough for thousands of injected anomalies of each kind on keys of
+their own, keys of 100 bytes and values of 200, and half of the cumulative-capable acks
+cumulative. Those are `audit`'s alone: `live` is a key_shared subscription, and Pulsar
+refuses cumulative acknowledgements on Shared and Key_Shared subscriptions."""
 
 
 def scaled(spec: MixSpec, events: int) -> MixSpec:

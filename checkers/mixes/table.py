@@ -21,8 +21,10 @@ from checkers.mixes.base import (
     _text,
 )
 from checkers.mixes.events import _Events
+from checkers.mixes.padding import _key_texts, _value_texts
 from checkers.mixes.run import _Run
 from checkers.mixes.sends import _Sends
+from checkers.mixes.spec import MixSpec
 from history.schema import ARROW_SCHEMA
 
 _CHUNK = 1 << 21
@@ -58,7 +60,7 @@ def _position_texts(ledger: np.ndarray, entry: np.ndarray) -> pa.Array:
     return pc.if_else(pa.array(ledger >= 0), joined, pa.scalar(None, pa.string()))
 
 
-def _table(events: _Events, run: _Run, sends: _Sends) -> pa.Table:
+def _table(spec: MixSpec, events: _Events, run: _Run, sends: _Sends) -> pa.Table:
     """The events in time order as Arrow columns, each converted a chunk of rows at a
     time so that little besides the table itself is held at once."""
     order = events.order()
@@ -69,11 +71,10 @@ def _table(events: _Events, run: _Run, sends: _Sends) -> pa.Table:
         "node": pa.array([f"{c}-broker{n}" for c in CLUSTERS for n in range(1, BROKERS + 1)]),
         "topic": pa.array([TOPIC]), "subscription": pa.array(SUBSCRIPTIONS),
         "consumer": pa.array([*run.consumers.names, f"audit-{CLUSTERS[_AUDIT_CLUSTER]}"]),
-        "key": pc.binary_join_element_wise("k", _text(np.arange(len(sends.hashes))), ""),
+        "key": _key_texts(spec, np.arange(len(sends.hashes))),
         "error": pa.array(_ERRORS), "detail": events.details.dictionary(),
-        "value": pa.concat_arrays([
-            pc.binary_join_element_wise("w", _text(sends.producer), "-", _text(sends.seq), ""),
-            events.texts.dictionary()])}
+        "value": pa.concat_arrays([_value_texts(spec, sends.producer, sends.seq),
+                                   events.texts.dictionary()])}
     columns: dict[str, pa.ChunkedArray] = {
         "index": pa.chunked_array([pa.array(np.arange(len(order), dtype=np.int64))])}
     for name in ARROW_SCHEMA.names[1:]:

@@ -25,6 +25,7 @@ from checkers.mixes import write_parquet as write_mix
 from checkers.spark_settings import SparkSettings, own_spark_options
 from checkers.synthetic import INJECTABLE, SyntheticSpec, write_parquet
 from history.errors import BadInput
+from starquake.bench.check_from_run import real_run
 from starquake.bench.duckdb_checks import duckdb_counts
 
 if TYPE_CHECKING:  # pyspark is imported by the command's body, so --help stays fast
@@ -142,14 +143,32 @@ def _writer(mix: str, events: int, inject: dict[str, int], path: Path) -> Callab
     return functools.partial(write_mix, scaled(MIXES[mix], events), inject, path)
 
 
+def _history_name(source: str, events: int, anomalies: int) -> str:
+    """The history's file name, by what it is: its source, size and (but for the default,
+    so that files kept before there was a choice keep their names) anomalies of each kind."""
+    injected = "" if anomalies == INJECTED_EACH else f"-{anomalies}-anomalies"
+    return f"history-{source}-{events}-events{injected}.parquet"
+
+
 @click.command()
 @click.option("--events", default=2_000_000, show_default=True,
               help="About how many events the synthetic history has.")
 @click.option("--mix", type=click.Choice([*MIXES, SIMPLE]), default="default",
               show_default=True,
               help="What the history is like (checkers/mixes/): a long faulted run, the "
-                   "same with many keys, or with heavy redelivery; or the first, simple "
-                   "generator's history.")
+                   "same with many keys, or with heavy redelivery; `untuned`: 200 producers, "
+                   "keys of 100 bytes and values of 200, half of the acks of `audit` "
+                   "cumulative (`live` is key_shared, where Pulsar refuses cumulative acks); "
+                   "or the first, simple generator's history.")
+@click.option("--anomalies", default=INJECTED_EACH, show_default=True,
+              type=click.IntRange(min=0),
+              help="How many units of each injectable anomaly to inject (thousands want "
+                   "millions of events, and a mix of many keys, as `untuned`: each unit has "
+                   "a key of its own).")
+@click.option("--from-run", type=click.Path(exists=True, path_type=Path),
+              help="Instead of a mix, a real run's history (its directory or history "
+                   "file), written in as many copies as make --events; the counts must be "
+                   "the copies' number times what the checkers and DuckDB find in the run.")
 @own_spark_options
 @click.option("--keep", type=click.Path(path_type=Path, file_okay=False),
               help="Keep the history in this directory, or reuse the one kept there.")
@@ -164,20 +183,30 @@ def _writer(mix: str, events: int, inject: dict[str, int], path: Path) -> Callab
                    "answering the four core questions; medians of --repeats.")
 @click.option("--repeats", default=3, show_default=True, type=click.IntRange(min=1),
               help="How many times --end-to-end times each figure.")
-def bench_check(events: int, mix: str, spark: SparkSettings, keep: Path | None,
-                docker_spark_workers: int | None, end_to_end: bool, repeats: int) -> None:
-    """Time every checker over EVENTS synthetic events of a MIX and verify the counts
-    found, by the checkers and by DuckDB."""
+def bench_check(events: int, mix: str, anomalies: int, from_run: Path | None,
+                spark: SparkSettings, keep: Path | None, docker_spark_workers: int | None,
+                end_to_end: bool, repeats: int) -> None:
+    """Time every checker over EVENTS synthetic events of a MIX (or copies of a real
+    run) and verify the counts found, by the checkers and by DuckDB."""
     if spark.remote is not None and not end_to_end:
         # The bench reads the driver JVM's CPU time and memory, which only a Spark of its
         # own lets it see (docs/performance.md shows how to time a remote check).
         raise BadInput(f"bench check: --spark-remote {spark.remote}: the bench times a "
                        "Spark of its own; time `starquake check --spark-remote` instead")
-    inject = dict.fromkeys(INJECTABLE, INJECTED_EACH)
+    if from_run is not None and mix != "default":
+        raise click.UsageError("--from-run and --mix exclude each other")
+    if from_run is not None and anomalies != INJECTED_EACH:
+        raise click.UsageError("--from-run and --anomalies exclude each other")
+    inject = dict.fromkeys(INJECTABLE, anomalies)
     with tempfile.TemporaryDirectory() as tmp:
-        # Named by mix and size: the specs are otherwise fixed, so a kept file of that
-        # name is this very history, and paired runs of the check alone can reuse it.
-        path = (keep or Path(tmp)) / f"history-{mix}-{events}-events.parquet"
+        real = None if from_run is None else real_run(from_run, events, spark, Path(tmp))
+        wanted, duck_wanted = (inject, inject) if real is None else (real.expected,
+                                                                     real.duckdb_expected)
+        # Named by mix (or run), size and anomalies: the specs are otherwise fixed, so a
+        # kept file of that name is this very history, and paired runs of the check alone
+        # can reuse it.
+        source = mix if real is None else real.name
+        path = (keep or Path(tmp)) / _history_name(source, events, anomalies)
         if path.is_file():
             written = pq.ParquetFile(path).metadata.num_rows
             click.echo(f"reusing {written:,} events in {path} (and their pairing, "
@@ -188,13 +217,16 @@ def bench_check(events: int, mix: str, spark: SparkSettings, keep: Path | None,
             # In a child process, so the driver's peak memory below is the check's alone.
             with multiprocessing.get_context("spawn").Pool(1) as pool:
                 try:
-                    written = pool.apply(_writer(mix, events, inject, path))
+                    written = pool.apply(_writer(mix, events, inject, path) if real is None
+                                         else real.writer(path))
                 except ValueError as exc:  # the injections do not fit in so few messages
-                    raise click.BadParameter(str(exc), param_hint="--events") from None
+                    raise click.BadParameter(str(exc),
+                                             param_hint="--events or --anomalies") from None
             click.echo(f"generated {written:,} events in {time.perf_counter() - started:.1f} s")
 
         if end_to_end:
-            _end_to_end(path, written, inject, Path(tmp), spark.driver_memory, repeats)
+            _end_to_end(path, written, wanted, duck_wanted, Path(tmp), spark.driver_memory,
+                        repeats)
             return
         with _cluster(spark, docker_spark_workers, path.parent) as where:
             timed = _timed_check(where, path)
@@ -202,7 +234,7 @@ def bench_check(events: int, mix: str, spark: SparkSettings, keep: Path | None,
         python_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
         counts = {k: c["count"] for k, c in timed.result.results["checkers"].items()}
-        expected = {k: inject.get(k, 0) for k in counts}
+        expected = {k: wanted.get(k, 0) for k in counts}
         duck = duckdb_counts(path)
 
     check_s = timed.check_s
@@ -216,7 +248,7 @@ def bench_check(events: int, mix: str, spark: SparkSettings, keep: Path | None,
                f"{duck.seconds:.1f} s; spark/duckdb = {check_s / duck.seconds:.1f}")
     # A check the history asks nobody to judge (`unavailable` without a bound) is absent
     # from the checkers' results, and DuckDB's query of it must find nothing.
-    duck_expected = {k: expected.get(k, 0) for k in duck.counts}
+    duck_expected = {k: duck_wanted.get(k, 0) for k in duck.counts}
     click.echo("counts " + ("verified" if counts == expected and duck.counts == duck_expected
                             else f"WRONG: spark {counts}, duckdb {duck.counts}, "
                                  f"expected {expected}"))
@@ -224,8 +256,9 @@ def bench_check(events: int, mix: str, spark: SparkSettings, keep: Path | None,
         raise click.ClickException("counts differ from what was injected")
 
 
-def _end_to_end(path: Path, events: int, inject: dict[str, int], work: Path,
-                driver_memory: str, repeats: int) -> None:
+def _end_to_end(path: Path, events: int, expected: dict[str, int],
+                duckdb_expected: dict[str, int], work: Path, driver_memory: str,
+                repeats: int) -> None:
     """`--end-to-end`: the small example history, then the large one (module check_e2e)."""
     from starquake.bench.check_e2e import end_to_end, print_timings, small_history
 
@@ -233,5 +266,5 @@ def _end_to_end(path: Path, events: int, inject: dict[str, int], work: Path,
     small_events = sum(1 for _ in small.open())
     print_timings("small", small_events,
                   end_to_end(small, None, work, driver_memory, repeats))
-    expected = {name: inject.get(name, 0) for name in INJECTABLE}
-    print_timings("large", events, end_to_end(path, expected, work, driver_memory, repeats))
+    print_timings("large", events, end_to_end(path, expected, work, driver_memory, repeats,
+                                              duckdb_expected))

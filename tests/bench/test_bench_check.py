@@ -12,16 +12,32 @@ from pathlib import Path
 
 import pytest
 
+from history.errors import BAD_INPUT
+
 
 @pytest.mark.slow
-def test_bench_check_verifies_its_counts_on_a_small_mix(tmp_path: Path) -> None:
+@pytest.mark.parametrize("options", [["--mix", "default"],
+                                     ["--mix", "untuned", "--anomalies", "40"]])
+def test_bench_check_verifies_its_counts_on_a_small_mix(tmp_path: Path,
+                                                        options: list[str]) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "starquake", "bench", "check", "--events", "100000",
-         "--mix", "default", "--keep", str(tmp_path)],
+         *options, "--keep", str(tmp_path)],
         capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "counts verified" in done.stdout
     assert "spark/duckdb" in done.stdout
+
+
+def test_bench_check_refuses_more_anomalies_than_the_history_holds() -> None:
+    """The generator's refusal, before any check, names the options to change."""
+    done = subprocess.run(
+        [sys.executable, "-m", "starquake", "bench", "check", "--events", "20000",
+         "--anomalies", "2000"],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == BAD_INPUT, done.stdout + done.stderr
+    assert "Invalid value for --events or --anomalies: too few events to inject 2000" in (
+        done.stderr)
 
 
 def _processes_naming(text: str) -> list[int]:

@@ -36,8 +36,20 @@ def test_the_queries_count_the_injected_anomalies(tmp_path: Path, mix: str,
                                                   injected: int) -> None:
     path = tmp_path / "history.parquet"
     _write(mix, dict.fromkeys(INJECTABLE, injected) if injected else {}, path)
-    assert duckdb_counts(path).counts == {
-        checker: injected if checker in INJECTABLE else 0 for checker in QUERIED}
+    assert duckdb_counts(path).counts == _each_injectable(injected)
+
+
+def test_the_queries_count_hundreds_of_each_anomaly_in_the_untuned_mix(tmp_path: Path) -> None:
+    """`bench check --anomalies`: many units of each anomaly, each on a key of its own
+    among long keys and values, still each counted once."""
+    path = tmp_path / "history.parquet"
+    mixes.write_parquet(mixes.scaled(mixes.MIXES["untuned"], 100_000),
+                        dict.fromkeys(INJECTABLE, 250), path)
+    assert duckdb_counts(path).counts == _each_injectable(250)
+
+
+def _each_injectable(injected: int) -> dict[str, int]:
+    return {checker: injected if checker in INJECTABLE else 0 for checker in QUERIED}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

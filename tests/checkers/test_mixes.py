@@ -6,10 +6,15 @@ injected three times, as the runs of one Spark job."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
+from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from checkers.anomaly import CheckSettings
@@ -124,6 +129,66 @@ def test_many_keys_and_heavy_redelivery_differ_where_they_should(
     assert MIXES["heavy-redelivery"].redelivery >= 0.3
 
 
+def test_the_untuned_mix_differs_where_it_should(clean: dict[str, list[Event]]) -> None:
+    """200 producers, each a client process; keys and values as long as asked, where the
+    default's are short names; half of `audit`'s acks cumulative and none of `live`'s,
+    which a key_shared subscription refuses."""
+    untuned, events = MIXES["untuned"], clean["untuned"]
+    assert untuned.producers == 200
+    assert len({e["process"] for e in _of(events, "send")}) >= untuned.producers
+    sends = _of(events, "send", type="invoke")
+    assert {len(e["key"]) for e in sends} == {untuned.key_bytes}
+    assert {len(e["value"]) for e in sends} == {untuned.value_bytes}
+    assert max(len(e["key"]) + len(e["value"]) for e in
+               _of(clean["default"], "send", type="invoke")) < 20
+    acks = _of(events, "ack", type="invoke")
+    cumulative = Counter(e["subscription"] for e in acks if e["detail"] == '{"cumulative":true}')
+    assert cumulative["live"] == 0
+    audit_acks = sum(e["subscription"] == "audit" for e in acks)
+    assert abs(cumulative["audit"] / audit_acks - untuned.cumulative_share) < 0.05
+
+
+def test_long_values_pad_the_short_ones() -> None:
+    """Each long value, injected ones too, is its short text, `_` and letters up to the
+    asked length: one-to-one with the short texts, so as unique; the rest of the history
+    is the same."""
+    spec = scaled(MIXES["default"], 5_000)
+    inject = {"unexpected": 2, "order": 2}
+    short = generate(spec, inject)
+    padded = generate(replace(spec, value_bytes=70), inject)
+    assert padded.drop_columns(["value"]).equals(short.drop_columns(["value"]))
+    messages = pc.is_in(short["f"], pa.array(["send", "recv", "ack"]))
+    pairs = set(zip(short.filter(messages)["value"].to_pylist(),
+                    padded.filter(messages)["value"].to_pylist(), strict=True))
+    assert all(long.startswith(f"{name}_") and len(long) == 70 for name, long in pairs)
+    assert len(pairs) == len({name for name, _ in pairs}) == len({long for _, long in pairs})
+    assert sum(name.startswith("u") for name, _ in pairs) == 2
+
+
+def test_long_keys_pad_the_short_ones() -> None:
+    """Each long key, `order`'s fresh ones too, is a short name `k{n}`, `_` and letters up
+    to the asked length, no two of one name. (Their hashes route the sends:
+    test_writes_follow_the_layouts, and the injected counts in the Spark tests.)"""
+    spec = MIXES["default"]
+    keys = pc.unique(generate(replace(scaled(spec, 5_000), key_bytes=40),
+                              {"order": 2})["key"].drop_null()).to_pylist()
+    names = [key.split("_")[0] for key in keys]
+    assert all(re.fullmatch(r"k[0-9]+_[a-z2-7]+", key) and len(key) == 40 for key in keys)
+    assert len(set(names)) == len(keys) > spec.keys_per_producer
+    planned = spec.producers * spec.keys_per_producer
+    assert max(int(name[1:]) for name in names) >= planned  # `order`'s
+
+
+def test_long_values_do_not_compress_to_nothing() -> None:
+    """Their letters are random, five bits a byte, where a constant padding would cost
+    Parquet nothing."""
+    values = generate(replace(scaled(MIXES["default"], 5_000), value_bytes=200), {}
+                      ).select(["value"])
+    sink = pa.BufferOutputStream()
+    pq.write_table(values, sink, compression="zstd")
+    assert sink.getvalue().size > 0.5 * 200 * pc.count_distinct(values["value"]).as_py()
+
+
 def test_one_spec_gives_one_history() -> None:
     spec = scaled(MIXES["default"], 5_000)
     first = generate(spec, {"lost": 1})
@@ -136,6 +201,8 @@ def test_too_small_a_history_for_the_injections_is_refused() -> None:
         generate(scaled(MIXES["default"], 3_000), {"order": 200})
     with pytest.raises(ValueError, match="cannot inject"):
         generate(scaled(MIXES["default"], 3_000), {"lots": 1})
+    with pytest.raises(ValueError, match="cannot be negative"):
+        generate(replace(scaled(MIXES["default"], 3_000), key_bytes=-1), {})
 
 
 @pytest.fixture(scope="module")
