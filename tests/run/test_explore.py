@@ -58,6 +58,9 @@ def test_two_drawn_scenarios_catch_a_mutant_no_draw_names(
     assert sum(line.startswith("  INVALID  ") for line in done.stdout.splitlines()) == len(caught)
 
 
+# Its own bound: the explore it may set up (900 s) and the shrink (900 s) together pass
+# pytest-timeout's 600 s for one test on a slow machine.
+@pytest.mark.timeout(1800)
 def test_shrink_finds_a_smaller_scenario_that_is_still_caught(
         explored: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     """The caught run with the most anomalies, two tries per candidate and a few minutes'
