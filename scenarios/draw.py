@@ -23,6 +23,7 @@ from harness.topology import Topology
 from harness.workloads.knobs import KnobSpec, declared
 from harness.workloads.registry import WORKLOADS
 from harness.workloads.settings import WorkloadSettings
+from harness.workloads.shared_knobs import ConsumerWorkKnobs, OfficialClientKnobs
 from nemesis.faults import FAULTS
 from nemesis.faults.base import Fault, FaultPlanError, Surface
 from nemesis.schedule import NemesisSettings, build_schedule
@@ -144,7 +145,39 @@ def draw_workload(kind: str, draw: Draw) -> WorkloadSettings:
             break
         values[problem[0]] = next(spec.default for spec in specs if spec.name == problem[0])
         knobs = WORKLOADS[kind].knobs(**values)
-    return WorkloadSettings(kind=kind, knobs=knobs, **common)
+    return _drainable(WorkloadSettings(kind=kind, knobs=knobs, **common), draw.duration_s)
+
+
+SINGLE_ACTIVE_MODES = ("exclusive", "failover")
+"""Subscription modes in which one consumer reads at a time, whatever their number."""
+DRAIN_WITHIN_S = 90.0
+"""How long after the load the consumers of a drawn run may need to read what was sent.
+Consumers that work on each message (`process_ms`) lag, which the draw wants; but a lag
+no drain can make up leaves the verdict `unknown` (`lost` undecided), which judges
+nothing: so the work per message is capped where the consumers would need longer."""
+DRAIN_MARGIN_S = 60.0
+"""What the drain's timeout allows past DRAIN_WITHIN_S: faults that stalled the consumers,
+a last redelivery."""
+
+
+def _drainable(settings: WorkloadSettings, duration_s: float) -> WorkloadSettings:
+    """`settings` with the consumers' work per message capped so that the consumers read,
+    within DRAIN_WITHIN_S of the load's end, what was sent at `rate` over `duration_s`
+    (one consumer at a time in the single-active modes), and the drain's timeout long
+    enough for the lag that remains."""
+    knobs = settings.knobs
+    if not isinstance(knobs, ConsumerWorkKnobs) or not knobs.process_ms:
+        return settings
+    single = (isinstance(knobs, OfficialClientKnobs)
+              and knobs.subscription_mode in SINGLE_ACTIVE_MODES)
+    readers = 1 if single else settings.consumers
+    sent = settings.rate * duration_s
+    work_ms = min(knobs.process_ms, round(readers * 1000 * (duration_s + DRAIN_WITHIN_S)
+                                          / sent, 2))
+    after_load_s = sent * work_ms / 1000 / readers - duration_s
+    return replace(settings, knobs=replace(knobs, process_ms=work_ms),
+                   drain_timeout_s=max(settings.drain_timeout_s,
+                                       round(after_load_s + DRAIN_MARGIN_S, 1)))
 
 
 CLUSTER_NAMES = ("a", "b", "c")
