@@ -6,8 +6,12 @@ call returns, as one compare-and-set of the cursor's node; acknowledgements that
 while a write is under way are folded into the next write, so a burst of acks costs a few
 ZooKeeper writes, not one each. An acknowledgement applies in memory first, so until its
 write lands it is not what a new owner would find: `persisted` is, and the topic's stats
-report it. The read position lives in memory only: after a reopen it starts again at the
-first unacknowledged entry (redelivery, as in Pulsar).
+report it. A write that fails while ZooKeeper is away is tried again every OWED_RETRY_S
+until one lands, as Pulsar flushes a cursor whose mark-delete is not yet stored
+(`managedLedgerCursorPositionFlushSeconds`): the client sends an acknowledgement once, and
+after the last one of a consumer that has read everything nothing else would store it.
+The read position lives in memory only: after a reopen it starts again at the first
+unacknowledged entry (redelivery, as in Pulsar).
 
 `NonDurableCursorImpl` is a reader's cursor: the same state and reads, never persisted.
 """
@@ -19,7 +23,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from impl.metadata.errors import VersionConflict
+from impl.metadata.errors import Unavailable, VersionConflict
 from impl.metadata.owned_node import OwnedNode
 from impl.storage.api import Entry, OwnershipLost, Position
 from impl.storage.ledger_info import CursorInfo, cursor_path
@@ -31,6 +35,10 @@ if TYPE_CHECKING:
 THROTTLED_WRITE_S = 1.0
 """Under the mutant `cursor-write-throttled-unflushed`, how long after a write the next
 one is held back (Pulsar's default mark-delete rate limit is one per second)."""
+
+
+OWED_RETRY_S = 1.0
+"""How often a cursor whose last write failed writes again, until one lands."""
 
 
 class ManagedCursorImpl:
@@ -51,6 +59,8 @@ class ManagedCursorImpl:
         self._throttled = ledger.context.mutants.on("cursor-write-throttled-unflushed")
         self._written_at = 0.0
         """When the cursor was last stored (a `time.monotonic()`), for the mutant."""
+        self._owed: asyncio.Task[None] | None = None
+        """Writes again what a failed write did not store (OWED_RETRY_S)."""
 
     @property
     def mark_delete_position(self) -> Position:
@@ -212,10 +222,31 @@ class ManagedCursorImpl:
             except VersionConflict:
                 raise OwnershipLost(f"cursor {self.name} of {self._ledger.name} was written "
                                     "by another owner") from None
+            except Unavailable:
+                self._retry_owed()
+                raise
             self._persisted_changes = changes
             self._persisted = info
             if self._throttled:
                 self._written_at = time.monotonic()
+
+
+    def _retry_owed(self) -> None:
+        if self._owed is None or self._owed.done():
+            self._owed = asyncio.get_running_loop().create_task(self._write_owed())
+
+    async def _write_owed(self) -> None:
+        """Write until the stored cursor has every change, the ledger closes or another
+        owner wrote the cursor. A throttled cursor (the mutant) has no flush at all."""
+        while (not self._throttled and not self._ledger.closed
+               and self._persisted_changes < self._changes):
+            await asyncio.sleep(OWED_RETRY_S)
+            try:
+                await self._persist()
+            except OwnershipLost:
+                return
+            except Unavailable:
+                continue
 
 
 class NonDurableCursorImpl(ManagedCursorImpl):

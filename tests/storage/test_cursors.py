@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 import pytest
 
 from impl.metadata.errors import Unavailable
+from impl.storage import cursor as cursor_module
 from impl.storage.api import InitialPosition, ManagedCursor, Position
 from impl.storage.factory import ManagedLedgerFactory
 from impl.storage.managed_ledger import ManagedLedgerImpl
@@ -139,6 +140,34 @@ def test_flush_stores_an_acknowledgement_whose_write_failed(
 
         async with owner(make_factory, NAME) as reopened:
             assert reopened.cursors()["sub"].mark_delete_position == p[0]
+
+    run(scenario())
+
+
+def test_a_write_that_failed_is_written_again_with_no_acknowledgement_to_carry_it(
+        start_bookie: StartBookie, make_factory: Factories,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last acknowledgement of a consumer that has read everything fails to reach
+    ZooKeeper, and nothing follows it: the cursor writes again by itself once ZooKeeper
+    answers, so its stored state stops lagging the one in memory (an explore control
+    found a topic's stats showing thousands of messages neither stored as acknowledged
+    nor owed to the idle consumers, a ZooKeeper partition after)."""
+    start_bookie()
+
+    async def scenario() -> None:
+        async with _cursor_over(make_factory, 2) as (ledger, cursor, p):
+            await _mark_delete_unanswered(ledger, cursor, p[1], monkeypatch, lands=False)
+            # Before the retry's first wait begins (the helper undid its own patches).
+            monkeypatch.setattr(cursor_module, "OWED_RETRY_S", 0.1)
+            assert cursor.persisted.mark_delete < p[1]
+            for _ in range(50):
+                if cursor.persisted.mark_delete == p[1]:
+                    break
+                await asyncio.sleep(0.1)
+            assert cursor.persisted.mark_delete == p[1]
+
+        async with owner(make_factory, NAME) as reopened:
+            assert reopened.cursors()["sub"].mark_delete_position == p[1]
 
     run(scenario())
 
