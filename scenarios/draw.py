@@ -336,4 +336,5 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
     held = availability_held(nemesis, scenario.topology)
     return replace(scenario, nemesis=nemesis, mutants=mutants,
                    checkers=Checkers(unavailable_bound_ms=bound if held else None,
-                                     zombie_broker_bound_ms=rng.choice((None, bound))))
+                                     zombie_broker_bound_ms=rng.choice((None, bound)),
+                                     stalled_subscription_bound_ms=bound))

@@ -52,6 +52,9 @@ class Checkers:
     zombie_broker_bound_ms: int | None = None
     """When set, the harness probes the brokers' health during the load and
     `zombie-broker` judges the run."""
+    stalled_subscription_bound_ms: int | None = None
+    """How long a subscription may wait with idle consumers and a backlog; unset, the
+    checker's default (10 s)."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,9 @@ def load_scenario(path: Path) -> Scenario:
             "session_expired_policy": SESSION_POLICIES, "auth": AUTH_MODES}),
         workload=read_workload(data.get("workload", {}), reader.check, reader.toml.error),
         nemesis=_nemesis(reader, data),
-        checkers=reader.table(data, "checkers", Checkers, {"unavailable_bound_ms": int,
-                                                             "zombie_broker_bound_ms": int}),
+        checkers=reader.table(data, "checkers", Checkers, {
+            "unavailable_bound_ms": int, "zombie_broker_bound_ms": int,
+            "stalled_subscription_bound_ms": int}),
         mutants=_mutants(reader, data),
         expected=reader.take(data, "expected", EXPECTED, default="valid"),
         expected_anomalies=_expected_anomalies(reader, data),

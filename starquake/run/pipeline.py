@@ -177,7 +177,8 @@ def _optional_bounds(scenario: Scenario) -> dict[str, int]:
     """The bounds of the optional checkers the scenario asks for, which the `meta` event
     carries to them."""
     bounds = {"unavailable_bound_ms": scenario.checkers.unavailable_bound_ms,
-              "zombie_broker_bound_ms": scenario.checkers.zombie_broker_bound_ms}
+              "zombie_broker_bound_ms": scenario.checkers.zombie_broker_bound_ms,
+              "stalled_subscription_bound_ms": scenario.checkers.stalled_subscription_bound_ms}
     return {name: bound for name, bound in bounds.items() if bound is not None}
 
 

@@ -32,6 +32,8 @@ def test_topic_workload_defaults(write_scenario: WriteScenario) -> None:
     ('[workload]\ndrain_quiet_s = "soon"\n', "workload.drain_quiet_s: expected a number"),
     ("[checkers]\nunavailable_bound_ms = 0\n",
      "checkers.unavailable_bound_ms: expected a number of at least 1, got 0"),
+    ("[checkers]\nstalled_subscription_bound_ms = 0\n",
+     "checkers.stalled_subscription_bound_ms: expected a number of at least 1, got 0"),
 ])
 def test_bad_values_are_named(write_scenario: WriteScenario, text: str, message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
