@@ -22,7 +22,7 @@ from harness.target import ROLES, Node
 from harness.topology import Topology
 from harness.workloads.knobs import KnobSpec, declared
 from harness.workloads.registry import WORKLOADS
-from harness.workloads.settings import WorkloadSettings
+from harness.workloads.settings import SINGLE_ACTIVE_MODES, WorkloadSettings
 from harness.workloads.shared_knobs import ConsumerWorkKnobs, OfficialClientKnobs
 from nemesis.faults import FAULTS
 from nemesis.faults.base import Fault, FaultPlanError, Surface
@@ -148,8 +148,6 @@ def draw_workload(kind: str, draw: Draw) -> WorkloadSettings:
     return _drainable(WorkloadSettings(kind=kind, knobs=knobs, **common), draw.duration_s)
 
 
-SINGLE_ACTIVE_MODES = ("exclusive", "failover")
-"""Subscription modes in which one consumer reads at a time, whatever their number."""
 DRAIN_WITHIN_S = 90.0
 """How long after the load the consumers of a drawn run may need to read what was sent.
 Consumers that work on each message (`process_ms`) lag, which the draw wants; but a lag

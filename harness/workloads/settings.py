@@ -10,6 +10,8 @@ from harness.workloads.knobs import Knobs, knob
 K = TypeVar("K", bound=Knobs)
 
 SUBSCRIPTION_MODES = ("exclusive", "failover", "shared", "key_shared")
+SINGLE_ACTIVE_MODES = ("exclusive", "failover")
+"""The modes in which one consumer reads at a time, however many are attached."""
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,7 @@ from harness.workloads.official_client import (
     retry_until,
     subscribe_recorded,
 )
+from harness.workloads.settings import SINGLE_ACTIVE_MODES
 from harness.workloads.shared_knobs import (
     ConsumerWorkKnobs,
     DeduplicationKnobs,
@@ -108,7 +109,7 @@ every unacknowledged message again, not the one negatively acknowledged, and tha
 with its own acknowledgements on their way: a message the broker sends again just before
 its acknowledgement arrives is delivered after an acknowledgement the cursor confirms,
 which a history cannot tell from a redelivery of an acknowledged message."""
-CUMULATIVE_MODES = ("exclusive", "failover")
+CUMULATIVE_MODES = SINGLE_ACTIVE_MODES
 """The subscription modes `cumulative_ack_every` is taken in: Pulsar refuses a cumulative
 acknowledgement on a Shared or Key_Shared subscription, whose consumers each hold some of
 the messages before the one acknowledged."""

@@ -230,7 +230,6 @@ class ManagedCursorImpl:
             if self._throttled:
                 self._written_at = time.monotonic()
 
-
     def _retry_owed(self) -> None:
         if self._owed is None or self._owed.done():
             self._owed = asyncio.get_running_loop().create_task(self._write_owed())

@@ -15,7 +15,7 @@ from harness.targets.reference_mutants import reference_mutants
 from harness.topology import REFERENCE_BROKER_SETTINGS, Topology
 from harness.workloads.knobs import declared
 from harness.workloads.registry import WORKLOADS
-from harness.workloads.settings import WorkloadSettings
+from harness.workloads.settings import SINGLE_ACTIVE_MODES, WorkloadSettings
 from nemesis.faults import FAULTS
 from scenarios import draw
 from scenarios.draw import (
@@ -169,7 +169,7 @@ def test_lagging_consumers_read_everything_within_the_drain() -> None:
             work_ms = getattr(knobs, "process_ms", 0.0)
             if not work_ms:
                 continue
-            single = getattr(knobs, "subscription_mode", "shared") in ("exclusive", "failover")
+            single = getattr(knobs, "subscription_mode", "shared") in SINGLE_ACTIVE_MODES
             readers = 1 if single else workload.consumers
             after_load_s = workload.rate * scenario.duration_s * work_ms / 1000 / readers \
                 - scenario.duration_s
