@@ -10,28 +10,35 @@ need of cumulative acks (docs/history.md).
 Two steps find it without gathering every delivery of a subscription in one task:
 
 1. **Marks.** The cumulative acks, a small share of the acks, were set apart by the
-   pairing pass (`checkers.pairing`); they reach every task that reads deliveries with
-   its function (below), and each task joins its own deliveries to them (in the runs
-   that have any), which gives the positions each ack acknowledged with no shuffle: only
-   the marks come back to the driver.
+   pairing pass (`checkers.pairing`) in a file beside the deliveries; each task that reads
+   deliveries reads that file too (in the runs that have any) and joins its own deliveries
+   to it, which gives the positions each ack acknowledged with no shuffle: only the marks
+   come back to the driver.
 2. **Frontiers.** The driver sorts the marks of each subscription, cluster and segment in
    ack order and keeps those that raised the highest position: the frontier, strictly
    rising in position and in ack. The first frontier entry at or above a position is the
-   ack that covered it. Frontiers hold at most one entry per cumulative ack, and reach
-   every partition of the per-value pass with its function, where each delivery finds its
-   covering ack with one sort of the partition's deliveries and the frontiers.
+   ack that covered it. Frontiers hold at most one entry per cumulative ack. Each run's
+   are written beside its paired files (`FRONTIERS_FILE`), and every partition of the
+   per-value pass reads them there, where each delivery finds its covering ack with one
+   sort of the partition's deliveries and the frontiers.
 
-What the driver hands the tasks rides inside their pickled function, not in a broadcast
-variable, which Spark Connect lacks: the same code then runs on a Spark of the command's
-own, a cluster and a Spark Connect server. A local or cluster Spark sends a function
-larger than 1 MiB as a broadcast of its own, so a large table still travels once per
-executor there; a Spark Connect server receives it once, in the plan.
+Both tables reach the tasks as files, by path, like the history itself, and each Python
+worker keeps the last ones it read (`_kept`): every Spark the checkers run on reads the
+paired files already (a cluster through a shared directory). Captured in the tasks'
+function instead, a table would travel with every task through a Spark Connect server,
+which has no broadcast variables and hands each task's Python worker the whole pickled
+function: at 2M events of long values, 33 MB of cumulative acks per task.
 """
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -43,6 +50,7 @@ from checkers.frames import ACK_SCOPE, HistoryFrames
 from checkers.pairing import CUMULATIVE_ACKS_FILE, CUMULATIVE_ACKS_SCHEMA
 from checkers.partitions import Scan, map_scans
 from checkers.views import OBSERVATIONS_FILE, RECVS
+from history.partial import temporary_beside
 
 COVERED = pa.schema([*(pa.field(name, pa.string()) for name in ACK_SCOPE),
                      ("value", pa.string()), ("ack_index", pa.int64()),
@@ -54,6 +62,10 @@ _PLACE = [*ACK_SCOPE, "segment"]
 _KEYS = [*ACK_SCOPE, "value"]
 _ACKED = pa.schema([*(pa.field(name, pa.string()) for name in _KEYS),
                     ("ack_index", pa.int64()), ("ack_time", pa.int64())])
+FRONTIERS_FILE = "frontiers.arrow"
+"""A run's frontiers (Arrow IPC), written beside its paired files by each check that needs
+them: derived from those files alone, so a check of the same history writes the same."""
+_T = TypeVar("_T")
 _MARKS = pa.schema([*(pa.field(name, pa.string()) for name in ACK_SCOPE),
                     ("segment", pa.int64()), ("position", pa.string()),
                     ("ack_index", pa.int64()), ("ack_time", pa.int64())])
@@ -76,29 +88,87 @@ class Frontiers:
     ack_time: np.ndarray
 
 
-def frontiers(frames: HistoryFrames) -> Frontiers | None:
-    """The frontiers of every place that had a cumulative ack; None without any."""
+def frontiers(frames: HistoryFrames) -> tuple[str, ...]:
+    """Where the frontiers of every run that had a cumulative ack are written (one file
+    per run, for `load_frontiers`); none without any."""
     if not frames.cumulative_ack_runs:
-        return None
-    acked = pa.concat_tables([_cumulative_acks(run, frames.paired[run])
-                              for run in sorted(frames.cumulative_ack_runs)])
+        return ()
     tasks = [task for task in frames.scans() if task.run in frames.cumulative_ack_runs
              and task.file == OBSERVATIONS_FILE]
-    marks = map_scans(frames.spark, tasks, lambda task: _marks(task, acked).to_batches(),
+    marks = map_scans(frames.spark, tasks, lambda task: _marks(task).to_batches(),
                       from_arrow_schema(_MARKS)).toArrow()
     # A message delivered at one position in two tasks' rows gives that mark twice.
-    return frontiers_of(marks.group_by(_MARKS.names).aggregate([]))
+    marks = marks.group_by(_MARKS.names).aggregate([])
+    written = []
+    for run in sorted(frames.cumulative_ack_runs):
+        path = frames.paired[run] / FRONTIERS_FILE
+        write_frontiers(frontiers_of(marks.filter(pc.equal(marks["run"], run))), path)
+        written.append(str(path.resolve()))
+    return tuple(written)
 
 
-def _cumulative_acks(run: str, paired: Path) -> pa.Table:
-    """The run's cumulative acks, which the pairing pass set apart."""
-    acks = pq.read_table(paired / CUMULATIVE_ACKS_FILE, schema=CUMULATIVE_ACKS_SCHEMA)
-    return acks.add_column(0, "run", pa.repeat(pa.scalar(run), acks.num_rows)).cast(_ACKED)
+def load_frontiers(paths: tuple[str, ...]) -> Frontiers:
+    """The frontiers `frontiers` wrote, as one."""
+    return _kept(_read_frontiers, paths)
 
 
-def _marks(scan: Scan, acked: pa.Table) -> pa.Table:
+def write_frontiers(found: Frontiers, path: Path) -> None:
+    """`found` at `path`, whole or not at all (two checks of one history may write it at
+    once, the same content)."""
+    table = pa.table({
+        "place": pa.DictionaryArray.from_arrays(pa.array(found.place, pa.int32()),
+                                                found.places),
+        **{name: pa.array(getattr(found, name), pa.int64())
+           for name in ["ledger", "entry", "batch", "ack_index", "ack_time"]}},
+        metadata={"subscriptions": json.dumps(found.subscriptions.to_pylist())})
+    temporary = temporary_beside(path)
+    with pa.OSFile(str(temporary), "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
+        out.write_table(table)
+    temporary.replace(path)
+
+
+def _read_frontiers(paths: tuple[str, ...]) -> Frontiers:
+    tables = [pa.ipc.open_file(pa.memory_map(path)).read_all() for path in paths]
+    subscriptions = sorted({name for table in tables
+                            for name in json.loads(table.schema.metadata[b"subscriptions"])})
+    table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
+    place = table.unify_dictionaries()["place"].combine_chunks()
+
+    def numbers(name: str) -> np.ndarray:
+        return np.asarray(table[name].to_numpy())
+
+    return Frontiers(place.dictionary, pa.array(subscriptions, pa.string()),
+                     np.asarray(place.indices.to_numpy(zero_copy_only=False)),
+                     numbers("ledger"), numbers("entry"), numbers("batch"),
+                     numbers("ack_index"), numbers("ack_time"))
+
+
+def _kept(read: Callable[[tuple[str, ...]], _T], paths: tuple[str, ...]) -> _T:
+    """`read(paths)`, kept by this Python worker while the files stay as they were: a
+    worker serves many tasks of one check, and each would otherwise read them again."""
+    stamps = tuple((os.stat(path).st_mtime_ns, os.stat(path).st_size) for path in paths)
+    return _kept_read(read, paths, stamps)  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=4)
+def _kept_read(read: Callable[[tuple[str, ...]], object], paths: tuple[str, ...],
+               stamps: tuple[tuple[int, int], ...]) -> object:
+    del stamps  # part of the key only: a file rewritten is read again
+    return read(paths)
+
+
+def _cumulative_acks(paths: tuple[str, ...]) -> pa.Table:
+    """A run's cumulative acks, which the pairing pass set apart (`paths`: its file)."""
+    (path,) = paths
+    return pq.read_table(path, schema=CUMULATIVE_ACKS_SCHEMA)
+
+
+def _marks(scan: Scan) -> pa.Table:
     """Each cumulative ack with every position its message was delivered at in this map
     task's deliveries, in its scope. (A null in a key matches nothing, as in SQL.)"""
+    acks = _kept(_cumulative_acks, (str(Path(scan.path).parent / CUMULATIVE_ACKS_FILE),))
+    acked = acks.add_column(0, "run", pa.repeat(pa.scalar(scan.run), acks.num_rows)
+                            ).cast(_ACKED)
     names = [*_KEYS, "seg", "position"]
     recvs = RECVS.table(scan.read(RECVS.reads(names)), names)
     # Most deliveries are of messages no cumulative ack names: drop them before the join.

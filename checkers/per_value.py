@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 
-from checkers.coverage import Frontiers, covered, frontiers
+from checkers.coverage import Frontiers, covered, frontiers, load_frontiers
 from checkers.failover_windows import FAILOVER_SHARE, failover_shares, judged_failover_table
 from checkers.frames import ACK_SCOPE, CursorScope, HistoryFrames
 from checkers.partitions import (
@@ -112,9 +112,9 @@ class _Facts:
     deduplicating: set[str]
     final_cursors: dict[CursorScope, tuple[int, CursorReading]]
     failovers: pa.Table
-    frontiers: Frontiers | None
-    """Where cumulative acks reached (`checkers.coverage`), when the history has any;
-    handed to the tasks inside their function, as `checkers.coverage` says why."""
+    frontiers: tuple[str, ...]
+    """Where cumulative acks reached (`checkers.coverage`): the files the tasks read them
+    from, none when the history has no cumulative ack."""
     unreplicated: pa.Table
 
     def runs(self) -> pa.Table:
@@ -135,8 +135,8 @@ class _Facts:
 def _decide(events: pa.Table, subscriptions: pa.Table, ordered: pa.Table,
             facts: _Facts) -> pa.Table:
     """Everything one partition's values prove."""
-    if facts.frontiers is not None:
-        events = pa.concat_tables([events, _covered(events, facts.frontiers)])
+    if facts.frontiers:
+        events = pa.concat_tables([events, _covered(events, load_frontiers(facts.frontiers))])
     codes = TextCodes(events, _TEXT_KEYS)
     coded = codes.table
 
