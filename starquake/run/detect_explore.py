@@ -47,6 +47,8 @@ EXPLORE_CLEAN_SECTION = "explore-clean"
 FEW_SEEDS = 3
 """The summary counts the mutants caught this early: a bug explore finds within a few
 seeds is one a user's short explore would find too."""
+SHARED = "as its control"
+"""Said of catches not counted: runs whose every failed checker failed the control too."""
 NEVER = "\u2014"
 """The first-catch cell of a mutant explore never caught (an em dash)."""
 
@@ -60,20 +62,30 @@ Control = tuple[str, str]
 @dataclass(frozen=True)
 class Explored:
     """One workload and set of mutants under explore: the drawn run of each seed, in seed
-    order; `passed` is a catch."""
+    order (`passed`: `invalid`), and what the same seed's control reported when it was
+    `invalid` too."""
 
     workload: str
     mutants: tuple[str, ...]
     backend: str
     runs: list[Judged]
+    control_said: dict[int, tuple[str, ...]]
+
+    def caught(self, run: Judged) -> bool:
+        """A catch counts unless every checker it reported also failed the same drawn
+        scenario with no mutant on: then the scenario, not the mutant, is what they saw."""
+        return run.passed and not set(run.reported) <= set(self.control_said.get(run.seed, ()))
 
     @property
     def first_catch(self) -> int | None:
-        return next((run.seed for run in self.runs if run.passed), None)
+        return next((run.seed for run in self.runs if self.caught(run)), None)
 
     def cells(self) -> tuple[str, str, str]:
         first = self.first_catch
-        return (self.backend, f"{sum(run.passed for run in self.runs)} of {len(self.runs)}",
+        caught = sum(self.caught(run) for run in self.runs)
+        shared = sum(run.passed for run in self.runs) - caught
+        return (self.backend, f"{caught} of {len(self.runs)}"
+                + (f" (+{shared} {SHARED})" if shared else ""),
                 NEVER if first is None else str(first))
 
 
@@ -164,9 +176,12 @@ def explorations(explored: list[Explore], seeds: int, top: Path, spark: SparkSet
             else:
                 ledger.add(run)
             runs[key].append(run)
-    return Exploration({key: Explored(*key, runs[key]) for key in sets},
-                       {(kind, backend): runs[(kind, (), backend)]
-                        for kind, backend in controls}, finished)
+    control = {(kind, backend): runs[(kind, (), backend)] for kind, backend in controls}
+    control_said = {kind_backend: {run.seed: run.reported for run in control_runs
+                                   if reported_invalid(run.reported)}
+                    for kind_backend, control_runs in control.items()}
+    return Exploration({key: Explored(*key, runs[key], control_said[(key[0], key[2])])
+                        for key in sets}, control, finished)
 
 
 def meaning(seeds: int) -> list[str]:
@@ -177,7 +192,9 @@ def meaning(seeds: int) -> list[str]:
         "ended `invalid` (with any anomaly: a drawn scenario names none); *first catch at",
         f"seed*: the lowest such seed, {NEVER} when none. Rows of one workload and backend",
         "run the same drawn scenarios, and rows with the same workload, mutants and backend",
-        "share their runs.",
+        "share their runs. A run `invalid` only by checkers that also failed the same seed's",
+        "control (the drawn scenario with no mutant on) is no catch; such runs are shown as",
+        f"\"(+n {SHARED})\".",
     ]
 
 

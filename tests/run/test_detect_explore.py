@@ -22,6 +22,7 @@ from starquake.output import command_console
 from starquake.run.detect import Detection, detect, table
 from starquake.run.detect_explore import (
     NEVER,
+    SHARED,
     Exploration,
     columns,
     control_table,
@@ -165,6 +166,26 @@ def test_the_control_lists_each_false_alarm_with_what_it_reported(
     assert ("Valid in 6 of 6 runs (topic on local 3 of 3, geo on local 3 of 3); `invalid` in "
             "0.") in quiet_text
     assert "No false alarm." in quiet_text
+
+
+def test_a_catch_by_what_the_same_draw_failed_without_the_mutant_is_not_counted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seed 1's control failed `duplicate`: a mutant run of that draw failing `duplicate`
+    alone says nothing of the mutant, one that adds another checker does; the cell shows
+    the catch it did not count."""
+    outcome: Outcome = {
+        **OUTCOME,
+        ("explore-topic-1", ("receipt-names-latest-write",)):
+            (INVALID, {"duplicate": {"valid": False}}),
+        ("explore-topic-1", ("no-fencing",)):
+            (INVALID, {"duplicate": {"valid": False}, "lost": {"valid": False}})}
+    found, _ = _explore(tmp_path, monkeypatch, outcome,
+                        Ledger(tmp_path / "ledger.jsonl", SOURCE, resume=False))
+    receipts, fencing = found.sets[RECEIPT_SET], found.sets[FENCING_SET]
+    assert [run.passed for run in receipts.runs] == [True, True, True]
+    assert receipts.cells() == ("local", f"2 of 3 (+1 {SHARED})", "2")
+    assert fencing.cells() == ("local", "1 of 3", "1")
+    assert found.sets[SNAPSHOT_SET].cells() == ("local", "1 of 3", "1")  # geo's control: valid
 
 
 def test_a_resumed_explore_counts_the_ledger_and_runs_nothing_again(
