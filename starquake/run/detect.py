@@ -321,6 +321,10 @@ def with_section(document: str, section: str, text: str) -> str:
 @click.option("--resume", is_flag=True,
               help="Count the runs the ledger already holds instead of running them again "
                    "(same code only).")
+@click.option("--tables-only", is_flag=True,
+              help="Run nothing: write the tables from the ledger's runs, counted by this "
+                   "code, naming the code the ledger says they came from; a run the tables "
+                   "need that the ledger lacks is an error.")
 @click.option("--explore", "explore", flag_value="also", default=None,
               help="Also run the scenarios explore draws from seeds 1..SEEDS with each "
                    "mutant scenario's mutants on, and with none: the explore column and its "
@@ -333,7 +337,8 @@ def with_section(document: str, section: str, text: str) -> str:
 @spark_options
 def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend: str | None,
            runs_dir: Path | None, out: Path | None, ledger: Path | None, resume: bool,
-           explore: str | None, parallel: int, spark: SparkSettings) -> int:
+           tables_only: bool, explore: str | None, parallel: int,
+           spark: SparkSettings) -> int:
     """Run every mutant scenario in PATHS (expecting invalid) with seeds 1..SEEDS and
     its clean twin with seeds 1..TWIN_SEEDS, and every scenario that expects valid with
     seeds 1..SEEDS, and write the detection table and the false-alarm table. With
@@ -343,8 +348,8 @@ def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend:
 
     Exits 0 when every mutant was caught (by explore: in some seed) and every twin,
     clean scenario and explore control valid in every seed, 1 when not, 3 on a bad
-    scenario or ledger, or a --resume of runs from other code (before anything runs), 4
-    when a run could not finish.
+    scenario or ledger, a --resume of runs from other code (before anything runs) or a
+    --tables-only whose ledger lacks a run, 4 when a run could not finish.
     """
     console = command_console()
     candidates = scenario_files(list(paths))
@@ -357,16 +362,16 @@ def detect(paths: tuple[Path, ...], seeds: int, twin_seeds: int | None, backend:
     if not mutant_files and not clean_files:
         raise BadInput(f"{', '.join(map(str, paths))}: no scenario that expects invalid "
                        f"or valid")
-    if resume and runs_dir is None and ledger is None:
-        raise BadInput("detect: --resume needs the --ledger, or the --runs-dir holding it, "
-                       "of the runs to go on with")
+    if (resume or tables_only) and runs_dir is None and ledger is None:
+        raise BadInput(f"detect: {'--tables-only' if tables_only else '--resume'} needs the "
+                       f"--ledger, or the --runs-dir holding it, of the runs to count")
     if parallel > 1:
         problem = memory_problem(backend or "docker", parallel)
         if problem is not None:
             raise BadInput(problem)
     top = runs_dir or Path("runs") / f"detect-{time.strftime('%Y%m%d-%H%M%S')}"
-    source = source_version()
-    record = Ledger(ledger or top / LEDGER, source, resume)
+    record = Ledger(ledger or top / LEDGER, None if tables_only else source_version(), resume)
+    source = record.source
     twins = seeds if twin_seeds is None else min(twin_seeds, seeds)
     tailored = explore != "only"
     rows, cleans, finished = detections(

@@ -69,16 +69,21 @@ class Ledger:
     of the code, or a fresh start would be counted later as this code's).
     """
 
-    def __init__(self, path: Path, source: str, resume: bool) -> None:
+    def __init__(self, path: Path, source: str | None, resume: bool) -> None:
+        """`source` None opens the ledger read only, whatever code its runs came from
+        (`starquake detect --tables-only`): a run it lacks is then an error, not a run
+        to make."""
         self.path = path
         self.runs: dict[tuple[str, int, tuple[str, ...]], Judged] = {}
+        self.read_only = source is None
+        self.source = source or ""
         if not path.exists():
-            if resume:
+            if resume or source is None:
                 raise BadInput(f"{path}: no detect ledger to resume; start without --resume")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"source": source}) + "\n")
             return
-        if not resume:
+        if not resume and source is not None:
             raise BadInput(f"{path}: already holds a detect's runs; go on with --resume, or "
                            f"start a new --runs-dir or --ledger")
         header, *lines = path.read_text().splitlines() or [""]
@@ -86,20 +91,28 @@ class Ledger:
             recorded = json.loads(header)["source"]
         except (ValueError, TypeError, KeyError):
             raise BadInput(f"{path}:1: not a detect ledger's header") from None
-        if recorded != source:
+        if source is not None and recorded != source:
             raise BadInput(f"{path}: its runs came from {recorded}, this is {source}; resume "
                            f"with the same code, or start a new ledger")
+        self.source = recorded
         for number, line in enumerate(lines, start=2):
             if line.strip():
                 judged = _record(path, number, line)
                 self.runs[judged.key] = judged
 
     def get(self, scenario: str, seed: int, mutants: tuple[str, ...]) -> Judged | None:
-        return self.runs.get((scenario, seed, mutants))
+        """The run the ledger holds, or None: it is to be run (read only: an error)."""
+        held = self.runs.get((scenario, seed, mutants))
+        if held is None and self.read_only:
+            raise BadInput(f"{self.path}: no run of {scenario} with seed {seed} and "
+                           f"mutants {','.join(mutants) or 'none'}; --tables-only runs "
+                           f"nothing")
+        return held
 
     def add(self, judged: Judged) -> None:
         """Record a judged run for good before it is counted: an interrupted detect keeps
         every run it judged."""
+        assert not self.read_only, "a read-only ledger is never run into"
         with self.path.open("a") as ledger:
             ledger.write(json.dumps(asdict(judged)) + "\n")
             ledger.flush()

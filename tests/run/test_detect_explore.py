@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from history.errors import INVALID, VALID
+from history.errors import INVALID, VALID, BadInput
 from history.writer import HistoryWriter
 from scenarios.draw import draw_scenario
 from scenarios.format import load_scenario
@@ -206,6 +206,22 @@ def test_a_resumed_explore_counts_the_ledger_and_runs_nothing_again(
     resumed, refake = _explore(tmp_path / "resumed", monkeypatch, {}, again)
     assert refake.ran == []
     assert resumed == first
+
+
+def test_a_read_only_ledger_of_other_code_gives_the_same_column_and_runs_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--tables-only`: the runs of one commit counted by later code, nothing run again;
+    a run the ledger lacks is bad input, not a run to make."""
+    path = tmp_path / "ledger.jsonl"
+    first, _ = _explore(tmp_path, monkeypatch, OUTCOME, Ledger(path, SOURCE, resume=False))
+    read = Ledger(path, None, resume=False)
+    assert read.source == SOURCE
+    again, fake = _explore(tmp_path / "again", monkeypatch, {}, read)
+    assert (fake.ran, again) == ([], first)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:-1]) + "\n")  # the last run judged, gone
+    with pytest.raises(BadInput, match="--tables-only runs nothing"):
+        _explore(tmp_path / "short", monkeypatch, {}, Ledger(path, None, resume=False))
 
 
 def test_explore_only_rewrites_its_own_sections_and_leaves_the_others(
