@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.backends import backend as backend_named
 from harness.target import ROLES, Node
-from harness.topology import Topology
+from harness.topology import Topology, metadata_loss_shutdown_s
 from harness.workloads.knobs import KnobSpec, declared
 from harness.workloads.registry import WORKLOADS
 from harness.workloads.settings import SINGLE_ACTIVE_MODES, WorkloadSettings
@@ -223,6 +223,15 @@ LEADER_AIMS = ("controller-leader",)
 """Where the workload has a controller (scalable topics), in half the drawn schedules a
 fault aimed at the topic's owner may hit the controller's leader instead: the broker
 whose crash, freeze or lost session interrupts a split or merge between its steps."""
+QUIET_SHARE = 0.2
+"""The share of drawn scenarios with no fault at all: what a system promises when left
+alone. A contract probe that a fault struck, or that ran within its aftermath, cannot tell
+a broken promise from the fault's doing and says nothing (`info`); with faults one to four
+at random from the first seconds, a probe group had few chances to run clear of them."""
+HEALTH_SLACK_S = 5.0
+"""Added to the time a broker cut from its metadata store may stay up (the deployment's
+promise) to make `zombie-broker`'s bound: health is read once a second, and a reading may
+come late."""
 HEAL_MARGIN_S = 20.0
 """What the liveness bound allows past the longest fault and the session timeout: the
 clients' back-off and reconnection, a new owner's recovery, a replicator's reconnect."""
@@ -276,7 +285,7 @@ def liveness_bound_ms(nemesis: NemesisSettings, topology: Topology) -> int:
     """How long a key may stay unwritable, or a subscription stalled: the longest fault
     the schedule draws (one and a half times its setting; twice that where a fault may
     begin inside another), the session timeout, and `HEAL_MARGIN_S`."""
-    longest = (3.0 if nemesis.overlap else 1.5) * nemesis.duration_s
+    longest = (3.0 if nemesis.overlap else 1.5) * nemesis.duration_s if nemesis.faults else 0.0
     return round(1000 * (longest + topology.session_timeout_ms / 1000 + HEAL_MARGIN_S))
 
 
@@ -330,9 +339,25 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
     if narrow is not None:
         scenario = narrow(scenario)
     nemesis = draw_nemesis(scenario, nodes, rng)
+    held_to_liveness = rng.choice((False, True))
+    if rng.random() < QUIET_SHARE:
+        nemesis = replace(nemesis, schedule="none", faults=())
     bound = liveness_bound_ms(nemesis, scenario.topology)
     held = availability_held(nemesis, scenario.topology)
+    zombie = bound if held_to_liveness else None
+    if nodes is None and backend_named(scenario.topology.backend).reference_brokers:
+        zombie = shutdown_bound_ms(scenario.topology)  # a target's: scenarios/offer.py
     return replace(scenario, nemesis=nemesis, mutants=mutants,
                    checkers=Checkers(unavailable_bound_ms=bound if held else None,
-                                     zombie_broker_bound_ms=rng.choice((None, bound)),
+                                     zombie_broker_bound_ms=zombie,
                                      stalled_subscription_bound_ms=bound))
+
+
+def shutdown_bound_ms(topology: Topology) -> int:
+    """How long one of our brokers may stay up unable to serve (`zombie-broker`): what
+    PIP-57 has it promise, a session timeout and, under `reconnect`, its retries, plus
+    `HEALTH_SLACK_S`. Bounding it by the faults' length instead could never catch a
+    broker that does not shut down, as it is unhealthy only while its fault lasts."""
+    promised = metadata_loss_shutdown_s(topology.session_expired_policy,
+                                        topology.session_timeout_ms / 1000)
+    return round(1000 * (promised + HEALTH_SLACK_S))

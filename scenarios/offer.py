@@ -24,7 +24,7 @@ from harness.topology import REFERENCE_BROKER_SETTINGS, Topology
 from harness.workloads.registry import ONE_CLUSTER
 from harness.workloads.settings import WorkloadSettings
 from harness.workloads.shared_knobs import deduplicates
-from scenarios.draw import KINDS, draw_scenario
+from scenarios.draw import HEALTH_SLACK_S, KINDS, draw_scenario
 from scenarios.format import Scenario
 
 KIND_NEEDS: dict[str, tuple[Feature, ...]] = {
@@ -39,9 +39,6 @@ needs of a target: as the conformance feature that runs the same workload needs 
 DRAWN_FOR = "docker"
 """The backend a target's scenario is drawn for: the one whose own offer excludes no
 workload, so that the target's offer alone narrows the draw."""
-HEALTH_SLACK_S = 5.0
-"""Added to a target's declared shutdown bound to make `zombie-broker`'s: health is read
-once a second, and a reading may come late."""
 
 
 @dataclass(frozen=True)

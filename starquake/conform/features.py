@@ -20,8 +20,9 @@ from harness.target import Target
 from harness.targets.external.file import Feature as SystemFeature
 from nemesis.faults.session import OUTLAST
 from scenarios.catalogue import resolve_scenario
+from scenarios.draw import HEALTH_SLACK_S
 from scenarios.format import Scenario, ScenarioError, load_scenario
-from scenarios.offer import HEALTH_SLACK_S, on_clusters
+from scenarios.offer import on_clusters
 from scenarios.plan import schedule_for
 
 SETTLE_S = 8.0

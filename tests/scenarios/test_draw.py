@@ -25,6 +25,7 @@ from scenarios.draw import (
     availability_held,
     draw_scenario,
     liveness_bound_ms,
+    shutdown_bound_ms,
 )
 from scenarios.format import load_scenario, scenario_toml
 from scenarios.plan import schedule_for
@@ -144,9 +145,36 @@ def test_some_drawn_schedules_overlap_faults_and_aim_at_bookies() -> None:
     assert {n.overlap for n in nemeses} == {0.0, draw.OVERLAP}
     assert {s.nemesis.roles for s in scenarios if s.workload.kind != "scalable"} == {
         (), draw.STORAGE_ROLES}
-    overlapping = [n for n in nemeses if n.overlap]
+    overlapping = [n for n in nemeses if n.overlap and n.faults]
     assert all(liveness_bound_ms(n, Topology()) > liveness_bound_ms(
         replace(n, overlap=0.0), Topology()) for n in overlapping)
+
+
+def test_some_draws_leave_the_system_alone_and_bound_it_by_its_session_alone() -> None:
+    """About a fifth of the draws have no fault: a contract probe counts only clear of
+    any fault and its aftermath, which faults drawn from the first seconds seldom left."""
+    quiet = [s for s in (draw_scenario(seed, "local") for seed in SEEDS) if not s.nemesis.faults]
+    assert 0.1 * len(SEEDS) < len(quiet) < 0.3 * len(SEEDS)
+    assert {s.nemesis.schedule for s in quiet} == {"none"}
+    assert all(s.checkers.unavailable_bound_ms == s.topology.session_timeout_ms
+               + 1000 * draw.HEAL_MARGIN_S for s in quiet)
+
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_our_brokers_are_held_to_the_shutdown_they_promise(backend: str) -> None:
+    """Every draw on our brokers bounds `zombie-broker` by PIP-57's promise (the session
+    timeout and, under `reconnect`, its retries), not by the faults: a broker is unhealthy
+    only while a fault cuts it off, so a bound past the longest fault could never be
+    exceeded by one that never shuts down."""
+    for seed in SEEDS:
+        topology = draw_scenario(seed, backend).topology
+        bound = draw_scenario(seed, backend).checkers.zombie_broker_bound_ms
+        timeout = topology.session_timeout_ms
+        retries = 3 if topology.session_expired_policy == "reconnect" else 0
+        assert bound == shutdown_bound_ms(topology) == (1 + retries) * timeout + 5000, seed
+    pulsar = {draw_scenario(seed, "apache-pulsar").checkers.zombie_broker_bound_ms
+              for seed in SEEDS}
+    assert None in pulsar and len(pulsar) > 1  # Pulsar's own brokers: half the draws
 
 
 def test_only_scalable_draws_aim_faults_at_the_controller_leader_and_in_some_seeds() -> None:

@@ -14,11 +14,10 @@ from harness.targets.external.file import FEATURES, Feature
 from harness.topology import REFERENCE_BROKER_SETTINGS, Topology
 from harness.workloads.shared_knobs import deduplicates
 from nemesis.faults import FAULTS
-from scenarios.draw import KINDS, draw_scenario, liveness_bound_ms
+from scenarios.draw import HEALTH_SLACK_S, KINDS, draw_scenario, liveness_bound_ms
 from scenarios.format import Scenario, load_scenario, scenario_toml
 from scenarios.offer import (
     DRAWN_FOR,
-    HEALTH_SLACK_S,
     KIND_NEEDS,
     Offer,
     draw_for_offer,
