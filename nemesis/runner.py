@@ -10,6 +10,7 @@ fault does is its unit's business (`nemesis.faults`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import random
@@ -19,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from harness.admin_api import AdminError, admin_request
+from harness.health_probe import read_health
 from harness.target import Target, broker_at
 from history.writer import HistoryWriter
 from nemesis.events import NemesisEvent
@@ -31,6 +33,12 @@ log = logging.getLogger(__name__)
 
 PROCESS = "nemesis"
 HTTP_TIMEOUT = 3.0
+SETTLE_MARGIN_S = 10.0
+"""How long past a broker's promised give-up time (else its session timeout) the final heal
+waits for every broker to answer healthy (`NemesisRunner._settle`)."""
+SETTLE_POLL_S = 1.0
+RESTART_GRACE_S = 10.0
+"""How long a broker the settling started is given to answer before it is started again."""
 AFTERMATH_S = 15.0
 """How long a fault's effects may outlast it (`FaultStatus.disturbed_since`): a session
 timeout (at most 10 s in the drawn topologies) and the clients' first reconnections."""
@@ -148,6 +156,34 @@ class NemesisRunner:
         halted = self._brokers_that_may_have_halted(killed)
         if halted:
             self._record("start", halted, lambda: processes.start(self._context.nodes(halted)))
+            self._settle(halted)
+
+    def _settle(self, brokers: Sequence[str]) -> None:
+        """Start again, as a supervisor would, each of `brokers` that halts after the
+        final heal, until every one answers its health check healthy or for as long as a
+        broker may try before it gives up (plus `SETTLE_MARGIN_S`). A broker still shutting
+        down when the heal starts every broker is running, so the start leaves it alone,
+        and it halts a moment later; one that learns on reconnecting that its session
+        ended halts after the heal. Either would leave the drain without a broker: a drawn
+        run (explore's topic seed 10 on docker, every broker cut from ZooKeeper under
+        `shutdown`) ended `unknown` so, its brokers exiting a second after the heal."""
+        urls = {node: url for cluster in self._target.clusters
+                for node, url in cluster.broker_admin_urls.items() if node in brokers}
+        given = self._target.metadata_loss_shutdown_s or self._target.session_timeout_s
+        deadline = time.monotonic() + given + SETTLE_MARGIN_S
+        started = dict.fromkeys(brokers, time.monotonic())  # the heal's own start
+        while time.monotonic() < deadline:
+            readings = {node: read_health(url) for node, url in urls.items()}
+            if all(_up(reading) for reading in readings.values()):
+                return
+            now = time.monotonic()
+            gone = [node for node, reading in readings.items() if _silent(reading)
+                    and now - started[node] > RESTART_GRACE_S]
+            if gone:
+                started.update(dict.fromkeys(gone, now))
+                self._record("start", gone, functools.partial(
+                    self._context.processes.start, self._context.nodes(gone)))
+            time.sleep(SETTLE_POLL_S)
 
     def _brokers_that_may_have_halted(self, killed: Sequence[str]) -> tuple[str, ...]:
         """A broker whose metadata session ended shuts down under PIP-57's `shutdown`
@@ -202,3 +238,17 @@ class NemesisRunner:
         fallback = rng.choice(brokers)
         log.warning("no broker named the %s of %s; using %s", target, self._context.topic, fallback)
         return fallback
+
+
+def _up(reading: dict[str, object]) -> bool:
+    """A health reading of a broker that is up and no longer needs waiting for: healthy,
+    or answering in a way that says nothing of health (a 4xx: the probe's credentials)."""
+    return reading["answer"] == "healthy" or (reading["answer"] == "unknown"
+                                              and "status" in reading)
+
+
+def _silent(reading: dict[str, object]) -> bool:
+    """A health reading of a broker that may have halted: nothing listening, or no answer
+    at all (a stopped container's address leads nowhere)."""
+    return reading["answer"] == "down" or (reading["answer"] == "unknown"
+                                           and "status" not in reading)

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import orjson
+import pytest
 
 from harness.target import Node as TargetNode
 from harness.target import TargetCluster
@@ -50,6 +51,7 @@ class Targets:
 
     network = None
     session_timeout_s = 4.0
+    metadata_loss_shutdown_s = None
 
     def __init__(self, nodes: list[Node], admin_urls: tuple[str, ...] = ()) -> None:
         self._nodes = {n.name: n for n in nodes}
@@ -63,6 +65,23 @@ class Targets:
 
     def control(self, name: str) -> Node:
         return self._nodes[name]
+
+
+HEALTH: dict[str, list[str]] = {}
+"""Admin URL -> the answers its broker's health check gives in turn (the last one for
+good); a broker not named answers healthy."""
+
+
+@pytest.fixture(autouse=True)
+def _health(monkeypatch: pytest.MonkeyPatch) -> None:
+    def read(url: str) -> dict[str, object]:
+        answers = HEALTH.get(url, ["healthy"])
+        return {"answer": answers.pop(0) if len(answers) > 1 else answers[0]}
+
+    HEALTH.clear()
+    monkeypatch.setattr("nemesis.runner.read_health", read)
+    monkeypatch.setattr("nemesis.runner.SETTLE_POLL_S", 0.01)
+    monkeypatch.setattr("nemesis.runner.RESTART_GRACE_S", 0.02)
 
 
 def _run(tmp_path: Path, steps: list[FaultStep], heal_at_s: float, nodes: list[Node]
@@ -92,6 +111,38 @@ def test_faults_are_recorded_and_everything_is_back_at_the_end(tmp_path: Path) -
     kill_ok = events[5]
     assert orjson.loads(kill_ok["detail"])["targets"] == ["a-bookie1", "a-broker2"]
     assert events[6]["time"] >= 0.2e9  # the final heal waits for the end of the load phase
+
+
+def test_a_broker_that_halts_after_the_final_heal_is_started_again(tmp_path: Path) -> None:
+    """Seen on docker: every broker cut from ZooKeeper under `shutdown` was still shutting
+    down when the heal started every broker (left alone, running), then exited; the drain
+    found no broker. The heal now waits for every broker to answer healthy, starting again
+    any that stops answering, as a supervisor would."""
+    calls: list[str] = []
+    HEALTH["http://127.0.0.1:9/2"] = ["unhealthy", "down", "down", "down", "down", "healthy"]
+    nodes = [Node("a-broker1", calls), Node("a-broker2", calls)]
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        NemesisRunner(Schedule((FaultStep(0.0, "pause", 0.02, ("a-broker1",), 1),), 0.05),
+                      Targets(nodes, ("http://127.0.0.1:9/1", "http://127.0.0.1:9/2")),
+                      history, "t").run(time.monotonic(), threading.Event())
+    events = [orjson.loads(line)
+              for line in (tmp_path / "history.jsonl").read_bytes().splitlines()]
+    assert calls.count("start a-broker2") >= 2 and calls.count("start a-broker1") == 1
+    again = [e for e in events if e["f"] == "start" and e["type"] == "ok"][1:]
+    assert again and all(orjson.loads(e["detail"])["targets"] == ["a-broker2"] for e in again)
+
+
+def test_the_heal_waits_for_a_broker_that_never_recovers_no_longer_than_it_may_try(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker that stays up unable to serve (a zombie, `zombie-broker`'s to judge) holds
+    the drain back only for the time a broker may try before it gives up, and a margin."""
+    monkeypatch.setattr("nemesis.runner.SETTLE_MARGIN_S", 0.2)
+    monkeypatch.setattr(Targets, "session_timeout_s", 0.1)
+    HEALTH["http://127.0.0.1:9"] = ["unhealthy"]
+    started = time.monotonic()
+    _run(tmp_path, [FaultStep(0.0, "pause", 0.02, ("a-broker1",), 1)], 0.05,
+         [Node("a-broker1", [])])
+    assert 0.3 <= time.monotonic() - started < 3
 
 
 def test_after_faults_that_keep_sessions_only_what_they_broke_is_started(
