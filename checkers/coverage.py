@@ -146,7 +146,8 @@ def _read_frontiers(paths: tuple[str, ...]) -> Frontiers:
 def _kept(read: Callable[[tuple[str, ...]], _T], paths: tuple[str, ...]) -> _T:
     """`read(paths)`, kept by this Python worker while the files stay as they were: a
     worker serves many tasks of one check, and each would otherwise read them again."""
-    stamps = tuple((os.stat(path).st_mtime_ns, os.stat(path).st_size) for path in paths)
+    stats = [os.stat(path) for path in paths]
+    stamps = tuple((stat.st_mtime_ns, stat.st_size) for stat in stats)
     return _kept_read(read, paths, stamps)  # type: ignore[return-value]
 
 

@@ -339,14 +339,19 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
     if narrow is not None:
         scenario = narrow(scenario)
     nemesis = draw_nemesis(scenario, nodes, rng)
-    held_to_liveness = rng.choice((False, True))
+    # For a target only (scenarios/offer.py lifts it to the shutdown the file declares);
+    # drawn for every backend, so that the draws after it are the same on each.
+    target_held = rng.choice((False, True))
     if rng.random() < QUIET_SHARE:
         nemesis = replace(nemesis, schedule="none", faults=())
     bound = liveness_bound_ms(nemesis, scenario.topology)
     held = availability_held(nemesis, scenario.topology)
-    zombie = bound if held_to_liveness else None
-    if nodes is None and backend_named(scenario.topology.backend).reference_brokers:
-        zombie = shutdown_bound_ms(scenario.topology)  # a target's: scenarios/offer.py
+    if nodes is not None:
+        zombie = bound if target_held else None
+    elif backend_named(scenario.topology.backend).reference_brokers:
+        zombie = shutdown_bound_ms(scenario.topology)
+    else:  # Pulsar's brokers: it documents no bound (its Target's metadata_loss_shutdown_s)
+        zombie = None
     return replace(scenario, nemesis=nemesis, mutants=mutants,
                    checkers=Checkers(unavailable_bound_ms=bound if held else None,
                                      zombie_broker_bound_ms=zombie,

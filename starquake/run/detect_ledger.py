@@ -78,7 +78,9 @@ class Ledger:
         self.read_only = source is None
         self.source = source or ""
         if not path.exists():
-            if resume or source is None:
+            if source is None:
+                raise BadInput(f"{path}: no detect ledger to write the tables from")
+            if resume:
                 raise BadInput(f"{path}: no detect ledger to resume; start without --resume")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"source": source}) + "\n")
