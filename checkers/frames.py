@@ -27,7 +27,7 @@ from checkers.pairing import OPERATIONS_SCHEMA
 from checkers.partitions import Scan, scans
 from checkers.views import OBSERVATIONS_FILE, OPERATIONS_FILE
 from history.cursor import CursorReading
-from history.faults import heal_of
+from history.faults import closed_by_target, heal_of
 from history.schema import detail_object
 
 ACK_SCOPE = ["run", "topic", "subscription", "cluster"]
@@ -81,10 +81,37 @@ class SmallFact:
 def closing_op(nemesis: list[SmallFact], n: int,
                closers: Collection[str | None]) -> SmallFact | None:
     """The first nemesis operation after `nemesis[n]` in the same run whose `f` is one of
-    `closers`: what ended that fault; None when nothing did before the history ends."""
+    `closers` and that ends it (`_ends`): what ended that fault; None when nothing did
+    before the history ends."""
     opened = nemesis[n]
     return next((later for later in nemesis[n + 1:]
-                 if later.run == opened.run and later.f in closers), None)
+                 if later.run == opened.run and later.f in closers and _ends(later, opened)),
+                None)
+
+
+def _ends(closer: SmallFact, opened: SmallFact) -> bool:
+    """Whether `closer` ends the fault `opened`. Two faults of one kind may be on at once
+    (two brokers frozen, two clusters' replication unlinked), and where the kind is closed
+    by target (`history.faults`) the end of one is not the end of the other: then it does
+    when either names no targets (a heal of everything, or a history that does not say),
+    when both name the same targets in the same order (a cluster pair's order says which
+    way replication stopped), or when the closer names more, among them all of the
+    fault's (every killed broker started at once). A network heal ends everything."""
+    if not closed_by_target(opened.f) or closer.f == "heal":
+        return True
+    ended, began = _targets(closer), _targets(opened)
+    return (not ended or not began or ended == began
+            or (len(ended) > len(began) and set(began) <= set(ended)))
+
+
+def _targets(op: SmallFact) -> list[str]:
+    """The targets a nemesis operation names (docs/history.md, "nemesis ops"): its
+    invoke's, else its completion's."""
+    for detail in (op.detail, op.done_detail):
+        targets = detail_object(detail).get("targets")
+        if isinstance(targets, list) and targets:
+            return [str(t) for t in targets]
+    return []
 
 
 def ending_op(nemesis: list[SmallFact], n: int) -> SmallFact | None:

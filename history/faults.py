@@ -23,16 +23,20 @@ class NemesisOp:
     """The operation that closes its interval; None when the fault is instantaneous."""
     colour: str
     """How reports draw its interval (a CSS/matplotlib colour)."""
+    by_target: bool = False
+    """Its closer ends only the interval opened on the same targets (a `start` of one
+    broker leaves another killed broker down); else any closer ends it (a network's
+    `heal` lifts every partition at once)."""
 
 
 NEMESIS_OPS: dict[str, NemesisOp] = {op.name: op for op in (
     NemesisOp("partition", "heal", "#f9a825"),
     NemesisOp("cut-wan", "heal-wan", "#8e24aa"),
-    NemesisOp("kill", "start", "#e53935"),
-    NemesisOp("pause", "resume", "#1e88e5"),
+    NemesisOp("kill", "start", "#e53935", by_target=True),
+    NemesisOp("pause", "resume", "#1e88e5", by_target=True),
     NemesisOp("expire-session", None, "#6d4c41"),
     NemesisOp("kill-leader", None, "#c62828"),
-    NemesisOp("unlink-replication", "relink-replication", "#00897b"),
+    NemesisOp("unlink-replication", "relink-replication", "#00897b", by_target=True),
 )}
 
 HEAL_OPS = frozenset(op.heal for op in NEMESIS_OPS.values() if op.heal is not None)
@@ -46,6 +50,12 @@ def fault_colour(f: str) -> str:
     """The colour of operation `f`'s interval."""
     op = NEMESIS_OPS.get(f)
     return op.colour if op is not None else UNKNOWN_OP_COLOUR
+
+
+def closed_by_target(f: str) -> bool:
+    """Whether `f`'s interval is closed only by a closer naming its targets."""
+    op = NEMESIS_OPS.get(f)
+    return op is not None and op.by_target
 
 
 def heal_of(f: str) -> str | None:

@@ -8,7 +8,8 @@ offsets. Every schedule ends with a heal of everything at the end of the workloa
 before the final drain.
 
 Targets are node names (`a-broker1`, `a-bookie1`, `a-zk1`), a role (`broker`, `bookie`,
-`zookeeper`: one node of it in the first cluster, drawn from the seed), or a target the
+`zookeeper`: one node of it in the first cluster, or in any with `aim_clusters = "any"`,
+drawn from the seed), or a target the
 system decides at run time (`owner`, `controller-leader`: see `nemesis.faults.base`).
 Fault kinds, what they need and what they take come from the registry
 (`nemesis.faults`).
@@ -33,6 +34,10 @@ from nemesis.faults.base import (
 )
 
 SCHEDULES = ("none", "random", "timeline")
+AIM_CLUSTERS = ("first", "any")
+"""Where a random schedule's faults land when the run has several clusters: the first
+cluster's nodes and the first cluster cut from the others (`first`), or any cluster's
+(`any`)."""
 AIMS = (*ROLES, CONTROLLER_LEADER)
 """What a random schedule's `roles` may list: node roles, and the scalable topic's
 controller leader (a broker the run finds when the fault starts)."""
@@ -65,6 +70,13 @@ class NemesisSettings:
     `controller-leader`: a fault aimed at the topic's owner may hit the scalable topic's
     controller leader instead, where there is one. Empty: each fault's defaults alone, as
     before these existed."""
+    aim_clusters: str = "first"
+    """Random schedule over several clusters: `first` aims a role at the first cluster's
+    nodes and cuts the first cluster from all others; `any` draws, for each fault, the
+    cluster whose node a role names, and for a fault between clusters (`cut-wan`,
+    `unlink-replication`) one pair of clusters in half the draws: a remote region's broker
+    lost while it receives replicated messages, or two regions apart while a third still
+    hears both. `owner` and `controller-leader` stay the first cluster's."""
 
 
 @dataclass(frozen=True)
@@ -156,9 +168,11 @@ def build_schedule(settings: NemesisSettings, surface: Surface, seed: int, durat
 
 
 OTHER_AIM_TRIES = 8
-"""How often a fault begun inside another draws its target again while it names the
-other's: a second freeze of a frozen broker adds nothing, and its end would cut the
-first short. Where every draw names the same node (one broker), it keeps that."""
+"""How often a fault begun inside another of its kind draws its target again while it
+names the other's: a second freeze of a frozen broker adds nothing, and its end would cut
+the first short. Where every draw names the same node (one broker), it keeps that. A fault
+of another kind may hit the same node: a frozen broker killed, as a supervisor kills a hung
+process."""
 
 
 def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, duration_s: float,
@@ -180,11 +194,13 @@ def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, durati
         fault = FAULTS[name]
         duration = 0.0 if fault.instant else rng.uniform(0.5, 1.5) * settings.duration_s
         aims = _aims(surface, fault, settings.roles)
-        targets = _targets(surface, f"{source}: nemesis.faults", fault, (), rng, aims)
-        for _ in range(OTHER_AIM_TRIES if inside else 0):
+        targets = _random_targets(settings, surface, f"{source}: nemesis.faults", fault, rng,
+                                  aims)
+        for _ in range(OTHER_AIM_TRIES if inside and name == steps[-1].fault else 0):
             if not targets or targets != steps[-1].targets:
                 break
-            targets = _targets(surface, f"{source}: nemesis.faults", fault, (), rng, aims)
+            targets = _random_targets(settings, surface, f"{source}: nemesis.faults", fault,
+                                      rng, aims)
         steps.append(FaultStep(round(t, 3), name, round(duration, 3), targets,
                                rng.getrandbits(32)))
         quiet_from = max(quiet_from, t + duration)
@@ -195,6 +211,18 @@ def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, durati
         if inside:
             t += rng.uniform(0.0, duration)
     return steps
+
+
+def _random_targets(settings: NemesisSettings, surface: Surface, key: str, fault: Fault,
+                    rng: random.Random, aims: Sequence[str]) -> tuple[str, ...]:
+    """A random step's targets: one of `aims`, in the first cluster or, with
+    `aim_clusters = "any"`, in a cluster drawn from `rng`."""
+    if settings.aim_clusters != "any" or len(surface.clusters) < 2:
+        return _targets(surface, key, fault, (), rng, aims)
+    if fault.cluster_targets:
+        pair = tuple(rng.sample(surface.clusters, 2)) if rng.random() < 0.5 else ()
+        return _targets(surface, key, fault, pair, rng)
+    return _targets(surface, key, fault, (), rng, aims, cluster=rng.choice(surface.clusters))
 
 
 def _aims(surface: Surface, fault: Fault, roles: Sequence[str]) -> tuple[str, ...]:
@@ -236,9 +264,10 @@ def _fault(surface: Surface, key: str, name: str) -> Fault:
 
 
 def _targets(surface: Surface, key: str, fault: Fault, given: Sequence[str],
-             rng: random.Random, aims: Sequence[str] = ()) -> tuple[str, ...]:
-    """Resolve role words to node names with `rng`; draw one of `aims` (else of the
-    fault's defaults) when none is given."""
+             rng: random.Random, aims: Sequence[str] = (), cluster: str | None = None
+             ) -> tuple[str, ...]:
+    """Resolve role words to node names of `cluster` (the first by default) with `rng`;
+    draw one of `aims` (else of the fault's defaults) when none is given."""
     if fault.cluster_targets:
         for n, target in enumerate(given):
             if target not in surface.clusters:
@@ -257,9 +286,10 @@ def _targets(surface: Surface, key: str, fault: Fault, given: Sequence[str],
     resolved = []
     for n, target in enumerate(given):
         if target in ROLES:
-            of_role = surface.of_role(target)
+            of_role = surface.of_role(target, cluster)
             if not of_role:  # a target file that lists no node of the role
-                raise FaultPlanError(f"{key}[{n}]: the target names no {target} node")
+                raise FaultPlanError(f"{key}[{n}]: the target names no {target} node"
+                                     + (f" in cluster {cluster}" if cluster else ""))
             resolved.append(rng.choice(of_role))
         elif target in RUNTIME_TARGETS or target in everyone:
             resolved.append(target)

@@ -35,22 +35,41 @@ KINDS = ("topic", "scalable", "geo", "migration", "contract")
 refusals: `starquake conform` runs it where a target has tokens)."""
 
 
+ALL_AT_ONCE_SHARE = 0.25
+"""The share of draws in which every client behaviour that is off in some draws is on:
+consumers that crash, work on each message, negatively and cumulatively acknowledge,
+a late subscription, deduplication. Bugs live where such behaviours meet (a cumulative
+ack from a consumer behind its receiver queue that then crashes), and drawn one by one,
+each on in about half the draws, three of them meet in one draw of eight at best."""
+
+
 @dataclass(frozen=True)
 class Draw:
-    """What a knob's distribution may look at: the seed's generator and the run's length."""
+    """What a knob's distribution may look at: the seed's generator, the run's length, and
+    whether this draw switches every optional client behaviour on (ALL_AT_ONCE_SHARE)."""
 
     rng: random.Random
     duration_s: float
+    all_at_once: bool
 
     def log_uniform(self, low: float, high: float) -> float:
         return math.exp(self.rng.uniform(math.log(low), math.log(high)))
 
     def sometimes(self, share: float, value: Callable[[], Any], otherwise: Any) -> Any:
-        """`value()` in `share` of the draws, else `otherwise` (the knob's off value)."""
-        return value() if self.rng.random() < share else otherwise
+        """`value()` in `share` of the draws (in all of them `all_at_once`), else
+        `otherwise` (the knob's off value)."""
+        return value() if self.rng.random() < share or self.all_at_once else otherwise
 
 
 KnobDraw = Callable[[Draw, KnobSpec], Any]
+
+CONSUMER_LOAD = (0.3, 3.0)
+"""Where consumers work on each message, how busy that keeps them, log-uniform: the work
+per second of messages each reader gets, at the drawn rate (one reader in `exclusive` and
+`failover`). Below 1 they keep up, with messages queued at times; above 1 a backlog grows
+in their receiver queues, which is what a crash, a failover or a cumulative ack should
+find. Drawn as a load rather than as milliseconds, because the rate is drawn apart: a fixed
+range of milliseconds left the consumers idle in most draws."""
 
 
 def _choice(draw: Draw, spec: KnobSpec) -> Any:
@@ -65,7 +84,8 @@ def _subset(draw: Draw, spec: KnobSpec) -> tuple[str, ...]:
 
 
 def _coin(share: float) -> KnobDraw:
-    return lambda draw, _spec: draw.rng.random() < share
+    """On in `share` of the draws, and in every draw `all_at_once`."""
+    return lambda draw, _spec: draw.sometimes(share, lambda: True, False)
 
 
 def _ints(low: int, high: int) -> KnobDraw:
@@ -99,7 +119,7 @@ KNOB_DRAWS: dict[str, KnobDraw] = {
     "drain_quiet_s": _default,  # how the harness waits, not what the system does
     "drain_timeout_s": _default,
     # consumers at work, clients' timeouts
-    "process_ms": _off_or(0.5, 1, 50),
+    "process_ms": _off_or(0.5, *CONSUMER_LOAD),  # a load, made ms per message by _loaded
     "send_timeout_s": lambda draw, _spec: draw.rng.choice((3.0, 10.0, 30.0)),
     "subscription_mode": _choice,
     "processes": _ints(1, 4),
@@ -112,12 +132,12 @@ KNOB_DRAWS: dict[str, KnobDraw] = {
     # scalable topics
     "initial_segments": _ints(1, 4),
     "layout_interval_s": lambda draw, _spec: round(draw.log_uniform(0.5, 8), 1),
-    "layout_until_s": lambda draw, _spec: draw.sometimes(
-        0.3, lambda: round(draw.rng.uniform(0.3, 0.8) * draw.duration_s, 1), 0.0),
+    "layout_until_s": lambda draw, _spec: round(draw.rng.uniform(0.3, 0.8) * draw.duration_s, 1)
+    if draw.rng.random() < 0.3 else 0.0,  # when changes stop: not a behaviour switched on
     "edge_key_share": lambda draw, _spec: round(draw.rng.uniform(0, 0.6), 2),
     "layout_lag_ms": _off_or(0.5, 50, 1500),
-    "late_subscription": _coin(0.3),
-    "merge_union_probe": _coin(0.3),
+    "late_subscription": _coin(0.5),
+    "merge_union_probe": _coin(0.5),
     # geo-replication
     "failover_every_s": _seconds(3, 12),
     # contract probes
@@ -145,7 +165,25 @@ def draw_workload(kind: str, draw: Draw) -> WorkloadSettings:
             break
         values[problem[0]] = next(spec.default for spec in specs if spec.name == problem[0])
         knobs = WORKLOADS[kind].knobs(**values)
-    return _drainable(WorkloadSettings(kind=kind, knobs=knobs, **common), draw.duration_s)
+    return _drainable(_loaded(WorkloadSettings(kind=kind, knobs=knobs, **common)),
+                      draw.duration_s)
+
+
+def _readers(settings: WorkloadSettings, knobs: ConsumerWorkKnobs) -> int:
+    """How many consumers read at once: one in the single-active modes."""
+    single = (isinstance(knobs, OfficialClientKnobs)
+              and knobs.subscription_mode in SINGLE_ACTIVE_MODES)
+    return 1 if single else settings.consumers
+
+
+def _loaded(settings: WorkloadSettings) -> WorkloadSettings:
+    """`settings` with `process_ms`, drawn as a load (CONSUMER_LOAD), made the work per
+    message that gives each reader that load at the drawn rate."""
+    knobs = settings.knobs
+    if not isinstance(knobs, ConsumerWorkKnobs) or not knobs.process_ms:
+        return settings
+    work_ms = knobs.process_ms * 1000 * _readers(settings, knobs) / settings.rate
+    return replace(settings, knobs=replace(knobs, process_ms=round(work_ms, 2)))
 
 
 DRAIN_WITHIN_S = 90.0
@@ -166,9 +204,7 @@ def _drainable(settings: WorkloadSettings, duration_s: float) -> WorkloadSetting
     knobs = settings.knobs
     if not isinstance(knobs, ConsumerWorkKnobs) or not knobs.process_ms:
         return settings
-    single = (isinstance(knobs, OfficialClientKnobs)
-              and knobs.subscription_mode in SINGLE_ACTIVE_MODES)
-    readers = 1 if single else settings.consumers
+    readers = _readers(settings, knobs)
     sent = settings.rate * duration_s
     work_ms = min(knobs.process_ms, round(readers * 1000 * (duration_s + DRAIN_WITHIN_S)
                                           / sent, 2))
@@ -206,15 +242,36 @@ def draw_topology(kind: str, backend: str, rng: random.Random) -> Topology:
     return replace(topology, **by_kind.get(kind, {}))
 
 
-FAULT_LENGTHS = ((1.0, 3.0), (4.0, 10.0), (12.0, 30.0))
-"""Short faults, faults past the client's keep-alive and the session timeout, and long ones:
-each drawn scenario's faults last about one of these (seconds)."""
+SHORT_FAULT_S = (1.0, 3.0)
+"""Faults shorter than any session timeout drawn (seconds)."""
+PAST_BAND = (1.2, 2.5)
+"""How far past a time the faults of the two other bands last, as multiples of it."""
+
+
+def fault_lengths(topology: Topology, duration_s: float) -> tuple[tuple[float, float], ...]:
+    """The bands a drawn scenario's fault length is drawn from, one band per scenario:
+    short faults; faults past the session timeout (and so past the clients' keep-alive),
+    in which sessions end and ownership moves; and faults past the time a broker cut from
+    its metadata store may stay up (`shutdown_bound_ms`), after which it must have shut
+    down. The last two follow the drawn session timeout and policy (a fixed band in seconds
+    was past a 4 s session always and past a 10 s one never), and stop at the run's length
+    `duration_s`: the final heal ends a longer fault, and its length would only loosen the
+    liveness bound."""
+    def past(time_s: float) -> tuple[float, float]:
+        return tuple(round(min(share * time_s, duration_s), 1)  # type: ignore[return-value]
+                     for share in PAST_BAND)
+    return (SHORT_FAULT_S, past(topology.session_timeout_ms / 1000),
+            past(shutdown_bound_ms(topology) / 1000))
+
+
 QUIET_S = (2.0, 30.0)
 """The quiet gap between faults, log-uniform: from faults nearly back to back to gaps
 longer than most faults, in which a probe or a failover can finish undisturbed."""
-OVERLAP = 0.5
-"""In half the drawn schedules, the share of faults the next one begins inside: two faults
-at once (a bookie and the topic's owner down together, a pause inside a partition)."""
+OVERLAPS = (0.0, 0.5, 1.0)
+"""The share of faults the next one begins inside, one of these per schedule: two faults
+at once (a bookie and the topic's owner down together, a frozen broker killed, a crash
+inside a partition); at 1, every other fault acts inside the one before, as a partition
+and a crash composed."""
 STORAGE_ROLES = ("bookie",)
 """In half the drawn schedules, the roles a fault may hit besides its own: a bookie killed
 or frozen under the brokers writing to it. Not ZooKeeper: a long fault there ends every
@@ -246,15 +303,27 @@ def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
         nodes = [node for node in nodes if node.cluster in scenario.topology.clusters]
     takes = [name for name in FAULTS if _can_take(scenario, nodes, name)]
     faults = tuple(rng.sample(takes, min(len(takes), rng.randint(1, 4))))
-    low, high = rng.choice(FAULT_LENGTHS)
+    low, high = rng.choice(fault_lengths(scenario.topology, scenario.duration_s))
     settings = NemesisSettings(
         schedule="random" if faults else "none", faults=faults,
         interval_s=round(math.exp(rng.uniform(*map(math.log, QUIET_S))), 1),
-        duration_s=round(rng.uniform(low, high), 1), overlap=rng.choice((0.0, OVERLAP)),
+        duration_s=round(rng.uniform(low, high), 1), overlap=rng.choice(OVERLAPS),
         roles=rng.choice(((), STORAGE_ROLES)))
+    if rng.random() < 0.5 and _anywhere(scenario, nodes, faults):
+        settings = replace(settings, aim_clusters="any")
     if not surface(scenario, nodes=nodes).controller:
         return settings
     return replace(settings, roles=settings.roles + rng.choice(((), LEADER_AIMS)))
+
+
+def _anywhere(scenario: Scenario, nodes: Sequence[Node] | None,
+              faults: Sequence[str]) -> bool:
+    """Whether the faults may land in any of several clusters (`aim_clusters = "any"`):
+    every node each could pick there can take it."""
+    planned = surface(scenario, nodes=nodes)
+    return len(planned.clusters) > 1 and all(
+        _every_pick_can(planned, FAULTS[name], cluster)
+        for name in faults for cluster in planned.clusters)
 
 
 def _can_take(scenario: Scenario, nodes: Sequence[Node] | None, fault: str) -> bool:
@@ -267,14 +336,15 @@ def _can_take(scenario: Scenario, nodes: Sequence[Node] | None, fault: str) -> b
     return _every_pick_can(planned, FAULTS[fault])
 
 
-def _every_pick_can(planned: Surface, fault: Fault) -> bool:
+def _every_pick_can(planned: Surface, fault: Fault, cluster: str | None = None) -> bool:
     """Every node a random schedule may aim `fault` at can take it. The schedule picks one
     of the fault's default roles, then a node of that role, from the run's seed: on our
     backends every node offers the same, but a target file may list no node of a role, or
     control its brokers and not its bookies, and the run of some seed would then be
-    refused. A runtime target (the topic's owner, the controller's leader) is a broker."""
+    refused. A runtime target (the topic's owner, the controller's leader) is a broker.
+    `cluster`: the nodes of that cluster, by default the first."""
     for default in fault.defaults:
-        names = planned.of_role(default if default in ROLES else "broker")
+        names = planned.of_role(default if default in ROLES else "broker", cluster)
         if not names or not all(planned.can(name, need)
                                 for name in names for need in fault.needs):
             return False
@@ -335,7 +405,8 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
     scenario = Scenario(name=f"explore-{seed}", path=Path(f"explore-{seed}.toml"),
                         duration_s=duration_s,
                         seed=seed, description=f"Drawn by starquake explore from seed {seed}.",
-                        topology=topology, workload=draw_workload(kind, Draw(rng, duration_s)))
+                        topology=topology, workload=draw_workload(
+                            kind, Draw(rng, duration_s, rng.random() < ALL_AT_ONCE_SHARE)))
     if narrow is not None:
         scenario = narrow(scenario)
     nemesis = draw_nemesis(scenario, nodes, rng)

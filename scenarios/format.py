@@ -31,7 +31,7 @@ from history.checker_registry import CHECKER_NAMES
 from history.errors import BadInput
 from history.toml_input import TomlInput
 from nemesis.faults import FAULT_NAMES
-from nemesis.schedule import AIMS, SCHEDULES, NemesisSettings, TimedFault
+from nemesis.schedule import AIM_CLUSTERS, AIMS, SCHEDULES, NemesisSettings, TimedFault
 from scenarios.workload_table import read_workload
 
 SESSION_POLICIES = ("shutdown", "reconnect")
@@ -162,7 +162,8 @@ def _expected_anomalies(reader: _Reader, data: dict[str, Any]) -> tuple[str, ...
 
 def _nemesis(reader: _Reader, data: dict[str, Any]) -> NemesisSettings:
     nemesis = reader.table(data, "nemesis", NemesisSettings, {
-        "schedule": SCHEDULES, "faults": (tuple, FAULT_NAMES), "roles": (tuple, AIMS)},
+        "schedule": SCHEDULES, "faults": (tuple, FAULT_NAMES), "roles": (tuple, AIMS),
+        "aim_clusters": AIM_CLUSTERS},
         skip={"timeline"})
     timeline = []
     raw = data.get("nemesis", {})

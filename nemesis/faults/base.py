@@ -52,9 +52,10 @@ class Surface:
         return [n.name for n in self.nodes if n.role == role and n.cluster == cluster]
 
     def broker_aims(self) -> list[str]:
-        """What names a broker: each broker of the first cluster, `owner`, and
+        """What names a broker: each broker of every cluster, `owner`, and
         `controller-leader` where there is a controller."""
-        return [*self.of_role("broker"), OWNER, *([CONTROLLER_LEADER] if self.controller else [])]
+        brokers = [n.name for n in self.nodes if n.role == "broker"]
+        return [*brokers, OWNER, *([CONTROLLER_LEADER] if self.controller else [])]
 
     def can(self, name: str, capability: Capability) -> bool:
         return any(n.name == name and capability in n.capabilities for n in self.nodes)

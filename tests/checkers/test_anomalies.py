@@ -143,6 +143,25 @@ def _long_after_the_relink(h: History) -> None:
     _unlinked_b_to_a(h, send_at_ms=9000)
 
 
+@case("lost-legal-unlinked-both-ways-one-relinked")
+def _unlinked_both_ways(h: History) -> None:
+    """b stops replicating to a at 1 s, a to b at 2 s; b to a comes back at 3 s, a to b
+    at 12 s. What a wrote at 9 s, long after the first relink, was never owed to b: a
+    relink ends only the unlink of its own pair (an explore draw of three clusters)."""
+    h.subscribe("late-a", "exclusive", cluster="a")
+    h.subscribe("late-b", "exclusive", cluster="b")
+    for at_ms, f, pair in ((1000, "unlink-replication", ["b", "a"]),
+                           (2000, "unlink-replication", ["a", "b"]),
+                           (3000, "relink-replication", ["b", "a"])):
+        h.at(at_ms).nemesis(f, targets=pair, receiver=pair[1],
+                            replication_clusters={pair[0]: [pair[0]]})
+    h.at(9000).send("m1", cluster="a", position="1:0")
+    h.at(12_000).nemesis("relink-replication", targets=["a", "b"], receiver="b",
+                         replication_clusters={"a": ["a", "b"]})
+    h.recv("m1", "late-a", cluster="a", position="1:0")
+    h.drain()
+
+
 @case("lost-written-while-unlinked-by-the-receiver", lost=1)
 def _written_by_the_receiver(h: History) -> None:
     """a still replicates to b, and its own subscription owes what a wrote."""

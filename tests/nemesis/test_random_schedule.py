@@ -1,5 +1,6 @@
-"""A random schedule's `overlap` and `roles`: two faults at once, and faults aimed past a
-fault's own defaults, without moving the schedules written before either existed."""
+"""A random schedule's `overlap`, `roles` and `aim_clusters`: two faults at once, faults
+aimed past a fault's own defaults, and faults in any cluster, without moving the schedules
+written before these existed."""
 
 from __future__ import annotations
 
@@ -71,7 +72,42 @@ def test_roles_aim_faults_at_the_owner_at_the_controller_leader_only_where_there
     assert "controller-leader" not in {t for _, t in hit(NODES)}
 
 
-def test_a_fault_begun_inside_another_is_aimed_elsewhere() -> None:
-    pairs = [(a, b) for seed in SEEDS for a, b in _overlapping(_steps(seed, overlap=0.5))]
-    assert pairs
-    assert all(a.targets != b.targets for a, b in pairs if b.targets)
+def test_a_fault_begun_inside_one_of_its_kind_is_aimed_elsewhere_and_of_another_may_not_be(
+        ) -> None:
+    pairs = [(a, b) for seed in SEEDS for a, b in _overlapping(_steps(seed, overlap=1.0))]
+    assert all(a.targets != b.targets for a, b in pairs if b.targets and a.fault == b.fault)
+    same_node = {(a.fault, b.fault) for a, b in pairs if a.targets == b.targets}
+    assert ("pause", "kill") in same_node  # a frozen broker killed, as a supervisor would
+
+
+TWO_CLUSTERS = Surface(tuple(
+    dataclasses.replace(n, name=c + n.name[1:], cluster=c,
+                        capabilities=n.capabilities | {"partition"})
+    for c in "ab" for n in NODES.nodes))
+
+
+def _hit(aim_clusters: str, faults: tuple[str, ...]) -> set[tuple[str, tuple[str, ...]]]:
+    nemesis = NemesisSettings("random", faults=faults, interval_s=4.0, duration_s=6.0,
+                              roles=("bookie",), aim_clusters=aim_clusters)
+    return {(s.fault, s.targets) for seed in SEEDS
+            for s in build_schedule(nemesis, TWO_CLUSTERS, seed, 120.0, "t.toml").steps}
+
+
+def test_faults_land_in_the_first_cluster_unless_any_cluster_is_asked() -> None:
+    first = _hit("first", ("kill", "pause", "cut-wan"))
+    assert {t[0] for f, t in first if f != "cut-wan"} <= {"owner", "a-broker1", "a-broker2",
+                                                         "a-bookie1"}
+    assert {t for f, t in first if f == "cut-wan"} == {()}
+    anywhere = _hit("any", ("kill", "pause", "cut-wan", "unlink-replication"))
+    assert {"b-broker1", "b-broker2", "b-bookie1"} <= {t[0] for f, t in anywhere
+                                                        if f in ("kill", "pause")}
+    for fault in ("cut-wan", "unlink-replication"):  # a pair, either way round, or all
+        assert {t for f, t in anywhere if f == fault} == {(), ("a", "b"), ("b", "a")}
+
+
+def test_any_cluster_on_one_cluster_draws_as_the_first() -> None:
+    nemesis = NemesisSettings("random", faults=("kill", "pause"), interval_s=4.0,
+                              duration_s=6.0)
+    for seed in SEEDS:
+        assert build_schedule(nemesis, NODES, seed, 120.0, "t.toml") == build_schedule(
+            dataclasses.replace(nemesis, aim_clusters="any"), NODES, seed, 120.0, "t.toml")

@@ -96,6 +96,7 @@ duration_s = 5
     ("name = [\n", "not valid TOML"),
     ("duration_s = nan\n", "duration_s: expected a finite number, got nan"),
     ("[nemesis]\ninterval_s = inf\n", "nemesis.interval_s: expected a finite number, got inf"),
+    ("[nemesis]\naim_clusters = \"all\"\n", "nemesis.aim_clusters: expected one of first, any"),
     ("mutants = [\"no-such-bug\"]\n", "mutants[0]: expected one of ack-before-durable, "),
     ("name = \"../elsewhere\"\n", "name: expected letters, digits"),
     ("name = \"/tmp/elsewhere\"\n", "name: expected letters, digits"),

@@ -5,6 +5,7 @@ plan on the target's nodes, and comes from the distributions every explore run d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,13 @@ from harness.targets.external.file import FEATURES, Feature
 from harness.topology import REFERENCE_BROKER_SETTINGS, Topology
 from harness.workloads.shared_knobs import deduplicates
 from nemesis.faults import FAULTS
-from scenarios.draw import HEALTH_SLACK_S, KINDS, draw_scenario, liveness_bound_ms
+from scenarios.draw import (
+    HEALTH_SLACK_S,
+    KINDS,
+    draw_scenario,
+    fault_lengths,
+    liveness_bound_ms,
+)
 from scenarios.format import Scenario, load_scenario, scenario_toml
 from scenarios.offer import (
     DRAWN_FOR,
@@ -136,7 +143,8 @@ def test_the_zombie_bound_is_held_only_where_a_shutdown_is_declared_and_never_un
 def test_a_target_offering_everything_draws_what_our_containers_draw(seed: int) -> None:
     """The distributions are draw_scenario's: the workload and its knobs (the broker's
     deduplication aside), the run's length, the faults and their timing are those the seed
-    draws for our containers, when the target's nodes take what theirs take."""
+    draws for our containers, when the target's nodes take what theirs take; the faults'
+    length alone follows the target's own session timeout (draw.fault_lengths)."""
     ours_too: frozenset[Capability] = DOCKER | {"session-debug"}
     offer = _offer(_cluster("a", 3, ours_too, zookeepers=1),
                    _cluster("b", 3, ours_too, zookeepers=1),
@@ -145,7 +153,9 @@ def test_a_target_offering_everything_draws_what_our_containers_draw(seed: int) 
     ours, theirs = draw_scenario(seed, DRAWN_FOR), draw_for_offer(seed, offer)
     assert theirs.workload == without_deduplication(ours.workload)
     assert theirs.duration_s == ours.duration_s
-    assert theirs.nemesis == ours.nemesis
+    assert replace(theirs.nemesis, duration_s=0) == replace(ours.nemesis, duration_s=0)
+    assert any(low <= theirs.nemesis.duration_s <= high for low, high
+               in fault_lengths(theirs.topology, theirs.duration_s))
 
 
 def test_a_target_s_draws_never_switch_deduplication_on_where_our_own_do(
