@@ -213,6 +213,11 @@ def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, durati
     return steps
 
 
+PAIR_SHARE = 0.5
+"""With `aim_clusters = "any"`, the share of a fault between clusters that acts between a
+drawn pair of them; the rest cut the first cluster from all others, as `first` does."""
+
+
 def _random_targets(settings: NemesisSettings, surface: Surface, key: str, fault: Fault,
                     rng: random.Random, aims: Sequence[str]) -> tuple[str, ...]:
     """A random step's targets: one of `aims`, in the first cluster or, with
@@ -220,7 +225,7 @@ def _random_targets(settings: NemesisSettings, surface: Surface, key: str, fault
     if settings.aim_clusters != "any" or len(surface.clusters) < 2:
         return _targets(surface, key, fault, (), rng, aims)
     if fault.cluster_targets:
-        pair = tuple(rng.sample(surface.clusters, 2)) if rng.random() < 0.5 else ()
+        pair = tuple(rng.sample(surface.clusters, 2)) if rng.random() < PAIR_SHARE else ()
         return _targets(surface, key, fault, pair, rng)
     return _targets(surface, key, fault, (), rng, aims, cluster=rng.choice(surface.clusters))
 

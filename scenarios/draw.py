@@ -40,7 +40,7 @@ ALL_AT_ONCE_SHARE = 0.25
 consumers that crash, work on each message, negatively and cumulatively acknowledge,
 a late subscription, deduplication. Bugs live where such behaviours meet (a cumulative
 ack from a consumer behind its receiver queue that then crashes), and drawn one by one,
-each on in about half the draws, three of them meet in one draw of eight at best."""
+each on in about half the draws, four of them meet in one draw of sixteen at best."""
 
 
 @dataclass(frozen=True)
@@ -132,8 +132,9 @@ KNOB_DRAWS: dict[str, KnobDraw] = {
     # scalable topics
     "initial_segments": _ints(1, 4),
     "layout_interval_s": lambda draw, _spec: round(draw.log_uniform(0.5, 8), 1),
-    "layout_until_s": lambda draw, _spec: round(draw.rng.uniform(0.3, 0.8) * draw.duration_s, 1)
-    if draw.rng.random() < 0.3 else 0.0,  # when changes stop: not a behaviour switched on
+    "layout_until_s": lambda draw, _spec: (  # when changes stop: no behaviour switched on
+        round(draw.rng.uniform(0.3, 0.8) * draw.duration_s, 1) if draw.rng.random() < 0.3
+        else 0.0),
     "edge_key_share": lambda draw, _spec: round(draw.rng.uniform(0, 0.6), 2),
     "layout_lag_ms": _off_or(0.5, 50, 1500),
     "late_subscription": _coin(0.5),
@@ -258,8 +259,8 @@ def fault_lengths(topology: Topology, duration_s: float) -> tuple[tuple[float, f
     `duration_s`: the final heal ends a longer fault, and its length would only loosen the
     liveness bound."""
     def past(time_s: float) -> tuple[float, float]:
-        return tuple(round(min(share * time_s, duration_s), 1)  # type: ignore[return-value]
-                     for share in PAST_BAND)
+        low, high = (round(min(share * time_s, duration_s), 1) for share in PAST_BAND)
+        return low, high
     return (SHORT_FAULT_S, past(topology.session_timeout_ms / 1000),
             past(shutdown_bound_ms(topology) / 1000))
 
@@ -272,6 +273,10 @@ OVERLAPS = (0.0, 0.5, 1.0)
 at once (a bookie and the topic's owner down together, a frozen broker killed, a crash
 inside a partition); at 1, every other fault acts inside the one before, as a partition
 and a crash composed."""
+ANY_CLUSTER_SHARE = 0.5
+"""Where the run has several clusters, the share of drawn schedules whose faults land in
+any of them (`aim_clusters = "any"`), not only in the first: a remote cluster's broker
+lost while replicated messages reach it, two regions cut apart while a third hears both."""
 STORAGE_ROLES = ("bookie",)
 """In half the drawn schedules, the roles a fault may hit besides its own: a bookie killed
 or frozen under the brokers writing to it. Not ZooKeeper: a long fault there ends every
@@ -309,7 +314,7 @@ def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
         interval_s=round(math.exp(rng.uniform(*map(math.log, QUIET_S))), 1),
         duration_s=round(rng.uniform(low, high), 1), overlap=rng.choice(OVERLAPS),
         roles=rng.choice(((), STORAGE_ROLES)))
-    if rng.random() < 0.5 and _anywhere(scenario, nodes, faults):
+    if rng.random() < ANY_CLUSTER_SHARE and _anywhere(scenario, nodes, faults):
         settings = replace(settings, aim_clusters="any")
     if not surface(scenario, nodes=nodes).controller:
         return settings
