@@ -306,7 +306,8 @@ def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
     without node controls)."""
     if nodes is not None:  # a one-cluster workload's faults stay in its cluster
         nodes = [node for node in nodes if node.cluster in scenario.topology.clusters]
-    takes = [name for name in FAULTS if _can_take(scenario, nodes, name)]
+    planned = surface(scenario, nodes=nodes)
+    takes = [name for name in FAULTS if _can_take(planned, scenario.duration_s, name)]
     faults = tuple(rng.sample(takes, min(len(takes), rng.randint(1, 4))))
     low, high = rng.choice(fault_lengths(scenario.topology, scenario.duration_s))
     settings = NemesisSettings(
@@ -314,28 +315,25 @@ def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
         interval_s=round(math.exp(rng.uniform(*map(math.log, QUIET_S))), 1),
         duration_s=round(rng.uniform(low, high), 1), overlap=rng.choice(OVERLAPS),
         roles=rng.choice(((), STORAGE_ROLES)))
-    if rng.random() < ANY_CLUSTER_SHARE and _anywhere(scenario, nodes, faults):
+    if rng.random() < ANY_CLUSTER_SHARE and _anywhere(planned, faults):
         settings = replace(settings, aim_clusters="any")
-    if not surface(scenario, nodes=nodes).controller:
+    if not planned.controller:
         return settings
     return replace(settings, roles=settings.roles + rng.choice(((), LEADER_AIMS)))
 
 
-def _anywhere(scenario: Scenario, nodes: Sequence[Node] | None,
-              faults: Sequence[str]) -> bool:
+def _anywhere(planned: Surface, faults: Sequence[str]) -> bool:
     """Whether the faults may land in any of several clusters (`aim_clusters = "any"`):
     every node each could pick there can take it."""
-    planned = surface(scenario, nodes=nodes)
     return len(planned.clusters) > 1 and all(
         _every_pick_can(planned, FAULTS[name], cluster)
         for name in faults for cluster in planned.clusters)
 
 
-def _can_take(scenario: Scenario, nodes: Sequence[Node] | None, fault: str) -> bool:
-    planned = surface(scenario, nodes=nodes)
+def _can_take(planned: Surface, duration_s: float, fault: str) -> bool:
     try:
         build_schedule(NemesisSettings(schedule="random", faults=(fault,)),
-                       planned, 0, scenario.duration_s, "explore")
+                       planned, 0, duration_s, "explore")
     except FaultPlanError:
         return False
     return _every_pick_can(planned, FAULTS[fault])
