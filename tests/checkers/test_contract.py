@@ -25,8 +25,8 @@ def case(build: Case) -> Case:
     return build
 
 
-def _probe(h: History, name: str, outcome: str, **detail: Any) -> None:
-    fields = {"value": name, "topic": "T", "cluster": "a"}
+def _probe(h: History, name: str, outcome: str, cluster: str = "a", **detail: Any) -> None:
+    fields = {"value": name, "topic": "T", "cluster": cluster}
     h.op("p9", "probe", outcome, invoke=fields,
          done={**fields, "detail": detail or None,
                "error": "Timeout" if outcome == "info" else None})
@@ -56,6 +56,28 @@ def _could_not_run(h: History) -> None:
 def _failing_and_could_not_run(h: History) -> None:
     _probe(h, "nack-redelivered", "fail", expected=["m0", "m2"], observed=["m0"])
     _probe(h, "ack-timeout-redelivered", "info")
+    h.drain()
+
+
+@case
+def _struck_then_decided(h: History) -> None:
+    """A group a fault struck ran again and its probe then observed what it expected."""
+    _probe(h, "seek-message-id", "info", reason="a fault struck while the probe's group ran")
+    _probe(h, "seek-message-id", "ok", expected=["m4"], observed=["m4"])
+    h.drain()
+
+
+@case
+def _struck_then_failing(h: History) -> None:
+    _probe(h, "seek-message-id", "info", reason="a fault struck while the probe's group ran")
+    _probe(h, "seek-message-id", "fail", expected=["m4"], observed=["m5"])
+    h.drain()
+
+
+@case
+def _decided_in_another_cluster(h: History) -> None:
+    _probe(h, "seek-message-id", "info", reason="a fault struck while the probe's group ran")
+    _probe(h, "seek-message-id", "ok", cluster="b", expected=["m4"], observed=["m4"])
     h.drain()
 
 
@@ -216,6 +238,17 @@ def test_a_failing_probe_beats_one_that_could_not_run(results: dict[str, dict]) 
     contract = results["failing-and-could-not-run"]["checkers"]["contract"]
     assert contract["valid"] is False
     assert contract["count"] == 1 and contract["undecided"] == 1
+
+
+def test_an_attempt_a_fault_struck_is_decided_by_a_later_one(
+        results: dict[str, dict]) -> None:
+    assert results["struck-then-decided"]["checkers"]["contract"] == {
+        "valid": True, "count": 0, "examples": []}
+    failing = results["struck-then-failing"]["checkers"]["contract"]
+    assert failing["valid"] is False and failing["count"] == 1
+    assert "undecided" not in failing or failing["undecided"] == 0
+    elsewhere = results["decided-in-another-cluster"]["checkers"]["contract"]
+    assert elsewhere["valid"] == "unknown" and elsewhere["undecided"] == 1
 
 
 def test_a_probe_that_never_completed_is_undecided(results: dict[str, dict]) -> None:

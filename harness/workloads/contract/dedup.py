@@ -37,21 +37,21 @@ def deduplicated(clients: Clients, group: Group) -> None:
         raise CouldNotRun(refused)
     first = clients.producer(group, producer_name=NAME, batching_enabled=False)
     for sequence_id, text in SENDS:
-        first.send(f"{group.name}-{text}".encode(), sequence_id=sequence_id)
+        first.send(f"{group.label}-{text}".encode(), sequence_id=sequence_id)
     group.close_one(first)
     clients.set_up("PUT", path + "/unload")  # its next owner starts from what is stored
     again = clients.producer(group, producer_name=NAME, batching_enabled=False)
     group.expect("dedup-last-sequence-id", {"last_sequence_id": SENDS[-1][0]},
                  {"last_sequence_id": again.last_sequence_id()})
     last_id, last_text = SENDS[-1]
-    again.send(f"{group.name}-{last_text}".encode(), sequence_id=last_id)
+    again.send(f"{group.label}-{last_text}".encode(), sequence_id=last_id)
     reader = clients.raw_reader(group, pulsar.MessageId.earliest)
     stored = []
     deadline = time.monotonic() + RECEIVE_BOUND_S
     while time.monotonic() < deadline and reader.has_message_available():
         stored.append(value_of(reader.read_next(int(RECEIVE_BOUND_S * 1000))))
     group.expect("dedup-repeat-stored-once",
-                 [f"{group.name}-{text}" for text in ("first", "second", "third")], stored)
+                 [f"{group.label}-{text}" for text in ("first", "second", "third")], stored)
 
 
 GROUPS = (GroupSpec("dedup", ("dedup-repeat-stored-once", "dedup-last-sequence-id"),

@@ -35,26 +35,29 @@ class Member:
 
 
 class Group:
-    """One group of probes: its topic, the clients it closes at its end, and the probes it
-    has yet to record."""
+    """One attempt of a group of probes: its topic, the clients it closes at its end, and
+    the probes it has yet to record. A group a fault kept from deciding runs again
+    (`attempt` 2, 3, ...) on a topic of its own, with values of its own."""
 
     def __init__(self, context: WorkloadContext, ids: SequentialIds, base: str, name: str,
-                 probes: tuple[str, ...]) -> None:
+                 probes: tuple[str, ...], attempt: int = 1) -> None:
         self.name = name
+        self.label = name if attempt == 1 else f"{name}-try{attempt}"
+        """What names this attempt's topic and values, unique in the run."""
         self._began = time.monotonic()
         self._disturbed_since = context.disturbed_since
         self.disturbed = False
         """A probe of it differed from its expectation while a fault disturbed the group:
         it was recorded `info`, and what the group left unread is unknown."""
-        self.topic = f"{base}-{name}"
+        self.topic = f"{base}-{self.label}"
         self.pending = list(probes)
         self.closables: list[pulsar.Producer | pulsar.Consumer | pulsar.Reader] = []
         self._process = ClientProcess(context.history, ids)
         self._fields = {"topic": self.topic, "cluster": context.cluster}
 
     def values(self, count: int, first: int = 0) -> list[str]:
-        """Message ids unique in the run: the group's name and a number, from `first`."""
-        return [f"{self.name}-{n}" for n in range(first, first + count)]
+        """Message ids unique in the run: the attempt's label and a number, from `first`."""
+        return [f"{self.label}-{n}" for n in range(first, first + count)]
 
     def expect(self, probe: str, expected: Any, observed: Any, **extra: Any) -> None:
         """Record one expectation as judged: `ok` when `observed` equals `expected`, else
@@ -66,13 +69,17 @@ class Group:
         detail = {"expected": expected, "observed": observed, **extra}
         if observed == expected:
             outcome = "ok"
-        elif self._disturbed_since(self._began):
+        elif self.fault_struck():
             outcome, self.disturbed = "info", True
             detail["reason"] = "a fault struck while the probe's group ran"
         else:
             outcome = "fail"
         self._process.complete(outcome, value=probe, **self._fields, detail=detail)
         self.pending.remove(probe)
+
+    def fault_struck(self) -> bool:
+        """Whether a fault was on, or had just been, at any time since the group began."""
+        return self._disturbed_since(self._began)
 
     def undecided(self, error: str, reason: str) -> None:
         """Every probe not yet recorded completes `info`: it could not run."""

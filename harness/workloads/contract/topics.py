@@ -44,7 +44,7 @@ def pattern(clients: Clients, group: Group) -> None:
     fails the probe with its refusal."""
     matching = [f"{group.topic}-match-{n}" for n in range(2)]
     other = f"{group.topic}-other"
-    values = {topic: [f"{group.name}-{n}-{m}" for m in range(MESSAGES // 4)]
+    values = {topic: [f"{group.label}-{n}-{m}" for m in range(MESSAGES // 4)]
               for n, topic in enumerate((*matching, other))}
     expected = sorted(value for topic in matching for value in values[topic])
     for topic in values:  # they exist before the consumer lists them

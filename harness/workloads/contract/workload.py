@@ -3,7 +3,8 @@ topic of its own and recorded `info` when it could not run, and the drain.
 
 The groups come from the modules of probes (each lists its own in `GROUPS`) and run in
 sequence, except the acknowledgement timeout's, which waits out the client's minimum of
-10 s and so runs beside the others. Every loop is bounded in count
+10 s and so runs beside the others. A group a fault kept from deciding runs again while
+the load lasts. Every loop is bounded in count
 and time; a group that cannot finish records its probes `info`, and the drain then ends
 `info` too (its consumers may not have read all they would have). So does a group a fault
 disturbed, whose differing probes complete `info` (`recording.Group.expect`).
@@ -51,6 +52,8 @@ GROUPS: tuple[GroupSpec, ...] = (
 its `GROUPS` here."""
 BESIDE: tuple[GroupSpec, ...] = (redelivery.ACK_TIMEOUT_GROUP,)
 """The groups that run each in a thread of its own beside the others (they mostly wait)."""
+ROUND_PAUSE_S = 1.0
+"""How often a round of groups to run again looks whether the faults have left a calm."""
 PARTITION_INFIX = "-partition-"
 GROUP_NAMES = tuple(spec.name for spec in (*GROUPS, *BESIDE))
 
@@ -100,38 +103,68 @@ class ContractWorkload:
 
     def run(self, deadline: float, stop: threading.Event) -> None:
         """The groups `beside` each in a thread of its own, every other group in
-        sequence; a group that no longer fits before `deadline`, or after `stop`, records
-        its probes `info` (`not-run`)."""
-        waiting = [threading.Thread(target=self._run_group, args=(spec,),
+        sequence, each round after round as `_rounds` says."""
+        waiting = [threading.Thread(target=self._rounds, args=((spec,), deadline, stop),
                                     name=f"contract-{spec.name}", daemon=True)
                    for spec in self._beside]
         for thread in waiting:
             thread.start()
-        for spec in self._groups:
-            if stop.is_set() or time.monotonic() > deadline:
-                self._group(spec).undecided("not-run", "the run ended before it")
-                continue
-            self._run_group(spec)
+        self._rounds(self._groups, deadline, stop)
         for thread in waiting:
             thread.join(ACK_TIMEOUT_WAIT_S + SETUP_S + RECEIVE_BOUND_S)
 
-    def _group(self, spec: GroupSpec) -> Group:
-        return Group(self.context, self._ids, self._base, spec.name, spec.probes)
+    def _rounds(self, specs: tuple[GroupSpec, ...], deadline: float,
+                stop: threading.Event) -> None:
+        """`specs` in sequence; then, while the load lasts, again on new topics, the groups
+        a fault kept from deciding, once the faults leave a calm, until each decides. A
+        probe a fault struck says nothing, and under a random schedule a group's first
+        run is often struck: its next one may fall between faults. In the first round a
+        group that no longer fits before `deadline`, or after `stop`, records its probes
+        `info` (`not-run`); a later round's simply does not run, as its first attempt is
+        already recorded."""
+        attempt = 1
+        while specs:
+            again = []
+            for spec in specs:
+                if stop.is_set() or time.monotonic() > deadline:
+                    if attempt == 1:
+                        self._group(spec, attempt).undecided("not-run", "the run ended before it")
+                    continue
+                if self._run_group(spec, attempt):
+                    again.append(spec)
+            specs, attempt = tuple(again), attempt + 1
+            if specs:
+                self._await_calm(deadline, stop)
 
-    def _run_group(self, spec: GroupSpec) -> None:
-        group = self._group(spec)
+    def _await_calm(self, deadline: float, stop: threading.Event) -> None:
+        """Until no fault is on or has just been (a round begun sooner would be struck as
+        well), the load ends, or `stop`."""
+        while not stop.wait(ROUND_PAUSE_S) and time.monotonic() < deadline:
+            if not self.context.disturbed_since(time.monotonic()):
+                return
+
+    def _group(self, spec: GroupSpec, attempt: int) -> Group:
+        return Group(self.context, self._ids, self._base, spec.name, spec.probes, attempt)
+
+    def _run_group(self, spec: GroupSpec, attempt: int) -> bool:
+        """Run one attempt of a group; whether a fault kept it from deciding."""
+        group = self._group(spec, attempt)
+        excused = False
         try:
             spec.run(self._clients, group)
         except Exception as exc:  # a client's, the admin API's or the harness's own:
             # whatever stopped the group, its probes are undecided, never passed.
-            log.warning("contract probe group %s could not run: %s", spec.name, exc)
-            self._unfinished.append(spec.name)
+            log.warning("contract probe group %s could not run: %s", group.label, exc)
+            self._unfinished.append(group.label)
             group.undecided(type(exc).__name__, str(exc))
+            excused = group.fault_struck()
         else:
             if group.disturbed:
-                self._unfinished.append(spec.name)
+                self._unfinished.append(group.label)
+                excused = True
         finally:
             group.close()
+        return excused
 
     def drain(self) -> bool:
         """Every group read all it would before it ended, so the drain is over at once:
