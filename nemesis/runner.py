@@ -117,7 +117,8 @@ class NemesisRunner:
 
     def _begin(self, step: FaultStep) -> None:
         rng = random.Random(step.shape_seed)
-        targets = tuple(self._resolve(t, rng) for t in step.targets)
+        # `owner` may name a node the step names too: each node is struck once.
+        targets = tuple(dict.fromkeys(self._resolve(t, rng) for t in step.targets))
         self._begun[step] = targets
         self.status.begin(step.fault, ",".join(targets) or "cluster")
         fault = step.kind

@@ -77,6 +77,11 @@ class NemesisSettings:
     `unlink-replication`) one pair of clusters in half the draws: a remote region's broker
     lost while it receives replicated messages, or two regions apart while a third still
     hears both. `owner` and `controller-leader` stay the first cluster's."""
+    nodes_at_once: int = 1
+    """Random schedule: how many nodes a fault that can strike several (`kill`, `pause`,
+    `expire-session`) strikes at once, each drawn as a lone target is, among the same
+    aims and in the same cluster, and none twice: a rack's power lost takes a bookie and
+    a broker together. Fewer when the draws repeat a node."""
 
 
 @dataclass(frozen=True)
@@ -220,14 +225,20 @@ drawn pair of them; the rest cut the first cluster from all others, as `first` d
 
 def _random_targets(settings: NemesisSettings, surface: Surface, key: str, fault: Fault,
                     rng: random.Random, aims: Sequence[str]) -> tuple[str, ...]:
-    """A random step's targets: one of `aims`, in the first cluster or, with
-    `aim_clusters = "any"`, in a cluster drawn from `rng`."""
-    if settings.aim_clusters != "any" or len(surface.clusters) < 2:
-        return _targets(surface, key, fault, (), rng, aims)
-    if fault.cluster_targets:
-        pair = tuple(rng.sample(surface.clusters, 2)) if rng.random() < PAIR_SHARE else ()
-        return _targets(surface, key, fault, pair, rng)
-    return _targets(surface, key, fault, (), rng, aims, cluster=rng.choice(surface.clusters))
+    """A random step's targets: one of `aims` (`nodes_at_once` of them, where the fault
+    strikes several), in the first cluster or, with `aim_clusters = "any"`, in a cluster
+    drawn from `rng`."""
+    cluster = None
+    if settings.aim_clusters == "any" and len(surface.clusters) > 1:
+        if fault.cluster_targets:
+            pair = tuple(rng.sample(surface.clusters, 2)) if rng.random() < PAIR_SHARE else ()
+            return _targets(surface, key, fault, pair, rng)
+        cluster = rng.choice(surface.clusters)
+    targets = _targets(surface, key, fault, (), rng, aims, cluster=cluster)
+    for _ in range(settings.nodes_at_once - 1 if fault.strikes_several else 0):
+        more = _targets(surface, key, fault, (), rng, aims, cluster=cluster)
+        targets += tuple(t for t in more if t not in targets)
+    return targets
 
 
 def _aims(surface: Surface, fault: Fault, roles: Sequence[str]) -> tuple[str, ...]:

@@ -283,6 +283,12 @@ ANY_CLUSTER_SHARE = 0.5
 """Where the run has several clusters, the share of drawn schedules whose faults land in
 any of them (`aim_clusters = "any"`), not only in the first: a remote cluster's broker
 lost while replicated messages reach it, two regions cut apart while a third hears both."""
+NODES_AT_ONCE = (1, 1, 1, 2, 2, 3)
+"""How many nodes a kill, freeze or session expiry strikes at once, one of these per
+drawn schedule: one in half, two in a third, three in a sixth. Correlated failures (a
+bookie and the broker writing to it lost together, every broker restarted) are where
+what was acknowledged but not yet durable shows. Drawn from a stream of its own
+(`_nodes_at_once`), so that a schedule striking one node is what it was before."""
 STORAGE_ROLES = ("bookie",)
 """In half the drawn schedules, the roles a fault may hit besides its own: a bookie killed
 or frozen under the brokers writing to it. Not ZooKeeper: a long fault there ends every
@@ -323,9 +329,16 @@ def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
         roles=rng.choice(((), STORAGE_ROLES)))
     if rng.random() < ANY_CLUSTER_SHARE and _anywhere(planned, faults):
         settings = replace(settings, aim_clusters="any")
+    settings = replace(settings, nodes_at_once=_nodes_at_once(scenario.seed))
     if not planned.controller:
         return settings
     return replace(settings, roles=settings.roles + rng.choice(((), LEADER_AIMS)))
+
+
+def _nodes_at_once(seed: int | None) -> int:
+    """NODES_AT_ONCE's draw for `seed`, from a generator of its own: drawn from the
+    scenario's, it would move every draw after it."""
+    return random.Random(f"explore:{seed}:nodes-at-once").choice(NODES_AT_ONCE)
 
 
 def _anywhere(planned: Surface, faults: Sequence[str]) -> bool:

@@ -1,6 +1,7 @@
 """Smaller neighbours of a scenario, for `starquake shrink` (docs/explore.md): each removes
-or reduces one thing (a fault, the fault lengths, the run's length, a knob back to its
-default, a client, a key, a node, and last every fault at once), and `size` says how much
+or reduces one thing (a fault, the nodes a fault strikes at once, the fault lengths, the
+run's length, a knob back to its default, a client, a key, a node, and last every fault
+at once), and `size` says how much
 a scenario holds, so a search can keep the smallest that still fails. Pure: the search
 and its runs are in starquake/run/shrink.py."""
 
@@ -23,15 +24,17 @@ SIZED = frozenset({"producers", "consumers", "keys", "rate"})
 
 def size(scenario: Scenario) -> float:
     """What a reader of the scenario must take in: faults weigh most, then seconds of run,
-    nodes, clients and keys, and every knob away from its default."""
+    nodes (and nodes struck at once), clients and keys, and every knob away from its
+    default."""
     nemesis = scenario.nemesis
     faults = len(nemesis.timeline) if nemesis.schedule == "timeline" else len(nemesis.faults)
     fault_s = nemesis.duration_s if faults else 0.0
+    at_once = nemesis.nodes_at_once - 1 if nemesis.schedule == "random" else 0
     topology = scenario.topology
     nodes = topology.zookeepers + topology.bookies + topology.brokers
     workload = scenario.workload
     clients = workload.producers + workload.consumers
-    return (10 * faults + fault_s + scenario.duration_s / 10 + nodes + clients
+    return (10 * faults + fault_s + at_once + scenario.duration_s / 10 + nodes + clients
             + workload.keys / 100 + workload.rate / 100 + _knobs_set(scenario))
 
 
@@ -72,6 +75,8 @@ def _fewer_faults(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
             kept_items = nemesis.timeline[:n] + nemesis.timeline[n + 1:]
             yield (f"timeline fault {n} ({item.fault} at {item.at_s:g} s) removed",
                    _with_nemesis(scenario, timeline=kept_items))
+    if nemesis.schedule == "random" and nemesis.nodes_at_once > 1:
+        yield "faults strike one node at a time", _with_nemesis(scenario, nodes_at_once=1)
     if nemesis.schedule == "random" and nemesis.duration_s / 2 >= SHORTEST_FAULT_S:
         yield (f"faults halved to about {nemesis.duration_s / 2:g} s",
                _with_nemesis(scenario, duration_s=nemesis.duration_s / 2))

@@ -96,6 +96,8 @@ class Fault:
     which takes no targets."""
     cluster_targets: ClassVar[bool] = False
     """Its targets, optional, name clusters rather than nodes (`cut-wan`)."""
+    strikes_several: ClassVar[bool] = False
+    """It acts on each of several targets at once (a random schedule's `nodes_at_once`)."""
     end_op: ClassVar[str | None] = None
     """The history operation its end records (`start`, `resume`, `heal`, ...); None for a
     fault that is over once injected."""

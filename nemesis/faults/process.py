@@ -13,6 +13,7 @@ class Kill(Fault):
     """A crash: the node's processes die at once; its data stays for the restart."""
 
     name = "kill"
+    strikes_several = True
     op = "kill"
     end_op = "start"
     keeps_sessions = True
@@ -31,6 +32,7 @@ class Pause(Fault):
     """A long GC pause (PIP-57): sockets open, nothing answering."""
 
     name = "pause"
+    strikes_several = True
     op = "pause"
     end_op = "resume"
     needs = frozenset({"pause"})

@@ -31,6 +31,7 @@ class ExpireSession(Fault):
     name = "expire-session"
     op = "expire-session"
     defaults = (OWNER, "broker")
+    strikes_several = True
 
     def check_targets(self, surface: Surface, key: str, targets: Sequence[str]) -> None:
         brokers = surface.broker_aims()

@@ -1,6 +1,6 @@
-"""A random schedule's `overlap`, `roles` and `aim_clusters`: two faults at once, faults
-aimed past a fault's own defaults, and faults in any cluster, without moving the schedules
-written before these existed."""
+"""A random schedule's `overlap`, `roles`, `aim_clusters` and `nodes_at_once`: two faults
+at once, faults aimed past a fault's own defaults, faults in any cluster and on several
+nodes at once, without moving the schedules written before these existed."""
 
 from __future__ import annotations
 
@@ -111,3 +111,32 @@ def test_any_cluster_on_one_cluster_draws_as_the_first() -> None:
     for seed in SEEDS:
         assert build_schedule(nemesis, NODES, seed, 120.0, "t.toml") == build_schedule(
             dataclasses.replace(nemesis, aim_clusters="any"), NODES, seed, 120.0, "t.toml")
+
+
+def test_nodes_at_once_strikes_several_distinct_nodes_in_one_cluster() -> None:
+    steps = [s for seed in SEEDS for s in _steps(seed, roles=("bookie",), nodes_at_once=3)]
+    assert all(len(set(s.targets)) == len(s.targets) for s in steps)
+    hit = {s.targets for s in steps if s.fault in ("kill", "pause")}
+    assert any(len(t) == 3 for t in hit)
+    assert any({"a-bookie1", "owner"} <= set(t) for t in hit)  # storage and its writer
+    assert max(len(s.targets) for s in steps if s.fault == "expire-session") > 1
+    assert all("a-bookie1" not in s.targets for s in steps if s.fault == "expire-session")
+    anywhere = _hit_at_once(("kill", "cut-wan"))
+    kills = [targets for f, targets in anywhere if f == "kill"]
+    assert all(len({t[0] for t in targets if t != "owner"}) <= 1 for targets in kills)
+    assert {t[0] for targets in kills for t in targets if t != "owner"} == {"a", "b"}
+    assert any(len(targets) > 1 for targets in kills)
+    assert all(len(targets) in (0, 2) for f, targets in anywhere if f == "cut-wan")
+
+
+def _hit_at_once(faults: tuple[str, ...]) -> set[tuple[str, tuple[str, ...]]]:
+    nemesis = NemesisSettings("random", faults=faults, interval_s=4.0, duration_s=6.0,
+                              roles=("bookie",), aim_clusters="any", nodes_at_once=2)
+    return {(s.fault, s.targets) for seed in SEEDS
+            for s in build_schedule(nemesis, TWO_CLUSTERS, seed, 120.0, "t.toml").steps}
+
+
+def test_one_node_at_once_draws_as_before() -> None:
+    for seed in SEEDS:
+        assert _steps(seed, roles=("bookie",)) == _steps(seed, roles=("bookie",),
+                                                          nodes_at_once=1)

@@ -255,6 +255,16 @@ def test_faults_land_in_any_cluster_in_some_several_cluster_draws() -> None:
     assert {s.nemesis.aim_clusters for s in single} == {"first"}
 
 
+def test_faults_strike_one_to_three_nodes_at_once_moving_no_other_draw(monkeypatch) -> None:
+    drawn = [draw_scenario(seed, "local", kinds=("topic",)) for seed in SEEDS]
+    assert {s.nemesis.nodes_at_once for s in drawn} == set(draw.NODES_AT_ONCE)
+    monkeypatch.setattr(draw, "_nodes_at_once", lambda _seed: 1)
+    for scenario in drawn:
+        alone = draw_scenario(scenario.seed, "local", kinds=("topic",))
+        assert replace(alone, nemesis=replace(alone.nemesis, nodes_at_once=1)) == replace(
+            scenario, nemesis=replace(scenario.nemesis, nodes_at_once=1))
+
+
 def test_in_some_draws_every_optional_client_behaviour_is_on_at_once() -> None:
     """A quarter of the draws switch on every behaviour that is off in some draws, so
     that they meet: drawn one by one, consumers that crash, work on each message and

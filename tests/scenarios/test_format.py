@@ -97,6 +97,7 @@ duration_s = 5
     ("duration_s = nan\n", "duration_s: expected a finite number, got nan"),
     ("[nemesis]\ninterval_s = inf\n", "nemesis.interval_s: expected a finite number, got inf"),
     ("[nemesis]\naim_clusters = \"all\"\n", "nemesis.aim_clusters: expected one of first, any"),
+    ("[nemesis]\nnodes_at_once = 0\n", "nemesis.nodes_at_once: expected a number of at least 1"),
     ("mutants = [\"no-such-bug\"]\n", "mutants[0]: expected one of ack-before-durable, "),
     ("name = \"../elsewhere\"\n", "name: expected letters, digits"),
     ("name = \"/tmp/elsewhere\"\n", "name: expected letters, digits"),
