@@ -1,5 +1,5 @@
 """Smaller neighbours of a scenario, for `starquake shrink` (docs/explore.md): each removes
-or reduces one thing (a fault, the nodes a fault strikes at once, the fault lengths, the
+or reduces one thing (a fault, a shape of the random schedule, the fault lengths, the
 run's length, a knob back to its default, a client, a key, a node, and last every fault
 at once), and `size` says how much
 a scenario holds, so a search can keep the smallest that still fails. Pure: the search
@@ -14,6 +14,7 @@ from typing import Any
 from harness.workloads.knobs import declared
 from harness.workloads.registry import WORKLOADS
 from harness.workloads.settings import WorkloadSettings
+from nemesis.schedule import NemesisSettings
 from scenarios.format import Scenario
 
 SHORTEST_RUN_S = 10.0
@@ -24,18 +25,37 @@ SIZED = frozenset({"producers", "consumers", "keys", "rate"})
 
 def size(scenario: Scenario) -> float:
     """What a reader of the scenario must take in: faults weigh most, then seconds of run,
-    nodes (and nodes struck at once), clients and keys, and every knob away from its
-    default."""
+    nodes, clients and keys, and every knob of the workload or shape of the random
+    schedule away from its default."""
     nemesis = scenario.nemesis
     faults = len(nemesis.timeline) if nemesis.schedule == "timeline" else len(nemesis.faults)
     fault_s = nemesis.duration_s if faults else 0.0
-    at_once = nemesis.nodes_at_once - 1 if nemesis.schedule == "random" else 0
     topology = scenario.topology
     nodes = topology.zookeepers + topology.bookies + topology.brokers
     workload = scenario.workload
     clients = workload.producers + workload.consumers
-    return (10 * faults + fault_s + at_once + scenario.duration_s / 10 + nodes + clients
+    return (10 * faults + fault_s + len(_shapes_set(nemesis)) + scenario.duration_s / 10
+            + nodes + clients
             + workload.keys / 100 + workload.rate / 100 + _knobs_set(scenario))
+
+
+SCHEDULE_SHAPES = {
+    "nodes_at_once": "faults strike one node at a time",
+    "overlap": "faults one after another",
+    "roles": "faults at their own aims only",
+    "aim_clusters": "faults in the first cluster only",
+}
+"""The random schedule's settings that shape where and how its faults strike, and what
+putting each back to its default is called."""
+_PLAIN = NemesisSettings()
+
+
+def _shapes_set(nemesis: NemesisSettings) -> dict[str, str]:
+    """The random schedule's shapes away from their defaults, and what undoes each."""
+    if nemesis.schedule != "random":
+        return {}
+    return {name: what for name, what in SCHEDULE_SHAPES.items()
+            if getattr(nemesis, name) != getattr(_PLAIN, name)}
 
 
 def _knobs_set(scenario: Scenario) -> int:
@@ -75,8 +95,8 @@ def _fewer_faults(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
             kept_items = nemesis.timeline[:n] + nemesis.timeline[n + 1:]
             yield (f"timeline fault {n} ({item.fault} at {item.at_s:g} s) removed",
                    _with_nemesis(scenario, timeline=kept_items))
-    if nemesis.schedule == "random" and nemesis.nodes_at_once > 1:
-        yield "faults strike one node at a time", _with_nemesis(scenario, nodes_at_once=1)
+    for name, what in _shapes_set(nemesis).items():
+        yield what, _with_nemesis(scenario, **{name: getattr(_PLAIN, name)})
     if nemesis.schedule == "random" and nemesis.duration_s / 2 >= SHORTEST_FAULT_S:
         yield (f"faults halved to about {nemesis.duration_s / 2:g} s",
                _with_nemesis(scenario, duration_s=nemesis.duration_s / 2))

@@ -50,3 +50,15 @@ def test_a_bare_scenario_has_no_smaller_neighbour() -> None:
     bare = dataclasses.replace(bare, workload=dataclasses.replace(
         bare.workload, knobs=draw_scenario(1, "docker").workload.knobs.__class__()))
     assert [what for what, smaller in candidates(bare) if size(smaller) < size(bare)] == []
+
+
+def test_a_random_schedule_s_shapes_go_back_to_their_defaults_one_at_a_time() -> None:
+    shaped = NemesisSettings(schedule="random", faults=("kill",), duration_s=4, overlap=0.5,
+                             roles=("bookie",), aim_clusters="any", nodes_at_once=2)
+    scenario = dataclasses.replace(draw_scenario(1, "docker"), nemesis=shaped)
+    took = {what: smaller.nemesis for what, smaller in candidates(scenario)}
+    assert took["faults strike one node at a time"] == dataclasses.replace(shaped,
+                                                                         nodes_at_once=1)
+    assert took["faults one after another"].overlap == 0
+    assert took["faults at their own aims only"].roles == ()
+    assert took["faults in the first cluster only"].aim_clusters == "first"
