@@ -1,9 +1,8 @@
 """Smaller neighbours of a scenario, for `starquake shrink` (docs/explore.md): each removes
 or reduces one thing (a fault, a shape of the random schedule, the fault lengths, the
 run's length, a knob back to its default, a client, a key, a node, and last every fault
-at once), and `size` says how much
-a scenario holds, so a search can keep the smallest that still fails. Pure: the search
-and its runs are in starquake/run/shrink.py."""
+at once), and `size` says how much a scenario holds, so a search can keep the smallest
+that still fails. Pure: the search and its runs are in starquake/run/shrink.py."""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -178,16 +180,13 @@ def test_a_stop_cuts_the_schedule_short_but_still_heals(tmp_path: Path) -> None:
     assert calls == ["kill a-broker1", "start a-broker1"]
 
 
-def test_the_controller_leader_is_the_broker_the_stats_name_when_the_fault_starts(
-        tmp_path: Path) -> None:
-    """`kill-controller-leader` asks the brokers' scalable-topic stats who leads, kills
-    that broker (recorded as history.md's `kill-leader`) and starts it again."""
-    leader_url = "pulsar://10.0.0.2:6650"
-
-    class Stats(BaseHTTPRequestHandler):
+@contextmanager
+def _admin_answering(path: str, answer: dict[str, str]) -> Iterator[str]:
+    """An admin API at the yielded URL that answers GET `path` with `answer`, else 404."""
+    class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            found = self.path == "/admin/v2/scalable/public/default/t/stats"
-            body = orjson.dumps({"controllerBrokerUrl": leader_url} if found else {})
+            found = self.path == path
+            body = orjson.dumps(answer if found else {})
             self.send_response(200 if found else 404)
             self.end_headers()
             self.wfile.write(body)
@@ -195,24 +194,49 @@ def test_the_controller_leader_is_the_broker_the_stats_name_when_the_fault_start
         def log_message(self, *_: object) -> None:
             pass
 
-    server = HTTPServer(("127.0.0.1", 0), Stats)
+    server = HTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    calls: list[str] = []
-
     try:
-        with HistoryWriter(tmp_path / "history.jsonl") as history:
-            runner = NemesisRunner(
-                Schedule((FaultStep(0.0, "kill-controller-leader", 0.05,
-                                    ("controller-leader",), 1),), 0.1),
-                Targets([Node("a-broker1", calls), Node("a-broker2", calls)],
-                        (f"http://127.0.0.1:{server.server_port}", "http://127.0.0.1:9")),
-                history,
-                "persistent://public/default/t")
-            runner.run(time.monotonic(), threading.Event())
+        yield f"http://127.0.0.1:{server.server_port}"
     finally:
         server.shutdown()
-    events = [orjson.loads(line)
-              for line in (tmp_path / "history.jsonl").read_bytes().splitlines()]
+
+
+def _run_against(tmp_path: Path, step: FaultStep, admin: str, calls: list[str]) -> list[dict]:
+    """`step` on two stand-in brokers, the first of which answers the admin API at
+    `admin`."""
+    with HistoryWriter(tmp_path / "history.jsonl") as history:
+        runner = NemesisRunner(
+            Schedule((step,), 0.1),
+            Targets([Node("a-broker1", calls), Node("a-broker2", calls)],
+                    (admin, "http://127.0.0.1:9")),
+            history, "persistent://public/default/t")
+        runner.run(time.monotonic(), threading.Event())
+    return [orjson.loads(line) for line in (tmp_path / "history.jsonl").read_bytes().splitlines()]
+
+
+def test_the_controller_leader_is_the_broker_the_stats_name_when_the_fault_starts(
+        tmp_path: Path) -> None:
+    """`kill-controller-leader` asks the brokers' scalable-topic stats who leads, kills
+    that broker (recorded as history.md's `kill-leader`) and starts it again."""
+    calls: list[str] = []
+    with _admin_answering("/admin/v2/scalable/public/default/t/stats",
+                          {"controllerBrokerUrl": "pulsar://10.0.0.2:6650"}) as admin:
+        events = _run_against(tmp_path, FaultStep(0.0, "kill-controller-leader", 0.05,
+                                                  ("controller-leader",), 1), admin, calls)
     assert calls == ["kill a-broker2", "start a-broker2"]
     assert [(e["type"], e["f"], e["value"]) for e in events[:2]] == [
         ("invoke", "kill-leader", "a-broker2"), ("ok", "kill-leader", "a-broker2")]
+
+
+def test_a_node_a_step_names_twice_is_struck_once(tmp_path: Path) -> None:
+    """Several nodes at once (`nodes_at_once`) may name `owner` and the broker that owns
+    the topic: it is killed once, and started once."""
+    calls: list[str] = []
+    with _admin_answering("/lookup/v2/topic/persistent/public/default/t",
+                          {"nativeUrl": "pulsar://10.0.0.2:6650"}) as admin:
+        events = _run_against(tmp_path, FaultStep(0.0, "kill", 0.05, ("owner", "a-broker2"), 1),
+                              admin, calls)
+    assert calls == ["kill a-broker2", "start a-broker2"]
+    kill = next(e for e in events if e["f"] == "kill" and e["type"] == "ok")
+    assert orjson.loads(kill["detail"])["targets"] == ["a-broker2"]
