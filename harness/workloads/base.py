@@ -75,7 +75,8 @@ class Workload(Protocol):
 
     def drain(self) -> bool:
         """Read until every consumer has read all it will; records the `drain` and says
-        whether it completed (`ok`) rather than timed out (`info`)."""
+        whether it completed (`ok`) rather than ended short (`info`: it timed out, a late
+        subscription failed, or a probe group could not run)."""
 
     def close(self) -> None:
         """Stop every client; safe to call in any state, more than once."""

@@ -197,7 +197,8 @@ def _execute(scenario: Scenario, schedule: Schedule, run_dir: Path, history: Cou
             progress.phase("draining")
             drained = workload.drain()
             progress.phase("drained" if drained else
-                           "drain timed out: the verdict can be unknown")
+                           "the drain could not finish (its info event in the history says "
+                           "why): the verdict can be unknown")
         finally:
             if workload is not None:
                 workload.close()

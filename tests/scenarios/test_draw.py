@@ -21,13 +21,14 @@ from scenarios import draw
 from scenarios.draw import (
     DRAIN_MARGIN_S,
     DRAIN_WITHIN_S,
+    DUPLICATE_WINDOW_BOUND_MS,
     KNOB_DRAWS,
     availability_held,
     draw_scenario,
     liveness_bound_ms,
     shutdown_bound_ms,
 )
-from scenarios.format import load_scenario, scenario_toml
+from scenarios.format import Checkers, load_scenario, scenario_toml
 from scenarios.plan import schedule_for
 
 SEEDS = range(120)
@@ -263,6 +264,17 @@ def test_faults_strike_one_to_three_nodes_at_once_moving_no_other_draw(monkeypat
         alone = draw_scenario(scenario.seed, "local", kinds=("topic",))
         assert replace(alone, nemesis=replace(alone.nemesis, nodes_at_once=1)) == replace(
             scenario, nemesis=replace(scenario.nemesis, nodes_at_once=1))
+
+
+def test_failovers_between_clusters_may_redeliver_past_the_replicators_backlogs(
+        tmp_path: Path) -> None:
+    assert Checkers().duplicate_window_bound_ms < DUPLICATE_WINDOW_BOUND_MS
+    for seed in range(10):
+        scenario = draw_scenario(seed, "local", kinds=("geo",))
+        path = tmp_path / f"{seed}.toml"
+        path.write_text(scenario_toml(scenario))
+        assert load_scenario(path).checkers.duplicate_window_bound_ms == (
+            DUPLICATE_WINDOW_BOUND_MS)
 
 
 def test_in_some_draws_every_optional_client_behaviour_is_on_at_once() -> None:
