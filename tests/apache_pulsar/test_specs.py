@@ -15,7 +15,11 @@ from docker import DockerClient
 from harness.targets.apache_pulsar.config import with_settings
 from harness.targets.apache_pulsar.distribution import Distribution
 from harness.targets.apache_pulsar.node_specs import PulsarSettings, PulsarSpecs
-from harness.targets.apache_pulsar.target import ApachePulsarTarget, described_promises
+from harness.targets.apache_pulsar.target import (
+    ApachePulsarTarget,
+    described_promises,
+    pulsar_settings,
+)
 from harness.targets.docker.containers import ContainerNode
 from harness.targets.docker.deployment import ClusterNodes
 from harness.targets.docker.described import DescribedPromises
@@ -96,6 +100,12 @@ def test_a_broker_runs_the_distributions_launcher_with_its_settings(
                  "managedLedgerDefaultMarkDeleteRateLimit=0.0"):
         assert line in conf.splitlines()
     assert "managedLedgerDefaultEnsembleSize=3" not in conf
+
+
+@pytest.mark.parametrize(("bookies", "copies"), [(1, 1), (2, 2), (3, 2)])
+def test_each_entry_goes_to_two_bookies_or_to_a_lone_one(bookies: int, copies: int) -> None:
+    settings = pulsar_settings(Topology(backend="apache-pulsar", bookies=bookies))
+    assert (settings.ensemble, settings.write_quorum, settings.ack_quorum) == (copies,) * 3
 
 
 def test_a_bookie_advertises_its_address_and_keeps_data_in_its_container(

@@ -63,6 +63,12 @@ class MetadataSetupFailed(EnvironmentProblem):
     """`bin/pulsar initialize-cluster-metadata` did not succeed."""
 
 
+LEDGER_COPIES = 2
+"""How many bookies a ledger entry is written to and waits for (ensemble, write and ack
+quorum) where a cluster has that many: a frozen or killed bookie then stops writes until
+the client replaces it in the ensemble, or, with no spare bookie, until it returns."""
+
+
 @dataclass(frozen=True)
 class PulsarSettings:
     """What a run sets on every Pulsar node; the rest keeps the distribution's defaults."""
@@ -75,9 +81,9 @@ class PulsarSettings:
     bookies' session is the scenario's too: a fault that outlasts it is survivable."""
     session_expired_policy: str
     """`zookeeperSessionExpiredPolicy`: `reconnect` (Pulsar's default) or `shutdown`."""
-    ensemble: int = 2
-    write_quorum: int = 2
-    ack_quorum: int = 2
+    ensemble: int = LEDGER_COPIES
+    write_quorum: int = LEDGER_COPIES
+    ack_quorum: int = LEDGER_COPIES
     bookie_autorecovery: bool = False
     """`autoRecoveryDaemonEnabled`, the distribution's `true`: AutoRecovery (auditor and
     replication workers) inside every bookie. Off: a bookie frozen past its session comes

@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.backends import BACKENDS
 from harness.target import NetworkControl, NodeControl, TargetCluster
 from harness.targets.apache_pulsar.distribution import Distribution, fetch
-from harness.targets.apache_pulsar.node_specs import PulsarSettings, PulsarSpecs
+from harness.targets.apache_pulsar.node_specs import LEDGER_COPIES, PulsarSettings, PulsarSpecs
 from harness.targets.docker.deployment import DockerDeployment
 from harness.targets.docker.described import DescribedPromises
 from harness.targets.docker.images import ImageSource
@@ -67,14 +67,23 @@ def pulsar_deployment(topology: Topology, distribution: Distribution | None = No
     the version the lock file records, fetched when the cache lacks it. Raises
     DistributionUnavailable or EngineUnavailable before anything starts."""
     _refuse_what_pulsar_lacks(topology, mutants, lookup_service, None)
-    specs = PulsarSpecs(distribution or fetch(), PulsarSettings(
-        session_timeout_ms=topology.session_timeout_ms,
-        session_expired_policy=topology.session_expired_policy))
+    specs = PulsarSpecs(distribution or fetch(), pulsar_settings(topology))
     deployment = DockerDeployment(
         topology, run_dir=run_dir, run_id=run_id, reaper=reaper, image_source=image_source,
         start_timeout=START_TIMEOUT_S, specs=specs)
     specs.clusters = deployment.clusters
     return deployment
+
+
+def pulsar_settings(topology: Topology) -> PulsarSettings:
+    """What the topology sets on every node. Each ledger entry goes to `LEDGER_COPIES`
+    bookies, or to the one bookie a cluster of one has (as Pulsar's standalone does):
+    asked for two there, the brokers could create no ledger, and no topic would open
+    (`Not enough non-faulty bookies available`)."""
+    copies = min(LEDGER_COPIES, topology.bookies)
+    return PulsarSettings(session_timeout_ms=topology.session_timeout_ms,
+                          session_expired_policy=topology.session_expired_policy,
+                          ensemble=copies, write_quorum=copies, ack_quorum=copies)
 
 
 def described_promises(topology: Topology) -> DescribedPromises:
