@@ -58,6 +58,11 @@ class Backend:
     unsupported_workloads: frozenset[str] = frozenset()
     """Workloads its system cannot run (PIP-468 and our lookup service are our reference
     implementation's): `starquake explore` draws none of them for it."""
+    shared_replication_list: bool = False
+    """Its clusters share one list of the clusters each namespace replicates to (Pulsar's
+    configuration store), where ours keep one each. Dropping a cluster from a shared
+    list makes that cluster delete the namespace's topics, so no single cluster can stop
+    replicating to one other: `unlink-replication` is refused there."""
     reference_brokers: bool = True
     """Its brokers are our reference implementation's, which read the topology settings
     only they have (`REFERENCE_BROKER_SETTINGS`); other brokers keep their own defaults
@@ -81,7 +86,7 @@ BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (
             frozenset({"kill", "pause", "partition", "cut-clients"}),
             "harness.targets.apache_pulsar.target:ApachePulsarTarget",
             unsupported_workloads=frozenset({"scalable", "migration", "auth"}),
-            reference_brokers=False),
+            shared_replication_list=True, reference_brokers=False),
 )}
 
 

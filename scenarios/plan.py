@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.backends import backend as backend_named
 from harness.target import Node
 from harness.topology import planned_nodes
 from nemesis.faults.base import FaultPlanError, Surface
@@ -19,7 +20,10 @@ def surface(scenario: Scenario, backend: str | None = None,
     else the nodes its deployment (on `backend`, by default the scenario's) will start; and
     the scalable workload's controller."""
     planned = tuple(nodes) if nodes is not None else planned_nodes(scenario.topology, backend)
-    return Surface(planned, controller=scenario.workload.kind == "scalable")
+    shared = nodes is None and backend_named(backend or scenario.topology.backend
+                                             ).shared_replication_list
+    return Surface(planned, controller=scenario.workload.kind == "scalable",
+                   shared_replication_list=shared)
 
 
 def schedule_for(scenario: Scenario, seed: int, backend: str | None = None,

@@ -41,6 +41,8 @@ class Surface:
     nodes: tuple[Node, ...]
     controller: bool = False
     """A scalable topic's controller exists (the scalable workload runs)."""
+    shared_replication_list: bool = False
+    """The clusters share one list of replication clusters (`Backend.shared_replication_list`)."""
 
     @property
     def clusters(self) -> list[str]:

@@ -19,7 +19,7 @@ from typing import ClassVar
 from harness.admin_api import admin_request
 from harness.target import TargetCluster
 from nemesis.events import NemesisEvent
-from nemesis.faults.base import ClusterPair, FaultContext
+from nemesis.faults.base import ClusterPair, FaultContext, FaultPlanError, Surface
 
 Change = Callable[[list[str], str], list[str]]
 """A sender's replication clusters and the receiver's name -> the list to write."""
@@ -34,6 +34,15 @@ class UnlinkReplication(ClusterPair):
     acts = "stops one cluster replicating to another"
     takes = ("takes two clusters, the one that stops replicating and the one it stops "
              "replicating to, or none (all others stop replicating to the first)")
+
+    def check(self, surface: Surface, key: str) -> None:
+        super().check(surface, key)
+        if surface.shared_replication_list:
+            raise FaultPlanError(
+                f"{key}: {self.name} stops one cluster replicating to another, but this "
+                f"target's clusters share one list of replication clusters (Apache "
+                f"Pulsar's configuration store): dropping a cluster from it deletes the "
+                f"namespace's topics in that cluster")
 
     def inject(self, ctx: FaultContext, targets: tuple[str, ...],
                rng: random.Random) -> NemesisEvent:

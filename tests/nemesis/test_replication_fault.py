@@ -100,3 +100,12 @@ def test_its_targets_are_two_distinct_clusters_or_none() -> None:
         TimedFault(1.0, "unlink-replication", 1.0, ("x", "x")),))
     with pytest.raises(FaultPlanError, match="unlink-replication takes two clusters"):
         build_schedule(settings, Surface(Regions().nodes), 1, 10.0, "t.toml")
+
+
+def test_clusters_sharing_one_list_of_replication_clusters_refuse_it() -> None:
+    settings = NemesisSettings("timeline", timeline=(
+        TimedFault(1.0, "unlink-replication", 1.0, ("x", "y")),))
+    shared = Surface(Regions().nodes, shared_replication_list=True)
+    with pytest.raises(FaultPlanError, match=r"^t.toml: .*share one list of replication "
+                                             r"clusters .* deletes the namespace's topics"):
+        build_schedule(settings, shared, 1, 10.0, "t.toml")

@@ -277,6 +277,14 @@ def test_failovers_between_clusters_may_redeliver_past_the_replicators_backlogs(
             DUPLICATE_WINDOW_BOUND_MS)
 
 
+def test_no_draw_for_apache_pulsar_unlinks_replication() -> None:
+    drawn = {fault for seed in SEEDS for fault in draw_scenario(
+        seed, "apache-pulsar", kinds=("geo",)).nemesis.faults}
+    assert "unlink-replication" not in drawn
+    assert "unlink-replication" in {fault for seed in SEEDS for fault in draw_scenario(
+        seed, "docker", kinds=("geo",)).nemesis.faults}
+
+
 def test_in_some_draws_every_optional_client_behaviour_is_on_at_once() -> None:
     """A quarter of the draws switch on every behaviour that is off in some draws, so
     that they meet: drawn one by one, consumers that crash, work on each message and
