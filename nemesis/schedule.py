@@ -77,6 +77,9 @@ class NemesisSettings:
     `unlink-replication`) one pair of clusters in half the draws: a remote region's broker
     lost while it receives replicated messages, or two regions apart while a third still
     hears both. `owner` and `controller-leader` stay the first cluster's."""
+    lengths_s: tuple[float, ...] = ()
+    """Random schedule: lengths its faults may be drawn about besides `duration_s`, one of
+    them all picked for each fault, so a quick crash can come inside a long outage."""
     nodes_at_once: int = 1
     """Random schedule: how many nodes a fault that can strike several (`kill`, `pause`,
     `expire-session`) strikes at once, each drawn as a lone target is, among the same
@@ -183,7 +186,8 @@ process."""
 def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, duration_s: float,
                   source: str, rng: random.Random) -> list[FaultStep]:
     """Faults one after another: a quiet gap of about `interval_s`, then a fault lasting
-    about `duration_s` (each drawn between half and one and a half times the setting).
+    about `duration_s` or one of `lengths_s` (each drawn between half and one and a half
+    times the setting).
     With `overlap`, some faults begin inside the one before instead of after a gap; the
     gap after such a pair counts from the later of their two ends."""
     steps: list[FaultStep] = []
@@ -197,7 +201,7 @@ def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, durati
             break
         name = rng.choice(settings.faults)
         fault = FAULTS[name]
-        duration = 0.0 if fault.instant else rng.uniform(0.5, 1.5) * settings.duration_s
+        duration = 0.0 if fault.instant else rng.uniform(0.5, 1.5) * _length(settings, rng)
         aims = _aims(surface, fault, settings.roles)
         targets = _random_targets(settings, surface, f"{source}: nemesis.faults", fault, rng,
                                   aims)
@@ -216,6 +220,19 @@ def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, durati
         if inside:
             t += rng.uniform(0.0, duration)
     return steps
+
+
+def _length(settings: NemesisSettings, rng: random.Random) -> float:
+    """The length a fault is drawn about: `duration_s` or one of `lengths_s` (drawing
+    nothing without `lengths_s`, so such a schedule is what it was before they existed)."""
+    if not settings.lengths_s:
+        return settings.duration_s
+    return rng.choice((settings.duration_s, *settings.lengths_s))
+
+
+def longest_length_s(settings: NemesisSettings) -> float:
+    """The longest length a random schedule's faults are drawn about."""
+    return max((settings.duration_s, *settings.lengths_s))
 
 
 PAIR_SHARE = 0.5

@@ -26,7 +26,7 @@ from harness.workloads.settings import SINGLE_ACTIVE_MODES, WorkloadSettings
 from harness.workloads.shared_knobs import ConsumerWorkKnobs, OfficialClientKnobs
 from nemesis.faults import FAULTS
 from nemesis.faults.base import Fault, FaultPlanError, Surface
-from nemesis.schedule import NemesisSettings, build_schedule
+from nemesis.schedule import NemesisSettings, build_schedule, longest_length_s
 from scenarios.format import Checkers, Scenario
 from scenarios.plan import surface
 
@@ -76,10 +76,11 @@ def _choice(draw: Draw, spec: KnobSpec) -> Any:
     return draw.rng.choice(spec.rule.choices)
 
 
-SUBSET_SHARE = 0.5
-"""The chance of each choice of a subset knob (the contract's probe groups): half of them
-on average. A group not drawn checks nothing; every group at once would leave little of
-a short run for the groups a fault struck to run again."""
+SUBSET_SHARE = 0.75
+"""The chance of each choice of a subset knob (the contract's probe groups): three in four
+on average. A group not drawn checks nothing, and at one in two a group went undrawn in
+three seeds running one time in eight; every group at once would leave little of a short
+run for the groups a fault struck to run again."""
 
 
 def _subset(draw: Draw, spec: KnobSpec) -> tuple[str, ...]:
@@ -289,6 +290,12 @@ drawn schedule: one in half, two in a third, three in a sixth. Correlated failur
 bookie and the broker writing to it lost together, every broker restarted) are where
 what was acknowledged but not yet durable shows. Drawn from a stream of its own
 (`_nodes_at_once`), so that a schedule striking one node is what it was before."""
+MIXED_LENGTHS_SHARE = 0.5
+"""The share of drawn schedules whose faults each take their length from any of the three
+bands (`lengths_s`, one length per band) rather than all from the schedule's one band: a
+quick restart of one broker inside another's long outage, a short freeze after a long cut.
+Drawn from a stream of its own (`_lengths`), so that a schedule of one band is what it was
+before."""
 STORAGE_ROLES = ("bookie",)
 """In half the drawn schedules, the roles a fault may hit besides its own: a bookie killed
 or frozen under the brokers writing to it. Not ZooKeeper: a long fault there ends every
@@ -337,7 +344,8 @@ def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
         roles=rng.choice(((), STORAGE_ROLES)))
     if rng.random() < ANY_CLUSTER_SHARE and _anywhere(planned, faults):
         settings = replace(settings, aim_clusters="any")
-    settings = replace(settings, nodes_at_once=_nodes_at_once(scenario.seed))
+    settings = replace(settings, nodes_at_once=_nodes_at_once(scenario.seed),
+                       lengths_s=_lengths(scenario))
     if not planned.controller:
         return settings
     return replace(settings, roles=settings.roles + rng.choice(((), LEADER_AIMS)))
@@ -347,6 +355,16 @@ def _nodes_at_once(seed: int | None) -> int:
     """NODES_AT_ONCE's draw for `seed`, from a generator of its own: drawn from the
     scenario's, it would move every draw after it."""
     return random.Random(f"explore:{seed}:nodes-at-once").choice(NODES_AT_ONCE)
+
+
+def _lengths(scenario: Scenario) -> tuple[float, ...]:
+    """MIXED_LENGTHS_SHARE's draw for `scenario`: one length from each band of
+    `fault_lengths`, or none (every fault about the schedule's `duration_s`)."""
+    rng = random.Random(f"explore:{scenario.seed}:lengths")
+    if rng.random() >= MIXED_LENGTHS_SHARE:
+        return ()
+    return tuple(round(rng.uniform(low, high), 1)
+                 for low, high in fault_lengths(scenario.topology, scenario.duration_s))
 
 
 def _anywhere(planned: Surface, faults: Sequence[str]) -> bool:
@@ -383,9 +401,10 @@ def _every_pick_can(planned: Surface, fault: Fault, cluster: str | None = None) 
 
 def liveness_bound_ms(nemesis: NemesisSettings, topology: Topology) -> int:
     """How long a key may stay unwritable, or a subscription stalled: the longest fault
-    the schedule draws (one and a half times its setting; twice that where a fault may
-    begin inside another), the session timeout, and `HEAL_MARGIN_S`."""
-    longest = (3.0 if nemesis.overlap else 1.5) * nemesis.duration_s if nemesis.faults else 0.0
+    the schedule draws (one and a half times its longest length; twice that where a fault
+    may begin inside another), the session timeout, and `HEAL_MARGIN_S`."""
+    longest = ((3.0 if nemesis.overlap else 1.5) * longest_length_s(nemesis)
+               if nemesis.faults else 0.0)
     return round(1000 * (longest + topology.session_timeout_ms / 1000 + HEAL_MARGIN_S))
 
 

@@ -163,7 +163,7 @@ def _expected_anomalies(reader: _Reader, data: dict[str, Any]) -> tuple[str, ...
 def _nemesis(reader: _Reader, data: dict[str, Any]) -> NemesisSettings:
     nemesis = reader.table(data, "nemesis", NemesisSettings, {
         "schedule": SCHEDULES, "faults": (tuple, FAULT_NAMES), "roles": (tuple, AIMS),
-        "aim_clusters": AIM_CLUSTERS},
+        "aim_clusters": AIM_CLUSTERS, "lengths_s": (tuple, float)},
         skip={"timeline"})
     timeline = []
     raw = data.get("nemesis", {})

@@ -13,7 +13,7 @@ from typing import Any
 from harness.workloads.knobs import declared
 from harness.workloads.registry import WORKLOADS
 from harness.workloads.settings import WorkloadSettings
-from nemesis.schedule import NemesisSettings
+from nemesis.schedule import NemesisSettings, longest_length_s
 from scenarios.format import Scenario
 
 SHORTEST_RUN_S = 10.0
@@ -28,7 +28,7 @@ def size(scenario: Scenario) -> float:
     schedule away from its default."""
     nemesis = scenario.nemesis
     faults = len(nemesis.timeline) if nemesis.schedule == "timeline" else len(nemesis.faults)
-    fault_s = nemesis.duration_s if faults else 0.0
+    fault_s = longest_length_s(nemesis) if faults else 0.0
     topology = scenario.topology
     nodes = topology.zookeepers + topology.bookies + topology.brokers
     workload = scenario.workload
@@ -43,6 +43,7 @@ SCHEDULE_SHAPES = {
     "overlap": "faults one after another",
     "roles": "faults at their own aims only",
     "aim_clusters": "faults in the first cluster only",
+    "lengths_s": "every fault about the same length",
 }
 """The random schedule's settings that shape where and how its faults strike, and what
 putting each back to its default is called."""
@@ -96,9 +97,10 @@ def _fewer_faults(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
                    _with_nemesis(scenario, timeline=kept_items))
     for name, what in _shapes_set(nemesis).items():
         yield what, _with_nemesis(scenario, **{name: getattr(_PLAIN, name)})
-    if nemesis.schedule == "random" and nemesis.duration_s / 2 >= SHORTEST_FAULT_S:
-        yield (f"faults halved to about {nemesis.duration_s / 2:g} s",
-               _with_nemesis(scenario, duration_s=nemesis.duration_s / 2))
+    if nemesis.schedule == "random" and longest_length_s(nemesis) / 2 >= SHORTEST_FAULT_S:
+        yield (f"faults halved to about {longest_length_s(nemesis) / 2:g} s",
+               _with_nemesis(scenario, duration_s=nemesis.duration_s / 2,
+                             lengths_s=tuple(length / 2 for length in nemesis.lengths_s)))
 
 
 def _shorter(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:

@@ -1,6 +1,7 @@
-"""A random schedule's `overlap`, `roles`, `aim_clusters` and `nodes_at_once`: two faults
-at once, faults aimed past a fault's own defaults, faults in any cluster and on several
-nodes at once, without moving the schedules written before these existed."""
+"""A random schedule's `overlap`, `roles`, `aim_clusters`, `nodes_at_once` and
+`lengths_s`: two faults at once, faults aimed past a fault's own defaults, faults in any
+cluster and on several nodes at once, faults of several lengths in one schedule, without
+moving the schedules written before these existed."""
 
 from __future__ import annotations
 
@@ -140,3 +141,17 @@ def test_one_node_at_once_draws_as_before() -> None:
     for seed in SEEDS:
         assert _steps(seed, roles=("bookie",)) == _steps(seed, roles=("bookie",),
                                                           nodes_at_once=1)
+
+
+def test_lengths_give_each_fault_one_of_several_lengths() -> None:
+    lengths = [s.duration_s for seed in SEEDS  # about 1, 6 (duration_s) or 20 s
+               for s in _steps(seed, lengths_s=(1.0, 20.0)) if s.fault != "expire-session"]
+    assert {round(length) // 10 for length in lengths} >= {0, 1, 2}
+    assert all(0.5 <= length <= 1.5 or 3.0 <= length <= 9.0 or 10.0 <= length <= 30.0
+               for length in lengths)
+    assert any(length <= 1.5 for length in lengths) and any(length >= 10 for length in lengths)
+
+
+def test_one_length_draws_as_before() -> None:
+    for seed in SEEDS:
+        assert _steps(seed) == _steps(seed, lengths_s=())

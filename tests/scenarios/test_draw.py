@@ -266,6 +266,23 @@ def test_faults_strike_one_to_three_nodes_at_once_moving_no_other_draw(monkeypat
             scenario, nemesis=replace(scenario.nemesis, nodes_at_once=1))
 
 
+def test_some_schedules_mix_the_three_length_bands_moving_no_other_draw(monkeypatch) -> None:
+    drawn = [draw_scenario(seed, "local", kinds=("topic",)) for seed in SEEDS]
+    mixed = [s for s in drawn if s.nemesis.lengths_s]
+    assert 0.3 * len(drawn) < len(mixed) < 0.7 * len(drawn)
+    for scenario in mixed:
+        bands = draw.fault_lengths(scenario.topology, scenario.duration_s)
+        assert all(low <= length <= high
+                   for length, (low, high) in zip(scenario.nemesis.lengths_s, bands, strict=True))
+        if scenario.nemesis.faults:  # the bound covers the longest length a fault may take
+            assert scenario.checkers.stalled_subscription_bound_ms == draw.liveness_bound_ms(
+                scenario.nemesis, scenario.topology) > 1500 * max(scenario.nemesis.lengths_s)
+    monkeypatch.setattr(draw, "_lengths", lambda _scenario: ())
+    for scenario in mixed:
+        alone = draw_scenario(scenario.seed, "local", kinds=("topic",))
+        assert alone.nemesis == replace(scenario.nemesis, lengths_s=())
+
+
 def test_failovers_between_clusters_may_redeliver_past_the_replicators_backlogs(
         tmp_path: Path) -> None:
     assert Checkers().duplicate_window_bound_ms < DUPLICATE_WINDOW_BOUND_MS

@@ -98,6 +98,7 @@ duration_s = 5
     ("[nemesis]\ninterval_s = inf\n", "nemesis.interval_s: expected a finite number, got inf"),
     ("[nemesis]\naim_clusters = \"all\"\n", "nemesis.aim_clusters: expected one of first, any"),
     ("[nemesis]\nnodes_at_once = 0\n", "nemesis.nodes_at_once: expected a number of at least 1"),
+    ("[nemesis]\nlengths_s = [2, \"long\"]\n", "nemesis.lengths_s[1]: expected a number"),
     ("mutants = [\"no-such-bug\"]\n", "mutants[0]: expected one of ack-before-durable, "),
     ("name = \"../elsewhere\"\n", "name: expected letters, digits"),
     ("name = \"/tmp/elsewhere\"\n", "name: expected letters, digits"),

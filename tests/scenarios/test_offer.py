@@ -144,7 +144,7 @@ def test_a_target_offering_everything_draws_what_our_containers_draw(seed: int) 
     """The distributions are draw_scenario's: the workload and its knobs (the broker's
     deduplication aside), the run's length, the faults and their timing are those the seed
     draws for our containers, when the target's nodes take what theirs take; the faults'
-    length alone follows the target's own session timeout (draw.fault_lengths)."""
+    lengths alone follow the target's own session timeout (draw.fault_lengths)."""
     ours_too: frozenset[Capability] = DOCKER | {"session-debug"}
     offer = _offer(_cluster("a", 3, ours_too, zookeepers=1),
                    _cluster("b", 3, ours_too, zookeepers=1),
@@ -153,9 +153,13 @@ def test_a_target_offering_everything_draws_what_our_containers_draw(seed: int) 
     ours, theirs = draw_scenario(seed, DRAWN_FOR), draw_for_offer(seed, offer)
     assert theirs.workload == without_deduplication(ours.workload)
     assert theirs.duration_s == ours.duration_s
-    assert replace(theirs.nemesis, duration_s=0) == replace(ours.nemesis, duration_s=0)
-    assert any(low <= theirs.nemesis.duration_s <= high for low, high
-               in fault_lengths(theirs.topology, theirs.duration_s))
+    assert replace(theirs.nemesis, duration_s=0, lengths_s=()) == replace(
+        ours.nemesis, duration_s=0, lengths_s=())
+    bands = fault_lengths(theirs.topology, theirs.duration_s)
+    assert any(low <= theirs.nemesis.duration_s <= high for low, high in bands)
+    assert len(theirs.nemesis.lengths_s) == len(ours.nemesis.lengths_s)
+    assert all(low <= length <= high for length, (low, high)
+               in zip(theirs.nemesis.lengths_s, bands, strict=False))
 
 
 def test_a_target_s_draws_never_switch_deduplication_on_where_our_own_do(

@@ -54,7 +54,8 @@ def test_a_bare_scenario_has_no_smaller_neighbour() -> None:
 
 def test_a_random_schedule_s_shapes_go_back_to_their_defaults_one_at_a_time() -> None:
     shaped = NemesisSettings(schedule="random", faults=("kill",), duration_s=4, overlap=0.5,
-                             roles=("bookie",), aim_clusters="any", nodes_at_once=2)
+                             roles=("bookie",), aim_clusters="any", nodes_at_once=2,
+                             lengths_s=(2.0, 8.0, 30.0))
     scenario = dataclasses.replace(draw_scenario(1, "docker"), nemesis=shaped)
     took = {what: smaller.nemesis for what, smaller in candidates(scenario)}
     assert took["faults strike one node at a time"] == dataclasses.replace(shaped,
@@ -62,3 +63,5 @@ def test_a_random_schedule_s_shapes_go_back_to_their_defaults_one_at_a_time() ->
     assert took["faults one after another"].overlap == 0
     assert took["faults at their own aims only"].roles == ()
     assert took["faults in the first cluster only"].aim_clusters == "first"
+    assert took["every fault about the same length"].lengths_s == ()
+    assert took["faults halved to about 15 s"].lengths_s == (1.0, 4.0, 15.0)
