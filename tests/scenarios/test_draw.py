@@ -249,6 +249,19 @@ def test_fault_lengths_follow_the_session_timeout_and_the_brokers_give_up_time()
     assert past_give_up == (54.0, 60.0)  # (1 + 3) * 10 s + 5 s, times 1.2, to the run's end
 
 
+def test_the_quiet_gap_leaves_room_for_several_faults_in_a_short_run() -> None:
+    drawn = [draw_scenario(seed, "local", kinds=("topic",)) for seed in SEEDS]
+    gaps = [(s.nemesis.interval_s, s.duration_s) for s in drawn if s.nemesis.faults]
+    assert all(gap <= max(draw.QUIET_S[0], s / 3) + 0.05 for gap, s in gaps)
+    assert min(gap for gap, _ in gaps) < 3 and max(gap for gap, _ in gaps) > 15
+
+
+def test_geo_runs_over_three_clusters_in_about_half_the_draws() -> None:
+    three = sum(len(draw_scenario(seed, "local", kinds=("geo",)).topology.clusters) == 3
+                for seed in SEEDS)
+    assert 0.35 * len(SEEDS) < three < 0.65 * len(SEEDS)
+
+
 def test_faults_land_in_any_cluster_in_some_several_cluster_draws() -> None:
     drawn = [draw_scenario(seed, "local", kinds=("geo",)) for seed in SEEDS]
     assert {s.nemesis.aim_clusters for s in drawn if s.nemesis.faults} == {"first", "any"}
