@@ -25,7 +25,7 @@ from harness.workloads.registry import WORKLOADS
 from harness.workloads.settings import SINGLE_ACTIVE_MODES, WorkloadSettings
 from harness.workloads.shared_knobs import ConsumerWorkKnobs, OfficialClientKnobs
 from nemesis.faults import FAULTS
-from nemesis.faults.base import Fault, FaultPlanError, Surface
+from nemesis.faults.base import ClusterPair, Fault, FaultPlanError, Surface
 from nemesis.schedule import NemesisSettings, build_schedule, longest_length_s
 from scenarios.format import Checkers, Scenario
 from scenarios.plan import surface
@@ -284,6 +284,12 @@ OVERLAPS = (0.0, 0.5, 1.0)
 at once (a bookie and the topic's owner down together, a frozen broker killed, a crash
 inside a partition); at 1, every other fault acts inside the one before, as a partition
 and a crash composed."""
+BETWEEN_SHARE = 0.5
+"""Where the run has several clusters, the share of drawn schedules sure to hold a fault
+between clusters (`cut-wan`, `unlink-replication`) beside the others: replication
+between clusters is what such a workload exercises, and drawn uniformly among a dozen
+kinds on containers such a fault was in one schedule of five. Drawn from a stream of its
+own (`_between`), so that the other schedules are what they were before."""
 ANY_CLUSTER_SHARE = 0.5
 """Where the run has several clusters, the share of drawn schedules whose faults land in
 any of them (`aim_clusters = "any"`), not only in the first: a remote cluster's broker
@@ -340,6 +346,7 @@ def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
     planned = surface(scenario, nodes=nodes)
     takes = [name for name in FAULTS if _can_take(planned, scenario.duration_s, name)]
     faults = tuple(rng.sample(takes, min(len(takes), rng.randint(1, 4))))
+    faults += _between(scenario.seed, planned, takes, faults)
     low, high = rng.choice(fault_lengths(scenario.topology, scenario.duration_s))
     settings = NemesisSettings(
         schedule="random" if faults else "none", faults=faults,
@@ -353,6 +360,17 @@ def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
     if not planned.controller:
         return settings
     return replace(settings, roles=settings.roles + rng.choice(((), LEADER_AIMS)))
+
+
+def _between(seed: int | None, planned: Surface, takes: Sequence[str],
+             faults: Sequence[str]) -> tuple[str, ...]:
+    """BETWEEN_SHARE's draw: a fault between clusters to add to `faults`, or none."""
+    rng = random.Random(f"explore:{seed}:between")
+    between = [name for name in takes if isinstance(FAULTS[name], ClusterPair)]
+    if (len(planned.clusters) < 2 or not between or rng.random() >= BETWEEN_SHARE
+            or any(name in between for name in faults)):
+        return ()
+    return (rng.choice(between),)
 
 
 def quiet_gap(rng: random.Random, duration_s: float) -> float:

@@ -256,6 +256,20 @@ def test_the_quiet_gap_leaves_room_for_several_faults_in_a_short_run() -> None:
     assert min(gap for gap, _ in gaps) < 3 and max(gap for gap, _ in gaps) > 15
 
 
+def test_half_the_several_cluster_schedules_hold_a_fault_between_clusters(
+        monkeypatch) -> None:
+    between = ("cut-wan", "unlink-replication")
+    drawn = [draw_scenario(seed, "docker", kinds=("geo",)) for seed in SEEDS]
+    held = sum(any(f in between for f in s.nemesis.faults) for s in drawn if s.nemesis.faults)
+    assert held > 0.4 * sum(bool(s.nemesis.faults) for s in drawn)
+    single = [draw_scenario(seed, "docker", kinds=("topic",)) for seed in SEEDS]
+    assert not any(f in between for s in single for f in s.nemesis.faults)
+    monkeypatch.setattr(draw, "_between", lambda *_args: ())
+    for scenario in drawn:  # the fault added comes last; nothing else moves
+        alone = draw_scenario(scenario.seed, "docker", kinds=("geo",))
+        assert alone.nemesis.faults == scenario.nemesis.faults[:len(alone.nemesis.faults)]
+
+
 def test_geo_runs_over_three_clusters_in_about_half_the_draws() -> None:
     three = sum(len(draw_scenario(seed, "local", kinds=("geo",)).topology.clusters) == 3
                 for seed in SEEDS)
