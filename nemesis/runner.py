@@ -16,7 +16,7 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from harness.admin_api import AdminError, admin_request
@@ -48,22 +48,25 @@ timeout (at most 10 s in the drawn topologies) and the clients' first reconnecti
 class FaultStatus:
     """What is broken right now, for the progress display."""
 
-    active: dict[str, str] = field(default_factory=dict)
-    """Fault name -> its targets, while it lasts."""
+    active: dict[Hashable, tuple[str, str]] = field(default_factory=dict)
+    """What the caller knows each fault on now by (its schedule step) -> the fault's name
+    and targets, while it lasts. Keyed by the step, not the name: two kills overlapping
+    (a quick one inside a long one) are two faults, and the first to end leaves the other
+    on."""
     injected: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_change: float = -math.inf
     """When (a `time.monotonic()`) a fault last began or ended."""
 
-    def begin(self, fault: str, targets: str) -> None:
+    def begin(self, key: Hashable, fault: str, targets: str) -> None:
         with self.lock:
-            self.active[fault] = targets
+            self.active[key] = (fault, targets)
             self.injected += 1
             self.last_change = time.monotonic()
 
-    def end(self, fault: str) -> None:
+    def end(self, key: Hashable) -> None:
         with self.lock:
-            self.active.pop(fault, None)
+            self.active.pop(key, None)
             self.last_change = time.monotonic()
 
     def clear(self) -> None:
@@ -80,7 +83,7 @@ class FaultStatus:
 
     def text(self) -> str:
         with self.lock:
-            return ", ".join(f"{f} {t}" for f, t in self.active.items()) or "none"
+            return ", ".join(f"{f} {t}" for f, t in self.active.values()) or "none"
 
 
 class NemesisRunner:
@@ -117,19 +120,27 @@ class NemesisRunner:
 
     def _begin(self, step: FaultStep) -> None:
         rng = random.Random(step.shape_seed)
+        held = {node for begun, nodes in self._begun.items()
+                if begun.beneath and not begun.kind.cluster_targets for node in nodes}
         # `owner` may name a node the step names too: each node is struck once.
         targets = tuple(dict.fromkeys(self._resolve(t, rng) for t in step.targets))
+        if not step.kind.cluster_targets:
+            targets = self._around(held, targets, rng)
+        if step.targets and not targets:
+            return  # every node it could strike is held by the background
         self._begun[step] = targets
-        self.status.begin(step.fault, ",".join(targets) or "cluster")
+        self.status.begin(step, step.fault, ",".join(targets) or "cluster")
         fault = step.kind
         self._sessions_at_risk = self._sessions_at_risk or not fault.keeps_sessions
         self._record(fault.op, targets, lambda: fault.inject(self._context, targets, rng))
         if fault.instant:
-            self.status.end(step.fault)
+            self.status.end(step)
 
     def _end(self, step: FaultStep) -> None:
-        targets = self._begun.pop(step, ())
-        self.status.end(step.fault)
+        if step not in self._begun:
+            return  # it never began (`_begin`)
+        targets = self._begun.pop(step)
+        self.status.end(step)
         fault = step.kind
         if fault.end_op is not None:
             self._record(fault.end_op, targets, lambda: fault.end(self._context, targets))
@@ -211,6 +222,28 @@ class NemesisRunner:
                                  detail={"targets": list(targets), "message": str(exc)})
             return
         self._history.record(PROCESS, "ok", f, **event.history_fields())
+
+    def _around(self, held: set[str], targets: tuple[str, ...], rng: random.Random
+                ) -> tuple[str, ...]:
+        """`targets` with each node the background fault holds (`held`) replaced by
+        another of its cluster and role, drawn from the step's seed, or left out where
+        there is none: this step's repair (a start, a resume) would otherwise end the
+        background early. The schedule keeps a step's own targets off the background's,
+        but not a node known only at run time: the `owner` the lookup still names while
+        the killed owner's session lasts, or a node the background's `owner` turned out
+        to be."""
+        kept: list[str] = []
+        for target in targets:
+            if target not in held:
+                kept.append(target)
+                continue
+            cluster, node = next((c, n) for c in self._target.clusters for n in c.nodes
+                                 if n.name == target)
+            others = [n.name for n in cluster.of_role(node.role)
+                      if n.name not in held and n.name not in targets and n.name not in kept]
+            if others:
+                kept.append(rng.choice(others))
+        return tuple(kept)
 
     def _resolve(self, target: str, rng: random.Random) -> str:
         """`owner` -> the broker owning the topic now; `controller-leader` -> the broker

@@ -85,6 +85,22 @@ class NemesisSettings:
     `expire-session`) strikes at once, each drawn as a lone target is, among the same
     aims and in the same cluster, and none twice: a rack's power lost takes a bookie and
     a broker together. Fewer when the draws repeat a node."""
+    background: str | None = None
+    """Random schedule: a fault begun once, at `background_at_s`, lasting `background_s`,
+    beneath the others, which come and go inside it as they would without it: replication
+    unlinked while the topic's owner crashes, one broker down while the others are killed
+    and frozen in turn. Its target is drawn as a lone fault's is. None: no background."""
+    background_at_s: float = 0.0
+    background_s: float = 0.0
+
+    def without_background(self) -> NemesisSettings:
+        return dataclasses.replace(self, background=None, background_at_s=0.0,
+                                   background_s=0.0)
+
+    def without_faults(self) -> NemesisSettings:
+        """These settings with no fault at all: the schedule `none`."""
+        return dataclasses.replace(self.without_background(), schedule="none", faults=(),
+                                   timeline=())
 
 
 @dataclass(frozen=True)
@@ -99,6 +115,9 @@ class FaultStep:
     shape_seed: int
     """Seeds the random partition shapes (and the choice of a broker when no owner can be
     found), so they too follow from the run seed."""
+    beneath: bool = False
+    """The schedule's background: a runtime target of a fault inside it never names a node
+    it holds (`NemesisRunner`)."""
 
     @property
     def kind(self) -> Fault:
@@ -169,7 +188,10 @@ def build_schedule(settings: NemesisSettings, surface: Surface, seed: int, durat
     elif settings.schedule == "random":
         for n, name in enumerate(settings.faults):
             _fault(surface, f"{source}: nemesis.faults[{n}]", name)
-        steps = _random_steps(settings, surface, seed, duration_s, source, rng)
+        background = _background(settings, surface, seed, source)
+        steps = _random_steps(settings, surface, seed, duration_s, source, rng, background)
+        if background is not None:
+            steps = sorted([background, *steps], key=lambda s: s.at_s)
     else:
         steps = []
     return Schedule(tuple(steps), duration_s)
@@ -183,13 +205,53 @@ of another kind may hit the same node: a frozen broker killed, as a supervisor k
 process."""
 
 
+def _background(settings: NemesisSettings, surface: Surface, seed: int, source: str
+                ) -> FaultStep | None:
+    """The schedule's background fault, its target drawn from a generator of its own (so
+    that the faults inside it are drawn as they would be without it); None without one."""
+    if not settings.background:
+        return None
+    key = f"{source}: nemesis.background"
+    fault = _fault(surface, key, settings.background)
+    if fault.instant or fault.replaced_by_kin:
+        raise FaultPlanError(
+            f"{key}: {fault.name} cannot stay on beneath other faults "
+            f"({'it is over once done' if fault.instant else 'the next network cut replaces it'}); "
+            f"expected a fault with an end of its own, such as kill, pause or "
+            f"unlink-replication")
+    rng = random.Random(f"{seed}:nemesis:background")
+    alone = dataclasses.replace(settings, nodes_at_once=1)
+    targets = _random_targets(alone, surface, key, fault, rng,
+                              _aims(surface, fault, settings.roles))
+    return FaultStep(settings.background_at_s, fault.name, settings.background_s, targets,
+                     rng.getrandbits(32), beneath=True)
+
+
+def _clashes(step: FaultStep, background: FaultStep | None) -> bool:
+    """Whether `step`, begun while `background` is on, acts on what the background holds,
+    so that the end of one would end the other (a node started again, a link put back).
+    A target resolved at run time (`owner`) is the node that serves then: not the one the
+    background took down."""
+    if background is None or not (background.at_s <= step.at_s
+                                  < background.at_s + background.duration_s):
+        return False
+    if step.kind.cluster_targets or background.kind.cluster_targets:
+        # No targets: the first cluster against all others, which may be either pair.
+        return step.fault == background.fault and (
+            step.targets == background.targets or not (step.targets and background.targets))
+    return bool(set(step.targets) & set(background.targets) - set(RUNTIME_TARGETS))
+
+
 def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, duration_s: float,
-                  source: str, rng: random.Random) -> list[FaultStep]:
+                  source: str, rng: random.Random, background: FaultStep | None = None
+                  ) -> list[FaultStep]:
     """Faults one after another: a quiet gap of about `interval_s`, then a fault lasting
     about `duration_s` or one of `lengths_s` (each drawn between half and one and a half
     times the setting).
     With `overlap`, some faults begin inside the one before instead of after a gap; the
-    gap after such a pair counts from the later of their two ends."""
+    gap after such a pair counts from the later of their two ends. A fault inside the
+    `background` draws its target again while it names the background's (as a fault inside
+    another of its kind does), and is left out when every draw does."""
     steps: list[FaultStep] = []
     t = 0.0
     quiet_from = 0.0  # when every fault begun so far has ended
@@ -205,13 +267,20 @@ def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, durati
         aims = _aims(surface, fault, settings.roles)
         targets = _random_targets(settings, surface, f"{source}: nemesis.faults", fault, rng,
                                   aims)
-        for _ in range(OTHER_AIM_TRIES if inside and name == steps[-1].fault else 0):
+        follows_kin = inside and bool(steps) and name == steps[-1].fault
+        for _ in range(OTHER_AIM_TRIES if follows_kin else 0):
             if not targets or targets != steps[-1].targets:
                 break
             targets = _random_targets(settings, surface, f"{source}: nemesis.faults", fault,
                                       rng, aims)
-        steps.append(FaultStep(round(t, 3), name, round(duration, 3), targets,
-                               rng.getrandbits(32)))
+        step = FaultStep(round(t, 3), name, round(duration, 3), targets, rng.getrandbits(32))
+        for _ in range(OTHER_AIM_TRIES if _clashes(step, background) else 0):
+            step = dataclasses.replace(step, targets=_random_targets(
+                settings, surface, f"{source}: nemesis.faults", fault, rng, aims))
+            if not _clashes(step, background):
+                break
+        if not _clashes(step, background):
+            steps.append(step)
         quiet_from = max(quiet_from, t + duration)
         if settings.interval_s == 0 and duration == 0:
             quiet_from += 1.0  # back-to-back instantaneous faults still need time between
@@ -231,7 +300,8 @@ def _length(settings: NemesisSettings, rng: random.Random) -> float:
 
 
 def longest_length_s(settings: NemesisSettings) -> float:
-    """The longest length a random schedule's faults are drawn about."""
+    """The longest length a random schedule's faults are drawn about (its background
+    aside)."""
     return max((settings.duration_s, *settings.lengths_s))
 
 

@@ -306,6 +306,19 @@ bands (`lengths_s`, one length per band) rather than all from the schedule's one
 quick restart of one broker inside another's long outage, a short freeze after a long cut.
 Drawn from a stream of its own (`_lengths`), so that a schedule of one band is what it was
 before."""
+BACKGROUND_SHARE = 1 / 3
+"""The share of drawn schedules with a long fault beneath the others (`background`): one of
+the schedule's kinds that can stay on while others come and go (a kill, a freeze, an
+unlink; not a network cut, which the next cut replaces), so that several faults act
+inside one outage: the topic's owner crashing twice while replication is unlinked, one
+broker frozen while the others are killed in turn. With `overlap` one fault at most
+begins inside another. Drawn from a stream of its own, so that the other schedules are
+what they were before."""
+BACKGROUND_AT = (0.05, 0.25)
+BACKGROUND_LENGTH = (0.3, 0.6)
+"""When the background begins and how long it lasts, as shares of the run: it ends before
+the load does, so that what it held up (a snapshot, a takeover) has the rest of the run to
+go wrong in."""
 STORAGE_ROLES = ("bookie",)
 """In half the drawn schedules, the roles a fault may hit besides its own: a bookie killed
 or frozen under the brokers writing to it. Not ZooKeeper: a long fault there ends every
@@ -357,6 +370,7 @@ def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
         settings = replace(settings, aim_clusters="any")
     settings = replace(settings, nodes_at_once=_nodes_at_once(scenario.seed),
                        lengths_s=_lengths(scenario))
+    settings = _with_background(settings, scenario)
     if not planned.controller:
         return settings
     return replace(settings, roles=settings.roles + rng.choice(((), LEADER_AIMS)))
@@ -397,6 +411,21 @@ def _lengths(scenario: Scenario) -> tuple[float, ...]:
                  for low, high in fault_lengths(scenario.topology, scenario.duration_s))
 
 
+def _with_background(settings: NemesisSettings, scenario: Scenario) -> NemesisSettings:
+    """BACKGROUND_SHARE's draw for `scenario`: one of the schedule's faults that can stay
+    on beneath the others, begun early and lasting a good part of the run (BACKGROUND_AT,
+    BACKGROUND_LENGTH), or none."""
+    rng = random.Random(f"explore:{scenario.seed}:background")
+    kinds = [name for name in settings.faults
+             if not FAULTS[name].instant and not FAULTS[name].replaced_by_kin]
+    if rng.random() >= BACKGROUND_SHARE or not kinds:
+        return settings
+    run_s = scenario.duration_s
+    return replace(settings, background=rng.choice(kinds),
+                   background_at_s=round(rng.uniform(*BACKGROUND_AT) * run_s, 1),
+                   background_s=round(rng.uniform(*BACKGROUND_LENGTH) * run_s, 1))
+
+
 def _anywhere(planned: Surface, faults: Sequence[str]) -> bool:
     """Whether the faults may land in any of several clusters (`aim_clusters = "any"`):
     every node each could pick there can take it."""
@@ -432,9 +461,11 @@ def _every_pick_can(planned: Surface, fault: Fault, cluster: str | None = None) 
 def liveness_bound_ms(nemesis: NemesisSettings, topology: Topology) -> int:
     """How long a key may stay unwritable, or a subscription stalled: the longest fault
     the schedule draws (one and a half times its longest length; twice that where a fault
-    may begin inside another), the session timeout, and `HEAL_MARGIN_S`."""
+    may begin inside another), after its background when it has one (a fault begun inside
+    may outlast it), the session timeout, and `HEAL_MARGIN_S`."""
     longest = ((3.0 if nemesis.overlap else 1.5) * longest_length_s(nemesis)
-               if nemesis.faults else 0.0)
+               if nemesis.faults else 0.0) + (nemesis.background_s if nemesis.background
+                                              else 0.0)
     return round(1000 * (longest + topology.session_timeout_ms / 1000 + HEAL_MARGIN_S))
 
 
@@ -493,7 +524,7 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
     # drawn for every backend, so that the draws after it are the same on each.
     target_held = rng.choice((False, True))
     if rng.random() < QUIET_SHARE:
-        nemesis = replace(nemesis, schedule="none", faults=())
+        nemesis = nemesis.without_faults()
     bound = liveness_bound_ms(nemesis, scenario.topology)
     held = availability_held(nemesis, scenario.topology)
     if nodes is not None:

@@ -163,7 +163,7 @@ def _expected_anomalies(reader: _Reader, data: dict[str, Any]) -> tuple[str, ...
 def _nemesis(reader: _Reader, data: dict[str, Any]) -> NemesisSettings:
     nemesis = reader.table(data, "nemesis", NemesisSettings, {
         "schedule": SCHEDULES, "faults": (tuple, FAULT_NAMES), "roles": (tuple, AIMS),
-        "aim_clusters": AIM_CLUSTERS, "lengths_s": (tuple, float)},
+        "aim_clusters": AIM_CLUSTERS, "lengths_s": (tuple, float), "background": FAULT_NAMES},
         skip={"timeline"})
     timeline = []
     raw = data.get("nemesis", {})
@@ -179,6 +179,12 @@ def _nemesis(reader: _Reader, data: dict[str, Any]) -> NemesisSettings:
                                                     "[[nemesis.timeline]] entries")
     if nemesis.overlap > 1:
         raise reader.toml.expected("nemesis.overlap", "a share from 0 to 1", nemesis.overlap)
+    if nemesis.background is not None and nemesis.schedule != "random":
+        raise reader.toml.error("nemesis.background", "only a random schedule takes a "
+                                "background fault (a timeline lists it among its faults)")
+    if nemesis.background is not None and nemesis.background_s <= 0:
+        raise reader.toml.expected("nemesis.background_s", "the background fault's length, "
+                                   "more than 0 seconds", nemesis.background_s)
     settings: NemesisSettings = dataclasses.replace(nemesis, timeline=tuple(timeline))
     return settings
 

@@ -28,7 +28,8 @@ def size(scenario: Scenario) -> float:
     schedule away from its default."""
     nemesis = scenario.nemesis
     faults = len(nemesis.timeline) if nemesis.schedule == "timeline" else len(nemesis.faults)
-    fault_s = longest_length_s(nemesis) if faults else 0.0
+    fault_s = (longest_length_s(nemesis) if faults else 0.0) + (
+        nemesis.background_s if nemesis.background else 0.0)
     topology = scenario.topology
     nodes = topology.zookeepers + topology.bookies + topology.brokers
     workload = scenario.workload
@@ -44,6 +45,7 @@ SCHEDULE_SHAPES = {
     "roles": "faults at their own aims only",
     "aim_clusters": "faults in the first cluster only",
     "lengths_s": "every fault about the same length",
+    "background": "no fault beneath the others",
 }
 """The random schedule's settings that shape where and how its faults strike, and what
 putting each back to its default is called."""
@@ -79,8 +81,8 @@ def candidates(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
     yield from _fewer_clients(scenario)
     yield from _fewer_nodes(scenario)
     if scenario.nemesis.schedule != "none":
-        yield "every fault removed", _with_nemesis(scenario, schedule="none", faults=(),
-                                                   timeline=())
+        yield "every fault removed", dataclasses.replace(
+            scenario, nemesis=scenario.nemesis.without_faults())
 
 
 def _fewer_faults(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
@@ -96,11 +98,14 @@ def _fewer_faults(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
             yield (f"timeline fault {n} ({item.fault} at {item.at_s:g} s) removed",
                    _with_nemesis(scenario, timeline=kept_items))
     for name, what in _shapes_set(nemesis).items():
-        yield what, _with_nemesis(scenario, **{name: getattr(_PLAIN, name)})
+        plain = (nemesis.without_background() if name == "background"
+                 else dataclasses.replace(nemesis, **{name: getattr(_PLAIN, name)}))
+        yield what, dataclasses.replace(scenario, nemesis=plain)
     if nemesis.schedule == "random" and longest_length_s(nemesis) / 2 >= SHORTEST_FAULT_S:
         yield (f"faults halved to about {longest_length_s(nemesis) / 2:g} s",
                _with_nemesis(scenario, duration_s=nemesis.duration_s / 2,
-                             lengths_s=tuple(length / 2 for length in nemesis.lengths_s)))
+                             lengths_s=tuple(length / 2 for length in nemesis.lengths_s),
+                             background_s=nemesis.background_s / 2))
 
 
 def _shorter(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:

@@ -106,6 +106,10 @@ class Fault:
     outlives_heal: ClassVar[bool] = False
     """The final heal's network and process repairs do not undo it, so the runner ends it
     there itself when it is still on (a run cut short)."""
+    replaced_by_kin: ClassVar[bool] = False
+    """The next fault of its family replaces it (a network cut replaces the one in force,
+    and any cut's end heals the whole network), so it cannot stay on beneath others as a
+    random schedule's `background`."""
     keeps_sessions: ClassVar[bool] = False
     """No broker it acts on lives on without its metadata session: a killed one starts
     again with a new session, and some faults leave sessions alone. False for anything

@@ -19,6 +19,7 @@ PULSAR_PORT = 6650
 class _Partition(Fault):
     op = "partition"
     end_op = "heal"
+    replaced_by_kin = True
     needs = frozenset({"partition"})
 
     def inject(self, ctx: FaultContext, targets: tuple[str, ...],

@@ -46,8 +46,19 @@ def test_the_status_says_when_a_fault_was_on_or_had_just_been() -> None:
     status = FaultStatus()
     now = time.monotonic()
     assert not status.disturbed_since(now)
-    status.begin("pause", "a-broker1")
+    status.begin(1, "pause", "a-broker1")
     assert status.disturbed_since(now + 3600)  # on now, whenever the exchange began
-    status.end("pause")
+    status.end(1)
     assert status.disturbed_since(time.monotonic() + AFTERMATH_S - 1)
     assert not status.disturbed_since(time.monotonic() + AFTERMATH_S + 1)
+
+
+def test_a_fault_ending_inside_another_of_its_kind_leaves_that_one_on() -> None:
+    status = FaultStatus()
+    status.begin("long", "kill", "a-broker1")
+    status.begin("quick", "kill", "a-broker2")
+    status.end("quick")
+    assert status.disturbed_since(time.monotonic() + 3600)
+    assert status.text() == "kill a-broker1"
+    status.end("long")
+    assert not status.disturbed_since(time.monotonic() + 3600)

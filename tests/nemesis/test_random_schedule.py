@@ -1,15 +1,18 @@
-"""A random schedule's `overlap`, `roles`, `aim_clusters`, `nodes_at_once` and
-`lengths_s`: two faults at once, faults aimed past a fault's own defaults, faults in any
-cluster and on several nodes at once, faults of several lengths in one schedule, without
-moving the schedules written before these existed."""
+"""A random schedule's `overlap`, `roles`, `aim_clusters`, `nodes_at_once`, `lengths_s`
+and `background`: two faults at once, faults aimed past a fault's own defaults, faults in
+any cluster and on several nodes at once, faults of several lengths in one schedule, one
+long fault beneath the others, without moving the schedules written before these
+existed."""
 
 from __future__ import annotations
 
 import dataclasses
 from itertools import pairwise
 
+import pytest
+
 from harness.target import Node
-from nemesis.faults.base import Surface
+from nemesis.faults.base import FaultPlanError, Surface
 from nemesis.schedule import FaultStep, NemesisSettings, build_schedule
 
 NODES = Surface((
@@ -155,3 +158,51 @@ def test_lengths_give_each_fault_one_of_several_lengths() -> None:
 def test_one_length_draws_as_before() -> None:
     for seed in SEEDS:
         assert _steps(seed) == _steps(seed, lengths_s=())
+
+
+def _background(steps: tuple[FaultStep, ...], settings: NemesisSettings) -> FaultStep:
+    (found,) = [s for s in steps if (s.at_s, s.fault, s.duration_s) == (
+        settings.background_at_s, settings.background, settings.background_s)]
+    return found
+
+
+def test_a_background_fault_stays_on_beneath_the_others_which_keep_off_its_node() -> None:
+    settings = NemesisSettings("random", faults=("kill", "pause", "expire-session"),
+                               interval_s=4.0, duration_s=6.0, background="kill",
+                               background_at_s=5.0, background_s=60.0)
+    inside = 0
+    for seed in SEEDS:
+        steps = build_schedule(settings, NODES, seed, 120.0, "t.toml").steps
+        background = _background(steps, settings)
+        assert len(background.targets) == 1
+        assert [s.at_s for s in steps] == sorted(s.at_s for s in steps)
+        for step in steps:
+            if step is not background and 5.0 <= step.at_s < 65.0:
+                inside += 1
+                assert not set(step.targets) & (set(background.targets) - {"owner"})
+        plain = dataclasses.replace(settings, background=None)
+        drawn = build_schedule(plain, NODES, seed, 120.0, "t.toml").steps
+        assert [s for s in drawn if s.at_s < 5.0] == [s for s in steps if s.at_s < 5.0]
+    assert inside > len(SEEDS)
+
+
+def test_a_background_unlink_is_never_ended_by_an_unlink_inside_it() -> None:
+    settings = NemesisSettings("random", faults=("kill", "unlink-replication"),
+                               interval_s=4.0, duration_s=6.0, aim_clusters="any",
+                               background="unlink-replication", background_at_s=2.0,
+                               background_s=100.0)
+    for seed in SEEDS:
+        steps = build_schedule(settings, TWO_CLUSTERS, seed, 120.0, "t.toml").steps
+        background = _background(steps, settings)
+        unlinks = {s.targets for s in steps if s is not background
+                   and s.fault == "unlink-replication" and s.at_s < 102.0}
+        assert background.targets not in unlinks
+        assert not (background.targets and () in unlinks)  # the first against all: a pair
+
+
+def test_a_network_cut_or_an_instant_fault_cannot_be_a_background() -> None:
+    for fault in ("isolate", "cut-wan", "expire-session"):
+        settings = NemesisSettings("random", faults=("kill",), background=fault,
+                                   background_s=10.0)
+        with pytest.raises(FaultPlanError, match="cannot stay on beneath other faults"):
+            build_schedule(settings, TWO_CLUSTERS, 1, 60.0, "t.toml")

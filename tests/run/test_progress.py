@@ -18,7 +18,7 @@ def _show(tmp_path: Path, terminal: bool) -> str:
     console = Console(file=out, force_terminal=terminal, width=100)
     history = CountingHistory(tmp_path / f"history-{terminal}.jsonl")
     faults = FaultStatus()
-    faults.begin("kill", "a-broker1")
+    faults.begin(1, "kill", "a-broker1")
     with Progress(console, history, faults, 15) as progress:
         progress.phase("load for 15 s", load_started=time.monotonic())
         for outcome in ("ok", "ok", "info"):

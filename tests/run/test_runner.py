@@ -240,3 +240,24 @@ def test_a_node_a_step_names_twice_is_struck_once(tmp_path: Path) -> None:
     assert calls == ["kill a-broker2", "start a-broker2"]
     kill = next(e for e in events if e["f"] == "kill" and e["type"] == "ok")
     assert orjson.loads(kill["detail"])["targets"] == ["a-broker2"]
+
+
+@pytest.mark.parametrize("aimed_at", ["owner", "a-broker2"])
+def test_a_fault_inside_a_background_fault_never_strikes_the_node_it_holds(
+        tmp_path: Path, aimed_at: str) -> None:
+    """The lookup still names the broker the background killed (its session not yet
+    over), or the background's `owner` turned out to be the broker a step names: a kill
+    inside the background strikes the other broker, so its start does not end the
+    background early."""
+    calls: list[str] = []
+    background = FaultStep(0.0, "kill", 0.3, ("owner",), 1, beneath=True)
+    inside = FaultStep(0.05, "kill", 0.05, (aimed_at,), 2)
+    with (_admin_answering("/lookup/v2/topic/persistent/public/default/t",
+                           {"nativeUrl": "pulsar://10.0.0.2:6650"}) as admin,
+          HistoryWriter(tmp_path / "history.jsonl") as history):
+        NemesisRunner(Schedule((background, inside), 0.4),
+                      Targets([Node("a-broker1", calls), Node("a-broker2", calls)],
+                              (admin, "http://127.0.0.1:9")),
+                      history, "persistent://public/default/t"
+                      ).run(time.monotonic(), threading.Event())
+    assert calls == ["kill a-broker2", "kill a-broker1", "start a-broker1", "start a-broker2"]

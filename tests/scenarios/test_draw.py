@@ -343,3 +343,25 @@ def test_in_some_draws_every_optional_client_behaviour_is_on_at_once() -> None:
     one_by_one = 0.6 * 0.5 * 0.6 * 0.5 * 0.5
     assert together > 0.7 * draw.ALL_AT_ONCE_SHARE / 2 * len(SEEDS)
     assert together > 2 * one_by_one * len(SEEDS)
+
+
+def test_a_third_of_the_schedules_hold_a_long_fault_beneath_the_others_moving_no_other_draw(
+        monkeypatch) -> None:
+    drawn = [draw_scenario(seed, "local", kinds=("geo",)) for seed in SEEDS]
+    beneath = [s for s in drawn if s.nemesis.background]
+    faulted = [s for s in drawn if s.nemesis.faults]
+    assert 0.15 * len(faulted) < len(beneath) < 0.5 * len(faulted)
+    for scenario in beneath:
+        nemesis = scenario.nemesis
+        assert nemesis.background in nemesis.faults
+        assert nemesis.background in ("kill", "pause", "unlink-replication")
+        ends = nemesis.background_at_s + nemesis.background_s
+        assert 0.3 * scenario.duration_s <= ends <= 0.9 * scenario.duration_s
+        assert scenario.checkers.unavailable_bound_ms is None or (
+            scenario.checkers.unavailable_bound_ms > 1000 * nemesis.background_s)
+    assert not any(s.nemesis.background for s in drawn if not s.nemesis.faults)
+    monkeypatch.setattr(draw, "_with_background", lambda settings, _scenario: settings)
+    for scenario in beneath:
+        alone = draw_scenario(scenario.seed, "local", kinds=("geo",))
+        assert replace(scenario, nemesis=scenario.nemesis.without_background(),
+                       checkers=alone.checkers) == alone

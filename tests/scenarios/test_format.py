@@ -99,6 +99,12 @@ duration_s = 5
     ("[nemesis]\naim_clusters = \"all\"\n", "nemesis.aim_clusters: expected one of first, any"),
     ("[nemesis]\nnodes_at_once = 0\n", "nemesis.nodes_at_once: expected a number of at least 1"),
     ("[nemesis]\nlengths_s = [2, \"long\"]\n", "nemesis.lengths_s[1]: expected a number"),
+    ("[nemesis]\nbackground = \"meteor\"\n", "nemesis.background: expected one of isolate"),
+    ("[nemesis]\nschedule = \"timeline\"\nbackground = \"kill\"\nbackground_s = 9\n"
+     "[[nemesis.timeline]]\nat_s = 1\nfault = \"pause\"\n",
+     "nemesis.background: only a random schedule takes a background fault"),
+    ("[nemesis]\nschedule = \"random\"\nfaults = [\"pause\"]\nbackground = \"kill\"\n",
+     "nemesis.background_s: expected the background fault's length, more than 0 seconds"),
     ("mutants = [\"no-such-bug\"]\n", "mutants[0]: expected one of ack-before-durable, "),
     ("name = \"../elsewhere\"\n", "name: expected letters, digits"),
     ("name = \"/tmp/elsewhere\"\n", "name: expected letters, digits"),

@@ -55,7 +55,8 @@ def test_a_bare_scenario_has_no_smaller_neighbour() -> None:
 def test_a_random_schedule_s_shapes_go_back_to_their_defaults_one_at_a_time() -> None:
     shaped = NemesisSettings(schedule="random", faults=("kill",), duration_s=4, overlap=0.5,
                              roles=("bookie",), aim_clusters="any", nodes_at_once=2,
-                             lengths_s=(2.0, 8.0, 30.0))
+                             lengths_s=(2.0, 8.0, 30.0), background="kill",
+                             background_at_s=3.0, background_s=20.0)
     scenario = dataclasses.replace(draw_scenario(1, "docker"), nemesis=shaped)
     took = {what: smaller.nemesis for what, smaller in candidates(scenario)}
     assert took["faults strike one node at a time"] == dataclasses.replace(shaped,
@@ -65,3 +66,7 @@ def test_a_random_schedule_s_shapes_go_back_to_their_defaults_one_at_a_time() ->
     assert took["faults in the first cluster only"].aim_clusters == "first"
     assert took["every fault about the same length"].lengths_s == ()
     assert took["faults halved to about 15 s"].lengths_s == (1.0, 4.0, 15.0)
+    assert took["faults halved to about 15 s"].background_s == 10.0
+    assert took["no fault beneath the others"] == dataclasses.replace(
+        shaped, background=None, background_at_s=0.0, background_s=0.0)
+    assert took["every fault removed"].background is None
