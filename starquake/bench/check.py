@@ -225,8 +225,8 @@ def bench_check(events: int, mix: str, anomalies: int, from_run: Path | None,
             click.echo(f"generated {written:,} events in {time.perf_counter() - started:.1f} s")
 
         if end_to_end:
-            _end_to_end(path, written, wanted, duck_wanted, Path(tmp), spark.driver_memory,
-                        repeats)
+            _end_to_end(path, written, wanted, duck_wanted, inject if real is None else None,
+                        Path(tmp), spark.driver_memory, repeats)
             return
         with _cluster(spark, docker_spark_workers, path.parent) as where:
             timed = _timed_check(where, path)
@@ -257,8 +257,8 @@ def bench_check(events: int, mix: str, anomalies: int, from_run: Path | None,
 
 
 def _end_to_end(path: Path, events: int, expected: dict[str, int],
-                duckdb_expected: dict[str, int], work: Path, driver_memory: str,
-                repeats: int) -> None:
+                duckdb_expected: dict[str, int], plain_expected: dict[str, int] | None,
+                work: Path, driver_memory: str, repeats: int) -> None:
     """`--end-to-end`: the small example history, then the large one (module check_e2e)."""
     from starquake.bench.check_e2e import end_to_end, print_timings, small_history
 
@@ -267,4 +267,4 @@ def _end_to_end(path: Path, events: int, expected: dict[str, int],
     print_timings("small", small_events,
                   end_to_end(small, None, work, driver_memory, repeats))
     print_timings("large", events, end_to_end(path, expected, work, driver_memory, repeats,
-                                              duckdb_expected))
+                                              duckdb_expected, plain_expected))

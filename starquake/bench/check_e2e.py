@@ -5,7 +5,9 @@ from pressing enter to the verdict, on a small history and on the bench's large 
 - first: the check that starts the resident server (what the first check of a session pays);
 - warm: through that resident server, already up;
 - DuckDB answering the four core questions (lost, unexpected, failed-delivered, duplicate
-  after ack) on the same file, in this process, timed from connect to answer.
+  after ack) on the same file, in this process, timed from connect to answer: by the
+  yardstick's queries, which follow the checkers' definitions (`duckdb_checks`), and by one
+  plain query, as a user would first ask them (`duckdb_plain`).
 
 Each figure is the median of `repeats` runs, all in one bench run, so the ratios compare
 like with like on whatever the machine is doing. Before every check the files a check
@@ -36,6 +38,7 @@ from checkers.resident_state import HOME_ENV
 from checkers.spark_settings import OWN, RESIDENT
 from history.errors import INVALID, VALID
 from starquake.bench.duckdb_checks import duckdb_counts
+from starquake.bench.duckdb_plain import VERIFIED, plain_counts
 
 FOUR_QUESTIONS = ("lost", "unexpected", "failed-delivered", "duplicate")
 """What a user asks of a history first, and the DuckDB baseline of the end-to-end ratio."""
@@ -43,15 +46,16 @@ SMALL_EXAMPLE = "examples/split-topic/history.jsonl"
 """The small history: the example run shipped with the package (506 events)."""
 
 
-COLD, FIRST, WARM, DUCKDB = "cold", "first", "warm", "duckdb"
+COLD, FIRST, WARM, DUCKDB, PLAIN = "cold", "first", "warm", "duckdb", "plain"
 _SAYS = {COLD: "cold, a Spark of its own", FIRST: "first, starting the resident server",
-         WARM: "warm, through the resident server", DUCKDB: "duckdb, the four questions"}
+         WARM: "warm, through the resident server", DUCKDB: "duckdb, the four questions",
+         PLAIN: "duckdb, one plain query"}
 
 
 @dataclass(frozen=True)
 class Timings:
-    """One way of answering (COLD, FIRST, WARM or DUCKDB): seconds of each repeat, in
-    order."""
+    """One way of answering (COLD, FIRST, WARM, DUCKDB or PLAIN): seconds of each repeat,
+    in order."""
 
     way: str
     seconds: list[float]
@@ -75,10 +79,14 @@ def small_history(directory: Path) -> Path:
 
 def end_to_end(history: Path, expected: dict[str, int] | None, work: Path,
                driver_memory: str, repeats: int,
-               duckdb_expected: dict[str, int] | None = None) -> list[Timings]:
+               duckdb_expected: dict[str, int] | None = None,
+               plain_expected: dict[str, int] | None = None) -> list[Timings]:
     """Cold, first, warm and DuckDB timings for `history`; with `expected`, every check's
     counts are verified against it (a check that finds other counts fails the bench), and
-    DuckDB's against `duckdb_expected` where its queries may count otherwise."""
+    DuckDB's against `duckdb_expected` where its queries may count otherwise, and the
+    plain query's three exact answers against `plain_expected` (a generated history's
+    injections; on a real run's copies it is not verified: its unlinks and failovers are
+    what the plain query does not know)."""
     out = work / "results.json"
     environment = {**os.environ, HOME_ENV: str(work / "spark"),
                    "STARQUAKE_SPARK_DRIVER_MEMORY": driver_memory}
@@ -97,8 +105,9 @@ def end_to_end(history: Path, expected: dict[str, int] | None, work: Path,
         _verify(out, expected, remote)
         return seconds
 
-    duck = [duckdb_counts(history, FOUR_QUESTIONS) for _ in range(repeats)] \
-        if history.suffix == ".parquet" else []
+    parquet = history.suffix == ".parquet"
+    duck = [duckdb_counts(history, FOUR_QUESTIONS) for _ in range(repeats)] if parquet else []
+    plain = [plain_counts(history) for _ in range(repeats)] if parquet else []
     try:
         timings = [Timings(COLD, [timed_check(OWN) for _ in range(repeats)]),
                    Timings(FIRST, [timed_check(RESIDENT)]),
@@ -112,7 +121,13 @@ def end_to_end(history: Path, expected: dict[str, int] | None, work: Path,
             wrong = {k: c for k, c in duck[0].counts.items() if c != wanted.get(k, 0)}
             if wrong:
                 raise click.ClickException(f"duckdb's four questions found {wrong}")
+        if plain_expected is not None:
+            wrong = {k: plain[0].counts[k] for k in VERIFIED
+                     if plain[0].counts[k] != plain_expected.get(k, 0)}
+            if wrong:
+                raise click.ClickException(f"duckdb's plain query found {wrong}")
         timings.append(Timings(DUCKDB, [d.seconds for d in duck]))
+        timings.append(Timings(PLAIN, [d.seconds for d in plain]))
     return timings
 
 
@@ -142,4 +157,6 @@ def print_timings(label: str, events: int, timings: Sequence[Timings]) -> None:
     if DUCKDB in median:
         click.echo(f"  warm / duckdb = {median[WARM] / median[DUCKDB]:.1f}, "
                    f"cold / duckdb = {median[COLD] / median[DUCKDB]:.1f}")
+        click.echo(f"  warm / plain duckdb = {median[WARM] / median[PLAIN]:.1f}, "
+                   f"cold / plain duckdb = {median[COLD] / median[PLAIN]:.1f}")
     click.echo(f"  cold / warm = {median[COLD] / median[WARM]:.1f}")

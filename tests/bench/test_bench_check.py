@@ -72,5 +72,6 @@ def test_bench_check_end_to_end_times_each_way_a_user_checks(tmp_path: Path) -> 
                     "warm, through the resident server: median", "cold / warm = "):
             assert way in section, done.stdout
     assert "duckdb, the four questions: median" in large
-    assert "warm / duckdb = " in large
+    assert "duckdb, one plain query: median" in large
+    assert "warm / duckdb = " in large and "warm / plain duckdb = " in large
     assert _processes_naming(str(scratch)) == []
