@@ -94,6 +94,8 @@ class NemesisSettings:
     background_s: float = 0.0
 
     def without_background(self) -> NemesisSettings:
+        """These settings with no background, its time and length back to their defaults
+        (a scenario written out keeps no length of a fault it does not have)."""
         return dataclasses.replace(self, background=None, background_at_s=0.0,
                                    background_s=0.0)
 
@@ -116,8 +118,8 @@ class FaultStep:
     """Seeds the random partition shapes (and the choice of a broker when no owner can be
     found), so they too follow from the run seed."""
     beneath: bool = False
-    """The schedule's background: a runtime target of a fault inside it never names a node
-    it holds (`NemesisRunner`)."""
+    """The schedule's background: no fault begun inside it strikes a node it holds, even
+    one known only at run time (`NemesisRunner`)."""
 
     @property
     def kind(self) -> Fault:
