@@ -150,16 +150,15 @@ def _judge(scope: Scope, facts: list[SmallFact]) -> list[Reassignment]:
 
 def _rebalances(assigned: list[_Assigned], left: dict[int, str]
                 ) -> list[list[_Assigned] | str]:
-    """The assignments in index order, grouped as one rebalance's pushes: consecutive
-    ones, each to a different consumer and for the same layout epoch (when both name
-    one); a consumer that left (its name) stands alone. A rebalance pushes only to the
-    consumers whose segments change, so without the epoch the last pushes of one layout's
-    rebalance and the first of the next would pass for one rebalance when their consumers
-    differ, and a segment leaving one consumer in the first would look dealt twice."""
-    steps = sorted([(a.index, a) for a in assigned] + list(left.items()),
-                   key=lambda step: step[0])
+    """The assignments in the order they were dealt (`_dealing_order`), grouped as one
+    rebalance's pushes: consecutive ones, each to a different consumer and for the same
+    layout epoch (when both name one); a consumer that left (its name) stands alone. A
+    rebalance pushes only to the consumers whose segments change, so without the epoch
+    the last pushes of one layout's rebalance and the first of the next would pass for one
+    rebalance when their consumers differ, and a segment leaving one consumer in the first
+    would look dealt twice."""
     grouped: list[list[_Assigned] | str] = []
-    for _, step in steps:
+    for step in _dealing_order(assigned, left):
         last = grouped[-1] if grouped else None
         if isinstance(step, str):
             grouped.append(step)
@@ -169,6 +168,27 @@ def _rebalances(assigned: list[_Assigned], left: dict[int, str]
         else:
             grouped.append([step])
     return grouped
+
+
+def _dealing_order(assigned: list[_Assigned], left: dict[int, str]
+                   ) -> list[_Assigned | str]:
+    """Assignments and departures by the layout epoch they were dealt for, then by index.
+    The history has them in the order the consumers heard them, and a registration's
+    answer can come late: after a controller's failover, one consumer's answer for the
+    layout of epoch 5 came after another consumer's push for epoch 6, and in arrival order
+    the epoch-5 rebalance split in two around it, each half dealing the same segments
+    (`reassigned` in a correct run). Without epochs, or where one is missing, the epoch in
+    force at that index (the highest heard so far) stands in, so a history without them
+    keeps its index order."""
+    steps: list[tuple[int, _Assigned | str]] = sorted(
+        [(a.index, a) for a in assigned] + list(left.items()), key=lambda step: step[0])
+    keyed = []
+    in_force = -1
+    for index, step in steps:
+        epoch = step.epoch if isinstance(step, _Assigned) else None
+        in_force = max(in_force, -1 if epoch is None else epoch)
+        keyed.append(((in_force if epoch is None else epoch, index), step))
+    return [step for _, step in sorted(keyed, key=lambda item: item[0])]
 
 
 def _same_epoch(one: _Assigned, other: _Assigned) -> bool:

@@ -825,6 +825,27 @@ def _reassigned_legal_layouts(h: History) -> None:
     h.drain()
 
 
+@case("reassigned-legal-answers-after-the-next-layout")
+def _reassigned_legal_late_answers(h: History) -> None:
+    """The controller's leader lost its session and every consumer registers again. The
+    layout of epoch 2 (segment 0 split into 2 and 3) deals c0 2, c1 3 and c2 1; c2 hears
+    its answer, then its push for epoch 3 (1 and 3 merged into 4), before c0 and c1 hear
+    their answers for epoch 2. In the order heard, c2's two changes each stood alone with
+    the same segments dealt; in the order dealt, each layout changed what is dealt."""
+    h.register("c0", [0])
+    h.register("c1", [1])
+    h.register("c2", [])
+    h.nemesis("expire-session")
+    for consumer in ("c0", "c1", "c2"):
+        h.registering(consumer)
+    h.registered("c2", [1], epoch=2)
+    h.assign("c2", [], epoch=3)
+    h.registered("c0", [2], epoch=2)
+    h.registered("c1", [3], epoch=2)
+    h.assign("c1", [4], epoch=3)
+    h.drain()
+
+
 @case("reassigned-legal-consumer-left")
 def _reassigned_legal_left(h: History) -> None:
     _dealt_to_c0_then_shared(h)
