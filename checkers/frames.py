@@ -96,12 +96,29 @@ def _ends(closer: SmallFact, opened: SmallFact) -> bool:
     when either names no targets (a heal of everything, or a history that does not say),
     when both name the same targets in the same order (a cluster pair's order says which
     way replication stopped), or when the closer names more, among them all of the
-    fault's (every killed broker started at once). A network heal ends everything."""
+    fault's (every killed broker started at once). A network heal ends everything. A
+    relink ends an unlink by the link the two name in their completions, where both do
+    (`_link`): an unlink without targets stopped the other clusters replicating to the
+    first, and a relink of another pair is not its end."""
     if not closed_by_target(opened.f) or closer.f == "heal":
         return True
+    relinked, unlinked = _link(closer), _link(opened)
+    if relinked is not None and unlinked is not None:
+        return relinked[0] == unlinked[0] and unlinked[1] <= relinked[1]
     ended, began = _targets(closer), _targets(opened)
     return (not ended or not began or ended == began
             or (len(ended) > len(began) and set(began) <= set(ended)))
+
+
+def _link(op: SmallFact) -> tuple[str, frozenset[str]] | None:
+    """The replication an `unlink-replication` or `relink-replication` changed, as its
+    completion names it: the receiving cluster and the clusters whose lists were
+    rewritten; None for any other operation, or one whose completion does not say."""
+    detail = detail_object(op.done_detail)
+    receiver, lists = detail.get("receiver"), detail.get("replication_clusters")
+    if not isinstance(receiver, str) or not isinstance(lists, dict) or not lists:
+        return None
+    return receiver, frozenset(lists)
 
 
 def _targets(op: SmallFact) -> list[str]:

@@ -162,6 +162,28 @@ def _unlinked_both_ways(h: History) -> None:
     h.drain()
 
 
+@case("lost-legal-unlinked-without-targets-another-pair-relinked-inside")
+def _unlinked_without_targets(h: History) -> None:
+    """b stops replicating to a at 1 s by an unlink without targets (every other cluster
+    to the first); a to b is unlinked at 2 s and relinked at 3 s; b to a comes back with
+    the final heal at 12 s. What b wrote at 9 s was never owed to a: the relink at 3 s,
+    of the other pair, is not the end of the unlink without targets (an explore draw's
+    background unlink inside another)."""
+    h.subscribe("late-a", "exclusive", cluster="a")
+    h.subscribe("late-b", "exclusive", cluster="b")
+    h.at(1000).nemesis("unlink-replication", targets=[], receiver="a",
+                       replication_clusters={"b": ["b"]})
+    for at_ms, f, listed in ((2000, "unlink-replication", ["a"]),
+                             (3000, "relink-replication", ["a", "b"])):
+        h.at(at_ms).nemesis(f, targets=["a", "b"], receiver="b",
+                            replication_clusters={"a": listed})
+    h.at(9000).send("m1", cluster="b", position="1:0")
+    h.at(12_000).nemesis("relink-replication", targets=[], receiver="a",
+                         replication_clusters={"b": ["b", "a"]})
+    h.recv("m1", "late-b", cluster="b", position="1:0")
+    h.drain()
+
+
 @case("lost-written-while-unlinked-by-the-receiver", lost=1)
 def _written_by_the_receiver(h: History) -> None:
     """a still replicates to b, and its own subscription owes what a wrote."""
