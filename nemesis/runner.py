@@ -120,8 +120,11 @@ class NemesisRunner:
 
     def _begin(self, step: FaultStep) -> None:
         rng = random.Random(step.shape_seed)
-        held = {node for begun, nodes in self._begun.items()
-                if begun.beneath and not begun.kind.cluster_targets for node in nodes}
+        beneath = [begun for begun in self._begun if begun.beneath]
+        if any(step.would_relink(background) for background in beneath):
+            return  # its end would put back the link the background holds
+        held = {node for background in beneath if not background.kind.cluster_targets
+                for node in self._begun[background]}
         # `owner` may name a node the step names too: each node is struck once.
         targets = tuple(dict.fromkeys(self._resolve(t, rng) for t in step.targets))
         if not step.kind.cluster_targets:
@@ -228,10 +231,10 @@ class NemesisRunner:
         """`targets` with each node the background fault holds (`held`) replaced by
         another of its cluster and role, drawn from the step's seed, or left out where
         there is none: this step's repair (a start, a resume) would otherwise end the
-        background early. The schedule keeps a step's own targets off the background's,
-        but not a node known only at run time: the `owner` the lookup still names while
-        the killed owner's session lasts, or a node the background's `owner` turned out
-        to be."""
+        background early. Here, not in the schedule, since only here is a node known
+        that is found at run time: the `owner` the lookup still names while the killed
+        owner's session lasts, or the node the background's own `owner` turned out to
+        be."""
         kept: list[str] = []
         for target in targets:
             if target not in held:

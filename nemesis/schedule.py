@@ -119,7 +119,7 @@ class FaultStep:
     found), so they too follow from the run seed."""
     beneath: bool = False
     """The schedule's background: no fault begun inside it strikes a node it holds, even
-    one known only at run time (`NemesisRunner`)."""
+    one known only at run time, or puts back a link it holds (`NemesisRunner`)."""
 
     @property
     def kind(self) -> Fault:
@@ -128,6 +128,14 @@ class FaultStep:
     @property
     def ends(self) -> bool:
         return not self.kind.instant
+
+    def would_relink(self, beneath: FaultStep) -> bool:
+        """Whether this fault between clusters, begun while the background `beneath` is
+        on, would end it: the same fault between the same clusters, no targets meaning the
+        first cluster against all others, which may be either pair."""
+        return (self.kind.cluster_targets and self.fault == beneath.fault
+                and (self.targets == beneath.targets
+                     or not (self.targets and beneath.targets)))
 
 
 @dataclass(frozen=True)
@@ -191,7 +199,7 @@ def build_schedule(settings: NemesisSettings, surface: Surface, seed: int, durat
         for n, name in enumerate(settings.faults):
             _fault(surface, f"{source}: nemesis.faults[{n}]", name)
         background = _background(settings, surface, seed, source)
-        steps = _random_steps(settings, surface, seed, duration_s, source, rng, background)
+        steps = _random_steps(settings, surface, seed, duration_s, source, rng)
         if background is not None:
             steps = sorted([background, *steps], key=lambda s: s.at_s)
     else:
@@ -215,7 +223,7 @@ def _background(settings: NemesisSettings, surface: Surface, seed: int, source: 
         return None
     key = f"{source}: nemesis.background"
     fault = _fault(surface, key, settings.background)
-    if fault.instant or fault.replaced_by_kin:
+    if not fault.can_lie_beneath:
         raise FaultPlanError(
             f"{key}: {fault.name} cannot stay on beneath other faults "
             f"({'it is over once done' if fault.instant else 'the next network cut replaces it'}); "
@@ -229,31 +237,15 @@ def _background(settings: NemesisSettings, surface: Surface, seed: int, source: 
                      rng.getrandbits(32), beneath=True)
 
 
-def _clashes(step: FaultStep, background: FaultStep | None) -> bool:
-    """Whether `step`, begun while `background` is on, acts on what the background holds,
-    so that the end of one would end the other (a node started again, a link put back).
-    A target resolved at run time (`owner`) is the node that serves then: not the one the
-    background took down."""
-    if background is None or not (background.at_s <= step.at_s
-                                  < background.at_s + background.duration_s):
-        return False
-    if step.kind.cluster_targets or background.kind.cluster_targets:
-        # No targets: the first cluster against all others, which may be either pair.
-        return step.fault == background.fault and (
-            step.targets == background.targets or not (step.targets and background.targets))
-    return bool(set(step.targets) & set(background.targets) - set(RUNTIME_TARGETS))
-
-
 def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, duration_s: float,
-                  source: str, rng: random.Random, background: FaultStep | None = None
-                  ) -> list[FaultStep]:
+                  source: str, rng: random.Random) -> list[FaultStep]:
     """Faults one after another: a quiet gap of about `interval_s`, then a fault lasting
     about `duration_s` or one of `lengths_s` (each drawn between half and one and a half
     times the setting).
     With `overlap`, some faults begin inside the one before instead of after a gap; the
-    gap after such a pair counts from the later of their two ends. A fault inside the
-    `background` draws its target again while it names the background's (as a fault inside
-    another of its kind does), and is left out when every draw does."""
+    gap after such a pair counts from the later of their two ends. A background is drawn
+    apart (`_background`) and moves none of these; the runner keeps them off what it holds
+    (`NemesisRunner`), which only it can see for a target found at run time."""
     steps: list[FaultStep] = []
     t = 0.0
     quiet_from = 0.0  # when every fault begun so far has ended
@@ -275,14 +267,8 @@ def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, durati
                 break
             targets = _random_targets(settings, surface, f"{source}: nemesis.faults", fault,
                                       rng, aims)
-        step = FaultStep(round(t, 3), name, round(duration, 3), targets, rng.getrandbits(32))
-        for _ in range(OTHER_AIM_TRIES if _clashes(step, background) else 0):
-            step = dataclasses.replace(step, targets=_random_targets(
-                settings, surface, f"{source}: nemesis.faults", fault, rng, aims))
-            if not _clashes(step, background):
-                break
-        if not _clashes(step, background):
-            steps.append(step)
+        steps.append(FaultStep(round(t, 3), name, round(duration, 3), targets,
+                               rng.getrandbits(32)))
         quiet_from = max(quiet_from, t + duration)
         if settings.interval_s == 0 and duration == 0:
             quiet_from += 1.0  # back-to-back instantaneous faults still need time between

@@ -416,8 +416,7 @@ def _with_background(settings: NemesisSettings, scenario: Scenario) -> NemesisSe
     on beneath the others, begun early and lasting a good part of the run (BACKGROUND_AT,
     BACKGROUND_LENGTH), or none."""
     rng = random.Random(f"explore:{scenario.seed}:background")
-    kinds = [name for name in settings.faults
-             if not FAULTS[name].instant and not FAULTS[name].replaced_by_kin]
+    kinds = [name for name in settings.faults if FAULTS[name].can_lie_beneath]
     if rng.random() >= BACKGROUND_SHARE or not kinds:
         return settings
     run_s = scenario.duration_s

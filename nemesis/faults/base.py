@@ -139,6 +139,12 @@ class Fault:
     def instant(self) -> bool:
         return self.end_op is None
 
+    @property
+    def can_lie_beneath(self) -> bool:
+        """It can be a random schedule's `background`: it lasts, and nothing but its own
+        end ends it."""
+        return not self.instant and not self.replaced_by_kin
+
 
 class ClusterPair(Fault):
     """A fault between clusters: two named as targets, or without targets the first and
