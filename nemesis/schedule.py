@@ -92,6 +92,12 @@ class NemesisSettings:
     and frozen in turn. Its target is drawn as a lone fault's is. None: no background."""
     background_at_s: float = 0.0
     background_s: float = 0.0
+    quiet_end_s: float = 0.0
+    """Random schedule: the last seconds of the load, in which no fault is on. Its faults
+    are drawn over the rest, and everything is healed when the quiet end begins: what a
+    system owes once its faults are over (a probe that can at last be judged, a failover
+    after replication came back, a subscription catching up) is then asked of it under
+    load, as Jepsen's final phase does. 0: faults until the load ends."""
 
     def without_background(self) -> NemesisSettings:
         """These settings with no background, its time and length back to their defaults
@@ -102,7 +108,7 @@ class NemesisSettings:
     def without_faults(self) -> NemesisSettings:
         """These settings with no fault at all: the schedule `none`."""
         return dataclasses.replace(self.without_background(), schedule="none", faults=(),
-                                   timeline=())
+                                   timeline=(), quiet_end_s=0.0)
 
 
 @dataclass(frozen=True)
@@ -184,8 +190,10 @@ class Schedule:
 def build_schedule(settings: NemesisSettings, surface: Surface, seed: int, duration_s: float,
                    source: str) -> Schedule:
     """The run's schedule; raises FaultPlanError naming `source` and the key when the
-    Target cannot take a fault or a target names no node."""
+    Target cannot take a fault or a target names no node. A random schedule with a quiet
+    end heals everything where it begins, `quiet_end_s` before the load ends."""
     rng = random.Random(f"{seed}:nemesis")
+    heal_at_s = duration_s
     if settings.schedule == "timeline":
         steps = []
         for n, item in enumerate(settings.timeline):
@@ -199,12 +207,13 @@ def build_schedule(settings: NemesisSettings, surface: Surface, seed: int, durat
         for n, name in enumerate(settings.faults):
             _fault(surface, f"{source}: nemesis.faults[{n}]", name)
         background = _background(settings, surface, seed, source)
-        steps = _random_steps(settings, surface, seed, duration_s, source, rng)
+        heal_at_s = max(0.0, duration_s - settings.quiet_end_s)
+        steps = _random_steps(settings, surface, seed, heal_at_s, source, rng)
         if background is not None:
             steps = sorted([background, *steps], key=lambda s: s.at_s)
     else:
         steps = []
-    return Schedule(tuple(steps), duration_s)
+    return Schedule(tuple(steps), heal_at_s)
 
 
 OTHER_AIM_TRIES = 8
@@ -237,11 +246,11 @@ def _background(settings: NemesisSettings, surface: Surface, seed: int, source: 
                      rng.getrandbits(32), beneath=True)
 
 
-def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, duration_s: float,
+def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, until_s: float,
                   source: str, rng: random.Random) -> list[FaultStep]:
-    """Faults one after another: a quiet gap of about `interval_s`, then a fault lasting
-    about `duration_s` or one of `lengths_s` (each drawn between half and one and a half
-    times the setting).
+    """Faults one after another, each begun before `until_s`: a quiet gap of about
+    `interval_s`, then a fault lasting about `duration_s` or one of `lengths_s` (each drawn
+    between half and one and a half times the setting).
     With `overlap`, some faults begin inside the one before instead of after a gap; the
     gap after such a pair counts from the later of their two ends. A background is drawn
     apart (`_background`) and moves none of these; the runner keeps them off what it holds
@@ -253,7 +262,7 @@ def _random_steps(settings: NemesisSettings, surface: Surface, seed: int, durati
     while len(steps) < 10_000:
         if not inside:
             t = quiet_from + rng.uniform(0.5, 1.5) * settings.interval_s
-        if t >= duration_s:
+        if t >= until_s:
             break
         name = rng.choice(settings.faults)
         fault = FAULTS[name]

@@ -349,28 +349,43 @@ run here outgrew (geo seed 1: 2.0 s measured from the acknowledgement's confirma
 2.5 s from its sending)."""
 
 
-def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None,
-                 rng: random.Random) -> NemesisSettings:
+QUIET_END_SHARE = 0.5
+"""The share of drawn runs whose load goes on for a while after their faults are healed
+(`quiet_end_s`), as Jepsen's tests end: what a system owes once the faults are over is
+then asked of it under load. A contract probe a fault struck runs again and can be judged
+(the faults' aftermath past, AFTERMATH_S); a failover between clusters after replication
+came back is judged past the checker's allowance for recovery; a subscription held up
+must catch up. Faults that go on to the load's end leave none of that to see."""
+QUIET_END_S = (20, 45)
+"""A quiet end's length in whole seconds, uniform: the faults' aftermath (15 s, in which
+the contract's probes wait) and room past it for a round of probes or a few failovers."""
+
+
+def draw_nemesis(scenario: Scenario, nodes: Sequence[Node] | None, rng: random.Random,
+                 quiet_end_s: float = 0.0) -> NemesisSettings:
     """A random schedule over one to four faults the planned nodes can take (those of
     `nodes` in the scenario's clusters, when given); none when they take none (a target
-    without node controls)."""
+    without node controls). Its faults come in the run's first `duration_s - quiet_end_s`
+    seconds, drawn as they would be over a run of that length."""
+    faults_s = scenario.duration_s - quiet_end_s
     if nodes is not None:  # a one-cluster workload's faults stay in its cluster
         nodes = [node for node in nodes if node.cluster in scenario.topology.clusters]
     planned = surface(scenario, nodes=nodes)
-    takes = [name for name in FAULTS if _can_take(planned, scenario.duration_s, name)]
+    takes = [name for name in FAULTS if _can_take(planned, faults_s, name)]
     faults = tuple(rng.sample(takes, min(len(takes), rng.randint(1, 4))))
     faults += _between(scenario.seed, planned, takes, faults)
-    low, high = rng.choice(fault_lengths(scenario.topology, scenario.duration_s))
+    low, high = rng.choice(fault_lengths(scenario.topology, faults_s))
     settings = NemesisSettings(
         schedule="random" if faults else "none", faults=faults,
-        interval_s=round(quiet_gap(rng, scenario.duration_s), 1),
+        interval_s=round(quiet_gap(rng, faults_s), 1),
         duration_s=round(rng.uniform(low, high), 1), overlap=rng.choice(OVERLAPS),
         roles=rng.choice(((), STORAGE_ROLES)))
     if rng.random() < ANY_CLUSTER_SHARE and _anywhere(planned, faults):
         settings = replace(settings, aim_clusters="any")
     settings = replace(settings, nodes_at_once=_nodes_at_once(scenario.seed),
-                       lengths_s=_lengths(scenario))
-    settings = _with_background(settings, scenario)
+                       lengths_s=_lengths(scenario.seed, scenario.topology, faults_s),
+                       quiet_end_s=quiet_end_s if faults else 0.0)
+    settings = _with_background(settings, scenario.seed, faults_s)
     if not planned.controller:
         return settings
     return replace(settings, roles=settings.roles + rng.choice(((), LEADER_AIMS)))
@@ -401,28 +416,39 @@ def _nodes_at_once(seed: int | None) -> int:
     return random.Random(f"explore:{seed}:nodes-at-once").choice(NODES_AT_ONCE)
 
 
-def _lengths(scenario: Scenario) -> tuple[float, ...]:
-    """MIXED_LENGTHS_SHARE's draw for `scenario`: one length from each band of
-    `fault_lengths`, or none (every fault about the schedule's `duration_s`)."""
-    rng = random.Random(f"explore:{scenario.seed}:lengths")
+def _lengths(seed: int | None, topology: Topology, faults_s: float) -> tuple[float, ...]:
+    """MIXED_LENGTHS_SHARE's draw for `seed`: one length from each band of
+    `fault_lengths` over `faults_s` seconds of faults, or none (every fault about the
+    schedule's `duration_s`)."""
+    rng = random.Random(f"explore:{seed}:lengths")
     if rng.random() >= MIXED_LENGTHS_SHARE:
         return ()
     return tuple(round(rng.uniform(low, high), 1)
-                 for low, high in fault_lengths(scenario.topology, scenario.duration_s))
+                 for low, high in fault_lengths(topology, faults_s))
 
 
-def _with_background(settings: NemesisSettings, scenario: Scenario) -> NemesisSettings:
-    """BACKGROUND_SHARE's draw for `scenario`: one of the schedule's faults that can stay
-    on beneath the others, begun early and lasting a good part of the run (BACKGROUND_AT,
-    BACKGROUND_LENGTH), or none."""
-    rng = random.Random(f"explore:{scenario.seed}:background")
+def _with_background(settings: NemesisSettings, seed: int | None,
+                     run_s: float) -> NemesisSettings:
+    """BACKGROUND_SHARE's draw for `seed`: one of the schedule's faults that can stay on
+    beneath the others, begun early and lasting a good part of the `run_s` seconds of
+    faults (BACKGROUND_AT, BACKGROUND_LENGTH), or none."""
+    rng = random.Random(f"explore:{seed}:background")
     kinds = [name for name in settings.faults if FAULTS[name].can_lie_beneath]
     if rng.random() >= BACKGROUND_SHARE or not kinds:
         return settings
-    run_s = scenario.duration_s
     return replace(settings, background=rng.choice(kinds),
                    background_at_s=round(rng.uniform(*BACKGROUND_AT) * run_s, 1),
                    background_s=round(rng.uniform(*BACKGROUND_LENGTH) * run_s, 1))
+
+
+def _quiet_end(seed: int | None) -> float:
+    """QUIET_END_SHARE's draw for `seed`: the seconds of a quiet end (QUIET_END_S), added
+    to the run, or 0. From a generator of its own, so that a run without one is drawn as
+    before it existed."""
+    rng = random.Random(f"explore:{seed}:quiet-end")
+    if rng.random() >= QUIET_END_SHARE:
+        return 0.0
+    return float(rng.randint(*QUIET_END_S))
 
 
 def _anywhere(planned: Surface, faults: Sequence[str]) -> bool:
@@ -509,7 +535,8 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
     --explore` run every mutant on the same scenarios and their clean control."""
     rng = random.Random(f"explore:{seed}")
     kind = rng.choice(offered_kinds(backend, kinds))
-    duration_s = float(rng.randint(20, 60))
+    quiet_end_s = _quiet_end(seed)
+    duration_s = float(rng.randint(20, 60)) + quiet_end_s
     topology = draw_topology(kind, backend, rng)
     scenario = Scenario(name=f"explore-{seed}", path=Path(f"explore-{seed}.toml"),
                         duration_s=duration_s,
@@ -518,7 +545,7 @@ def draw_scenario(seed: int, backend: str, *, nodes: Sequence[Node] | None = Non
                             kind, Draw(rng, duration_s, rng.random() < ALL_AT_ONCE_SHARE)))
     if narrow is not None:
         scenario = narrow(scenario)
-    nemesis = draw_nemesis(scenario, nodes, rng)
+    nemesis = draw_nemesis(scenario, nodes, rng, quiet_end_s)
     # For a target only (scenarios/offer.py lifts it to the shutdown the file declares);
     # drawn for every backend, so that the draws after it are the same on each.
     target_held = rng.choice((False, True))

@@ -74,6 +74,11 @@ class Scenario:
     """Checkers that must each find something for an `invalid` run to count as the catch
     the scenario is about (a mutant's named anomaly), not just any anomaly."""
 
+    @property
+    def faults_s(self) -> float:
+        """The seconds of the load in which faults come: all of it but a quiet end."""
+        return self.duration_s - self.nemesis.quiet_end_s
+
 
 def load_scenario(path: Path) -> Scenario:
     """Read and validate a scenario; raises `ScenarioError` naming file, line, key and
@@ -107,6 +112,9 @@ def load_scenario(path: Path) -> Scenario:
     if problem:
         raise toml.error("topology.clusters", f"{problem}, got "
                                               f"{list(scenario.topology.clusters)}")
+    if scenario.nemesis.quiet_end_s >= scenario.duration_s:
+        raise toml.expected("nemesis.quiet_end_s", f"less than the run's duration_s "
+                            f"({scenario.duration_s:g})", scenario.nemesis.quiet_end_s)
     for seconds in ("replication_keepalive_s", "snapshot_timeout_s"):
         if getattr(scenario.topology, seconds) <= 0:
             raise toml.expected(f"topology.{seconds}", "a number of seconds above 0",
@@ -185,6 +193,9 @@ def _nemesis(reader: _Reader, data: dict[str, Any]) -> NemesisSettings:
     if nemesis.background is not None and nemesis.background_s <= 0:
         raise reader.toml.expected("nemesis.background_s", "the background fault's length, "
                                    "more than 0 seconds", nemesis.background_s)
+    if nemesis.quiet_end_s and nemesis.schedule != "random":
+        raise reader.toml.error("nemesis.quiet_end_s", "only a random schedule takes a quiet "
+                                "end (a timeline's faults end where it says)")
     settings: NemesisSettings = dataclasses.replace(nemesis, timeline=tuple(timeline))
     return settings
 

@@ -46,6 +46,7 @@ SCHEDULE_SHAPES = {
     "aim_clusters": "faults in the first cluster only",
     "lengths_s": "every fault about the same length",
     "background": "no fault beneath the others",
+    "quiet_end_s": "faults until the load ends",
 }
 """The random schedule's settings that shape where and how its faults strike, and what
 putting each back to its default is called."""
@@ -111,7 +112,10 @@ def _fewer_faults(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
 def _shorter(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
     if scenario.duration_s / 2 >= SHORTEST_RUN_S:
         half = scenario.duration_s / 2
-        yield f"run halved to {half:g} s", dataclasses.replace(scenario, duration_s=half)
+        yield f"run halved to {half:g} s", dataclasses.replace(
+            scenario, duration_s=half,
+            nemesis=dataclasses.replace(scenario.nemesis,
+                                        quiet_end_s=scenario.nemesis.quiet_end_s / 2))
 
 
 def _knobs_to_default(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:

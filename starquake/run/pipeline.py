@@ -246,7 +246,9 @@ def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Target,
                        workload: Workload, history: CountingHistory, faults: FaultStatus,
                        progress: Progress) -> None:
     """The workload in a thread until the deadline; the nemesis in this thread (so Ctrl-C
-    reaches it) until the final heal, aimed at the topic the workload drives."""
+    reaches it) until the final heal, aimed at the topic the workload drives, then, where
+    the schedule ends in a quiet end, this thread waits out the load (Ctrl-C still
+    reaches it)."""
     stop = threading.Event()
     started = time.monotonic()
     deadline = started + scenario.duration_s
@@ -263,6 +265,7 @@ def _load_under_faults(scenario: Scenario, schedule: Schedule, target: Target,
         thread.start()
     try:
         NemesisRunner(schedule, target, history, workload.topic, faults).run(started, stop)
+        stop.wait(max(0.0, deadline - time.monotonic()))
     finally:
         stop.set()
         for thread in watchers:

@@ -1,8 +1,8 @@
-"""A random schedule's `overlap`, `roles`, `aim_clusters`, `nodes_at_once`, `lengths_s`
-and `background`: two faults at once, faults aimed past a fault's own defaults, faults in
-any cluster and on several nodes at once, faults of several lengths in one schedule, one
-long fault beneath the others, without moving the schedules written before these
-existed."""
+"""A random schedule's `overlap`, `roles`, `aim_clusters`, `nodes_at_once`, `lengths_s`,
+`background` and `quiet_end_s`: two faults at once, faults aimed past a fault's own
+defaults, faults in any cluster and on several nodes at once, faults of several lengths in
+one schedule, one long fault beneath the others, a load that goes on after the faults,
+without moving the schedules written before these existed."""
 
 from __future__ import annotations
 
@@ -199,3 +199,18 @@ def test_a_network_cut_or_an_instant_fault_cannot_be_a_background() -> None:
                                    background_s=10.0)
         with pytest.raises(FaultPlanError, match="cannot stay on beneath other faults"):
             build_schedule(settings, TWO_CLUSTERS, 1, 60.0, "t.toml")
+
+
+def test_a_quiet_end_heals_everything_where_it_begins_and_keeps_the_faults_before_it() -> None:
+    """The faults of a 120 s run with a 40 s quiet end are those of an 80 s run, and the
+    final heal comes at 80 s, so nothing is on in the last 40 s of the load."""
+    for seed in SEEDS:
+        settings = NemesisSettings("random", faults=("kill", "pause"), interval_s=4.0,
+                                   duration_s=6.0, overlap=0.5, background="kill",
+                                   background_at_s=10.0, background_s=90.0)
+        quiet = build_schedule(dataclasses.replace(settings, quiet_end_s=40.0), NODES, seed,
+                               120.0, "t.toml")
+        assert quiet == build_schedule(settings, NODES, seed, 80.0, "t.toml")
+        actions = quiet.actions()
+        assert actions[-1].kind == "heal" and actions[-1].at_s == 80.0
+        assert all(action.at_s < 80.0 for action in actions[:-1])

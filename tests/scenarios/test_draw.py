@@ -235,12 +235,12 @@ def test_fault_lengths_follow_the_session_timeout_and_the_brokers_give_up_time()
         scenario = draw_scenario(seed, "local")
         if not scenario.nemesis.faults:
             continue
-        bands = draw.fault_lengths(scenario.topology, scenario.duration_s)
+        bands = draw.fault_lengths(scenario.topology, scenario.faults_s)
         band = next(n for n, (low, high) in enumerate(bands)
                     if low - 0.05 <= scenario.nemesis.duration_s <= high + 0.05)
         bands_drawn.add(band)
-        assert scenario.nemesis.duration_s <= max(3.0, scenario.duration_s)
-        if band == 2 and bands[2][0] < scenario.duration_s:
+        assert scenario.nemesis.duration_s <= max(3.0, scenario.faults_s)
+        if band == 2 and bands[2][0] < scenario.faults_s:
             assert scenario.nemesis.duration_s > shutdown_bound_ms(scenario.topology) / 1000
     assert bands_drawn == {0, 1, 2}
     past_session = draw.fault_lengths(Topology(session_timeout_ms=10_000), 60.0)[1]
@@ -298,13 +298,13 @@ def test_some_schedules_mix_the_three_length_bands_moving_no_other_draw(monkeypa
     mixed = [s for s in drawn if s.nemesis.lengths_s]
     assert 0.3 * len(drawn) < len(mixed) < 0.7 * len(drawn)
     for scenario in mixed:
-        bands = draw.fault_lengths(scenario.topology, scenario.duration_s)
+        bands = draw.fault_lengths(scenario.topology, scenario.faults_s)
         assert all(low <= length <= high
                    for length, (low, high) in zip(scenario.nemesis.lengths_s, bands, strict=True))
         if scenario.nemesis.faults:  # the bound covers the longest length a fault may take
             assert scenario.checkers.stalled_subscription_bound_ms == draw.liveness_bound_ms(
                 scenario.nemesis, scenario.topology) > 1500 * max(scenario.nemesis.lengths_s)
-    monkeypatch.setattr(draw, "_lengths", lambda _scenario: ())
+    monkeypatch.setattr(draw, "_lengths", lambda *_: ())
     for scenario in mixed:
         alone = draw_scenario(scenario.seed, "local", kinds=("topic",))
         assert alone.nemesis == replace(scenario.nemesis, lengths_s=())
@@ -356,12 +356,32 @@ def test_a_third_of_the_schedules_hold_a_long_fault_beneath_the_others_moving_no
         assert nemesis.background in nemesis.faults
         assert nemesis.background in ("kill", "pause", "unlink-replication")
         ends = nemesis.background_at_s + nemesis.background_s
-        assert 0.3 * scenario.duration_s <= ends <= 0.9 * scenario.duration_s
+        assert 0.3 * scenario.faults_s <= ends <= 0.9 * scenario.faults_s
         assert scenario.checkers.unavailable_bound_ms is None or (
             scenario.checkers.unavailable_bound_ms > 1000 * nemesis.background_s)
     assert not any(s.nemesis.background for s in drawn if not s.nemesis.faults)
-    monkeypatch.setattr(draw, "_with_background", lambda settings, _scenario: settings)
+    monkeypatch.setattr(draw, "_with_background", lambda settings, *_: settings)
     for scenario in beneath:
         alone = draw_scenario(scenario.seed, "local", kinds=("geo",))
         assert replace(scenario, nemesis=scenario.nemesis.without_background(),
                        checkers=alone.checkers) == alone
+
+
+def test_half_the_runs_with_faults_end_quiet_moving_no_other_draw(monkeypatch) -> None:
+    """A quiet end is added to the run drawn, its faults drawn as over the run without
+    it; a run without one is drawn as before quiet ends existed."""
+    drawn = [draw_scenario(seed, "local", kinds=("geo",)) for seed in SEEDS]
+    faulted = [s for s in drawn if s.nemesis.faults]
+    quiet = [s for s in faulted if s.nemesis.quiet_end_s]
+    assert 0.3 * len(faulted) < len(quiet) < 0.7 * len(faulted)
+    low, high = draw.QUIET_END_S
+    assert all(low <= s.nemesis.quiet_end_s <= high and 20 <= s.faults_s <= 60
+               for s in quiet)
+    assert not any(s.nemesis.quiet_end_s for s in drawn if not s.nemesis.faults)
+    monkeypatch.setattr(draw, "_quiet_end", lambda _seed: 0.0)
+    for scenario in drawn:
+        alone = draw_scenario(scenario.seed, "local", kinds=("geo",))
+        assert alone.nemesis == replace(scenario.nemesis, quiet_end_s=0.0)
+        assert alone.checkers == scenario.checkers
+        if not scenario.nemesis.quiet_end_s and alone.duration_s == scenario.duration_s:
+            assert alone == scenario

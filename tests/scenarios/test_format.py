@@ -105,6 +105,14 @@ duration_s = 5
      "nemesis.background: only a random schedule takes a background fault"),
     ("[nemesis]\nschedule = \"random\"\nfaults = [\"pause\"]\nbackground = \"kill\"\n",
      "nemesis.background_s: expected the background fault's length, more than 0 seconds"),
+    ("[nemesis]\nschedule = \"timeline\"\nquiet_end_s = 9\n"
+     "[[nemesis.timeline]]\nat_s = 1\nfault = \"pause\"\n",
+     "nemesis.quiet_end_s: only a random schedule takes a quiet end"),
+    ("[nemesis]\nschedule = \"random\"\nfaults = [\"pause\"]\nquiet_end_s = -2\n",
+     "nemesis.quiet_end_s: expected a number of at least 0, got -2.0"),
+    ("duration_s = 30\n[nemesis]\nschedule = \"random\"\nfaults = [\"pause\"]\n"
+     "quiet_end_s = 30\n",
+     "nemesis.quiet_end_s: expected less than the run's duration_s (30), got 30.0"),
     ("mutants = [\"no-such-bug\"]\n", "mutants[0]: expected one of ack-before-durable, "),
     ("name = \"../elsewhere\"\n", "name: expected letters, digits"),
     ("name = \"/tmp/elsewhere\"\n", "name: expected letters, digits"),

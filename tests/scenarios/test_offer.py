@@ -155,7 +155,7 @@ def test_a_target_offering_everything_draws_what_our_containers_draw(seed: int) 
     assert theirs.duration_s == ours.duration_s
     assert replace(theirs.nemesis, duration_s=0, lengths_s=()) == replace(
         ours.nemesis, duration_s=0, lengths_s=())
-    bands = fault_lengths(theirs.topology, theirs.duration_s)
+    bands = fault_lengths(theirs.topology, theirs.faults_s)
     assert any(low <= theirs.nemesis.duration_s <= high for low, high in bands)
     assert len(theirs.nemesis.lengths_s) == len(ours.nemesis.lengths_s)
     assert all(low <= length <= high for length, (low, high)

@@ -56,7 +56,7 @@ def test_a_random_schedule_s_shapes_go_back_to_their_defaults_one_at_a_time() ->
     shaped = NemesisSettings(schedule="random", faults=("kill",), duration_s=4, overlap=0.5,
                              roles=("bookie",), aim_clusters="any", nodes_at_once=2,
                              lengths_s=(2.0, 8.0, 30.0), background="kill",
-                             background_at_s=3.0, background_s=20.0)
+                             background_at_s=3.0, background_s=20.0, quiet_end_s=12.0)
     scenario = dataclasses.replace(draw_scenario(1, "docker"), nemesis=shaped)
     took = {what: smaller.nemesis for what, smaller in candidates(scenario)}
     assert took["faults strike one node at a time"] == dataclasses.replace(shaped,
@@ -69,4 +69,8 @@ def test_a_random_schedule_s_shapes_go_back_to_their_defaults_one_at_a_time() ->
     assert took["faults halved to about 15 s"].background_s == 10.0
     assert took["no fault beneath the others"] == dataclasses.replace(
         shaped, background=None, background_at_s=0.0, background_s=0.0)
+    assert took["faults until the load ends"] == dataclasses.replace(shaped, quiet_end_s=0.0)
+    halved = f"run halved to {scenario.duration_s / 2:g} s"
+    assert took[halved].quiet_end_s == 6.0  # the quiet end keeps its share of the run
     assert took["every fault removed"].background is None
+    assert took["every fault removed"].quiet_end_s == 0.0
