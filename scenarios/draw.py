@@ -84,8 +84,11 @@ run for the groups a fault struck to run again."""
 
 
 def _subset(draw: Draw, spec: KnobSpec) -> tuple[str, ...]:
-    """Each choice with chance SUBSET_SHARE, at least one, in their declared order."""
+    """Each choice with chance SUBSET_SHARE, at least one, in their declared order; every
+    choice in a draw `all_at_once` (every probe group, as every optional behaviour)."""
     chosen = {c for c in spec.rule.choices if draw.rng.random() < SUBSET_SHARE}
+    if draw.all_at_once:
+        return spec.rule.choices
     chosen = chosen or {draw.rng.choice(spec.rule.choices)}
     return tuple(c for c in spec.rule.choices if c in chosen)
 

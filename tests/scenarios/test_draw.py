@@ -13,6 +13,7 @@ import pytest
 from harness.backends import BACKENDS
 from harness.targets.reference_mutants import reference_mutants
 from harness.topology import REFERENCE_BROKER_SETTINGS, Topology
+from harness.workloads.contract.workload import GROUP_NAMES
 from harness.workloads.knobs import declared
 from harness.workloads.registry import WORKLOADS
 from harness.workloads.settings import SINGLE_ACTIVE_MODES, WorkloadSettings
@@ -385,3 +386,14 @@ def test_half_the_runs_with_faults_end_quiet_moving_no_other_draw(monkeypatch) -
         assert alone.checkers == scenario.checkers
         if not scenario.nemesis.quiet_end_s and alone.duration_s == scenario.duration_s:
             assert alone == scenario
+
+
+def test_contract_runs_draw_most_probe_groups_and_every_one_when_all_at_once() -> None:
+    """Each group is drawn with chance SUBSET_SHARE, and every one in the draws that switch
+    every optional behaviour on (ALL_AT_ONCE_SHARE)."""
+    drawn = [draw_scenario(seed, "local", kinds=("contract",)) for seed in SEEDS]
+    sizes = [len(s.workload.knobs.groups) for s in drawn]  # type: ignore[attr-defined]
+    whole = sum(size == len(GROUP_NAMES) for size in sizes)
+    assert 0.5 < whole / (draw.ALL_AT_ONCE_SHARE * len(drawn)) < 2
+    partial = [size for size in sizes if size < len(GROUP_NAMES)]
+    assert 0.6 < sum(partial) / len(partial) / len(GROUP_NAMES) < 0.9
