@@ -46,7 +46,6 @@ SCHEDULE_SHAPES = {
     "aim_clusters": "faults in the first cluster only",
     "lengths_s": "every fault about the same length",
     "background": "no fault beneath the others",
-    "quiet_end_s": "faults until the load ends",
 }
 """The random schedule's settings that shape where and how its faults strike, and what
 putting each back to its default is called."""
@@ -110,12 +109,18 @@ def _fewer_faults(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
 
 
 def _shorter(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:
+    """The quiet end cut off (the same faults, the load ending at the final heal), then the
+    run halved, a quiet end keeping its share of it."""
+    quiet_end_s = scenario.nemesis.quiet_end_s
+    if quiet_end_s:
+        yield (f"quiet end cut off (run {scenario.faults_s:g} s)", dataclasses.replace(
+            scenario, duration_s=scenario.faults_s,
+            nemesis=dataclasses.replace(scenario.nemesis, quiet_end_s=0.0)))
     if scenario.duration_s / 2 >= SHORTEST_RUN_S:
         half = scenario.duration_s / 2
         yield f"run halved to {half:g} s", dataclasses.replace(
             scenario, duration_s=half,
-            nemesis=dataclasses.replace(scenario.nemesis,
-                                        quiet_end_s=scenario.nemesis.quiet_end_s / 2))
+            nemesis=dataclasses.replace(scenario.nemesis, quiet_end_s=quiet_end_s / 2))
 
 
 def _knobs_to_default(scenario: Scenario) -> Iterator[tuple[str, Scenario]]:

@@ -69,8 +69,21 @@ def test_a_random_schedule_s_shapes_go_back_to_their_defaults_one_at_a_time() ->
     assert took["faults halved to about 15 s"].background_s == 10.0
     assert took["no fault beneath the others"] == dataclasses.replace(
         shaped, background=None, background_at_s=0.0, background_s=0.0)
-    assert took["faults until the load ends"] == dataclasses.replace(shaped, quiet_end_s=0.0)
     halved = f"run halved to {scenario.duration_s / 2:g} s"
     assert took[halved].quiet_end_s == 6.0  # the quiet end keeps its share of the run
     assert took["every fault removed"].background is None
     assert took["every fault removed"].quiet_end_s == 0.0
+
+
+def test_a_quiet_end_is_cut_off_before_the_run_is_halved() -> None:
+    """The run's faults stay where they were, the load ending at the final heal."""
+    drawn = draw_scenario(1, "docker")
+    quiet = dataclasses.replace(drawn, duration_s=70.0, nemesis=NemesisSettings(
+        schedule="random", faults=("kill",), quiet_end_s=30.0))
+    shorter = [(what, smaller) for what, smaller in candidates(quiet)
+               if smaller.duration_s < quiet.duration_s]
+    what, cut = shorter[0]
+    assert what == "quiet end cut off (run 40 s)"
+    assert (cut.duration_s, cut.faults_s, cut.nemesis.quiet_end_s) == (40.0, 40.0, 0.0)
+    assert size(cut) < size(quiet)
+    assert shorter[1][0] == "run halved to 35 s"
