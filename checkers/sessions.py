@@ -15,7 +15,8 @@ keyed by segment is thrown away: the harm the session exists to prevent.
 The history shows each consumer's assignment: the `ok` of each `register` (the answer)
 and each `assign` (a push). A change of one consumer's assignment is an anomaly when the
 union of every consumer's latest assignment is the same before and after the rebalance it
-belongs to (what is dealt out did not change), and no consumer of the subscription began
+belongs to (what is dealt out did not change), however the pushes are told apart into
+rebalances (`_rebalances`), and no consumer of the subscription began
 to join (its first `register`'s invoke) or to leave (an `unregister`'s invoke) since that
 consumer's last change that such an event explained (each explains one change of each
 other consumer: the rebalance it causes). A consumer away past the grace period is
@@ -44,10 +45,19 @@ Scope = tuple[str, str | None, str | None, str | None]
 @dataclass(frozen=True)
 class _Assigned:
     index: int
+    time: int
+    """When the consumer heard it (nanoseconds)."""
     consumer: str
     segments: frozenset[int]
     epoch: int | None
     """The layout epoch the assignment was dealt for, when the history says."""
+
+
+REBALANCE_SPREAD_NS = 250_000_000
+"""How far apart two pushes may be heard and still be told one rebalance's in the second
+way of grouping them (`_rebalances`). One rebalance's pushes leave the controller together
+and were heard within milliseconds of each other in our runs; two rebalances of one layout
+(a parent drained, then another) came a second apart."""
 
 
 @dataclass(frozen=True)
@@ -94,11 +104,12 @@ def _assignments(facts: list[SmallFact]) -> list[_Assigned]:
         if fact.consumer is None:
             continue
         if fact.f == "assign":
-            assigned.append(_Assigned(fact.index, fact.consumer, _segments(fact.detail),
-                                      fact.epoch))
+            assigned.append(_Assigned(fact.index, fact.time, fact.consumer,
+                                      _segments(fact.detail), fact.epoch))
         elif fact.f == "register" and fact.outcome == "ok" and fact.done_index is not None:
-            assigned.append(_Assigned(fact.done_index, fact.consumer,
-                                      _segments(fact.done_detail), fact.done_epoch))
+            assigned.append(_Assigned(fact.done_index, fact.done_time or fact.time,
+                                      fact.consumer, _segments(fact.done_detail),
+                                      fact.done_epoch))
     return sorted(assigned, key=lambda a: a.index)
 
 
@@ -110,20 +121,31 @@ def _left(facts: list[SmallFact]) -> dict[int, str]:
 
 
 def _judge(scope: Scope, facts: list[SmallFact]) -> list[Reassignment]:
+    """The changes found whichever way the pushes are grouped into rebalances: the
+    history does not say where one ends, and a change that is an anomaly in one grouping
+    may be what another rebalance dealt in the other."""
+    changes = _membership_changes(facts)
+    left = _left(facts)
+    assigned = _assignments(facts)
+    by_epoch, by_time = (_found(scope, _rebalances(assigned, left, spread), changes)
+                         for spread in (None, REBALANCE_SPREAD_NS))
+    return [found for found in by_epoch if found in by_time]
+
+
+def _found(scope: Scope, rebalances: list[list[_Assigned] | str],
+           changes: list[tuple[int, str]]) -> list[Reassignment]:
     """A membership change explains the first change of each other consumer's assignment
     at or after it began (its rebalance reaches them while the joiner's answer, or the
     leaver's, may still be on its way), and no later one. What is dealt out is compared
     across one rebalance's pushes, not push by push: a rebalance that deals fewer segments
     may move one from c1 to c0 and leave c1 nothing, and c1's push alone, seen after c0's,
     would look like a move with the same segments dealt."""
-    changes = _membership_changes(facts)
-    left = _left(facts)
     current: dict[str, frozenset[int]] = {}
     since: dict[str, int] = {}
     explained_up_to: dict[str, int] = defaultdict(lambda: -1)
     """Per consumer: the index of the last membership change one of its changes used."""
     found = []
-    for batch in _rebalances(_assignments(facts), left):
+    for batch in rebalances:
         if isinstance(batch, str):
             current.pop(batch, None)
             continue
@@ -148,22 +170,29 @@ def _judge(scope: Scope, facts: list[SmallFact]) -> list[Reassignment]:
     return found
 
 
-def _rebalances(assigned: list[_Assigned], left: dict[int, str]
+def _rebalances(assigned: list[_Assigned], left: dict[int, str], spread_ns: int | None
                 ) -> list[list[_Assigned] | str]:
     """The assignments in the order they were dealt (`_dealing_order`), grouped as one
     rebalance's pushes: consecutive ones, each to a different consumer and for the same
-    layout epoch (when both name one); a consumer that left (its name) stands alone. A
-    rebalance pushes only to the consumers whose segments change, so without the epoch
-    the last pushes of one layout's rebalance and the first of the next would pass for one
-    rebalance when their consumers differ, and a segment leaving one consumer in the first
-    would look dealt twice."""
+    layout epoch (when both name one), and, given `spread_ns`, each heard within it of the
+    one before; a consumer that left (its name) stands alone. A rebalance pushes only to
+    the consumers whose segments change, so without the epoch the last pushes of one
+    layout's rebalance and the first of the next would pass for one rebalance when their
+    consumers differ, and a segment leaving one consumer in the first would look dealt
+    twice. Two rebalances of one layout (each parent drained deals again) share its epoch:
+    of c1 and c2 pushed in the first and c0, c1 and c2 a second later, c0's joined the
+    first, and c1's move in the second, with c0's new segments counted before it, looked
+    like the same segments dealt (`reassigned` in a correct run). Heard a second apart,
+    they are told apart by time; but pushes of one rebalance can be heard far apart, a
+    late answer among them, so neither grouping is sure and `_judge` takes both."""
     grouped: list[list[_Assigned] | str] = []
     for step in _dealing_order(assigned, left):
         last = grouped[-1] if grouped else None
         if isinstance(step, str):
             grouped.append(step)
         elif isinstance(last, list) and all(a.consumer != step.consumer
-                                            and _same_epoch(a, step) for a in last):
+                                            and _same_epoch(a, step) for a in last) and (
+                spread_ns is None or abs(step.time - last[-1].time) <= spread_ns):
             last.append(step)
         else:
             grouped.append([step])

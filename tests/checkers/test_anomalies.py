@@ -847,6 +847,25 @@ def _reassigned_legal_layouts(h: History) -> None:
     h.drain()
 
 
+@case("reassigned-legal-two-drains-in-one-layout")
+def _reassigned_legal_two_drains(h: History) -> None:
+    """One layout drains in two steps, each dealing again (explore's scalable seed 2): parent
+    2 drained deals its children 3 and 4 to c1 and c2; a second later parent 0 drained
+    leaves c0 without, and 3 and 4 are dealt again by name order, so c0, c1 and c2 are
+    pushed to. By consumer and epoch alone, c0's push joined the first rebalance, and the
+    second moved 4 from c2 to c1 with the same segments dealt; heard a second apart, they
+    are two rebalances, the second dealing fewer."""
+    h.register("c0", [0])
+    h.register("c1", [2])
+    h.register("c2", [])
+    h.at(5000).assign("c1", [3])
+    h.assign("c2", [4])
+    h.at(6000).assign("c0", [3])
+    h.assign("c1", [4])
+    h.assign("c2", [])
+    h.drain()
+
+
 @case("reassigned-legal-answers-after-the-next-layout")
 def _reassigned_legal_late_answers(h: History) -> None:
     """The controller's leader lost its session and every consumer registers again. The
