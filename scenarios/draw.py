@@ -87,7 +87,7 @@ def _subset(draw: Draw, spec: KnobSpec) -> tuple[str, ...]:
     """Each choice with chance SUBSET_SHARE, at least one, in their declared order; every
     choice in a draw `all_at_once` (every probe group, as every optional behaviour)."""
     chosen = {c for c in spec.rule.choices if draw.rng.random() < SUBSET_SHARE}
-    if draw.all_at_once:
+    if draw.all_at_once:  # drawn above all the same: the knobs after it keep their draws
         return spec.rule.choices
     chosen = chosen or {draw.rng.choice(spec.rule.choices)}
     return tuple(c for c in spec.rule.choices if c in chosen)
@@ -353,8 +353,9 @@ run here outgrew (geo seed 1: 2.0 s measured from the acknowledgement's confirma
 
 
 QUIET_END_SHARE = 0.5
-"""The share of drawn runs whose load goes on for a while after their faults are healed
-(`quiet_end_s`), as Jepsen's tests end: what a system owes once the faults are over is
+"""The share of seeds whose load goes on for a while after their faults are healed
+(`quiet_end_s`), as Jepsen's tests end (a seed that then draws no fault keeps the seconds,
+a longer quiet run): what a system owes once the faults are over is
 then asked of it under load. A contract probe a fault struck runs again and can be judged
 (the faults' aftermath past, AFTERMATH_S); a failover between clusters after replication
 came back is judged past the checker's allowance for recovery; a subscription held up

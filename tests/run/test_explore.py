@@ -51,6 +51,14 @@ def test_two_drawn_scenarios_catch_a_mutant_no_draw_names(
     # Seed 1's topic run puts hundreds of values at shared positions; seed 2's catch
     # depends on how often its sends overlap, which timing decides.
     assert caught and all(count > 0 for count in caught), caught
+    for scenario in scenarios:  # a quiet end: the load goes on after the final heal
+        if scenario.nemesis.quiet_end_s:
+            (run_dir,) = (top / scenario.name).iterdir()
+            events = [json.loads(line) for line in (run_dir / "history.jsonl").open()]
+            heal = next(e["time"] for e in events if e["f"] == "heal" and e["type"] == "ok")
+            last_send = max(e["time"] for e in events if e["f"] == "send")
+            assert last_send - heal > 0.5e9 * scenario.nemesis.quiet_end_s, scenario.name
+    assert any(s.nemesis.quiet_end_s for s in scenarios)  # seed 2 draws one
     assert (top / "index.html").is_file()
     lines = done.stdout.splitlines()
     for scenario in scenarios:  # both ran, each printing through its lane's prefix
